@@ -1,0 +1,265 @@
+//! The HTTP endpoints that the kubelet and Prometheus poll: `/healthz` and `/readyz` on the
+//! probe address, `/metrics` on the metrics address.
+//!
+//! They are two servers on two addresses, as in a kubebuilder project, so that the metrics port
+//! can be exposed (or protected) separately from the probes the kubelet needs. Both stop when
+//! the manager's shutdown future resolves, which lets `main` exit cleanly after SIGTERM.
+
+use std::fmt;
+use std::future::Future;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use tokio::net::TcpListener;
+
+use crate::metrics::{self, Metrics};
+
+/// Whether the manager may receive traffic / count as available in a rollout. It turns true once
+/// the reflector caches have synced; a standby replica (waiting for the leader lease) sets it too,
+/// because a Deployment rollout must not wait for a standby to become leader, which it never
+/// does while the old leader runs.
+#[derive(Clone, Default, Debug)]
+pub struct Readiness(Arc<AtomicBool>);
+
+impl Readiness {
+    /// Marks the manager ready or not ready.
+    pub fn set_ready(&self, ready: bool) {
+        self.0.store(ready, Ordering::Release);
+    }
+
+    /// What `/readyz` answers.
+    pub fn is_ready(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// A `--*-bind-address` flag value: `host:port`, `:port` (all interfaces, as controller-runtime
+/// accepts) or `0`, which turns the endpoint off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BindAddress(pub Option<SocketAddr>);
+
+impl FromStr for BindAddress {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s == "0" {
+            return Ok(BindAddress(None));
+        }
+        let spec = match s.strip_prefix(':') {
+            Some(port) => format!("0.0.0.0:{port}"),
+            None => s.to_string(),
+        };
+        if let Ok(addr) = spec.parse::<SocketAddr>() {
+            return Ok(BindAddress(Some(addr)));
+        }
+        // Host names such as `localhost:8080`; resolved once, at start-up.
+        spec.to_socket_addrs()
+            .ok()
+            .and_then(|mut addrs| addrs.next())
+            .map(|addr| BindAddress(Some(addr)))
+            .ok_or_else(|| format!("{s:?} is not an address: expected host:port, :port or 0"))
+    }
+}
+
+impl fmt::Display for BindAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(addr) => write!(f, "{addr}"),
+            None => f.write_str("0"),
+        }
+    }
+}
+
+/// The probe routes, for serving on a listener of the caller's choosing.
+pub fn probe_router(readiness: Readiness) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .with_state(readiness)
+}
+
+async fn readyz(State(readiness): State<Readiness>) -> impl IntoResponse {
+    if readiness.is_ready() {
+        (StatusCode::OK, "ok\n")
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: caches have not synced yet\n",
+        )
+    }
+}
+
+/// The metrics route.
+pub fn metrics_router(metrics: Metrics) -> Router {
+    Router::new()
+        .route("/metrics", get(serve_metrics_text))
+        .with_state(metrics)
+}
+
+async fn serve_metrics_text(State(metrics): State<Metrics>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+        metrics.encode(),
+    )
+}
+
+/// Serves `/healthz` and `/readyz` on `addr` until `shutdown` resolves. A bind error (port in
+/// use) is returned rather than logged, so the manager fails at start instead of running without
+/// probes and being restarted by the kubelet later for a reason nobody sees.
+pub async fn serve_probes(
+    addr: SocketAddr,
+    readiness: Readiness,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let listener = bind(addr).await?;
+    serve_on(listener, "health probes", probe_router(readiness), shutdown).await
+}
+
+/// Serves `/metrics` on `addr` until `shutdown` resolves; bind errors are returned.
+pub async fn serve_metrics(
+    addr: SocketAddr,
+    metrics: Metrics,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let listener = bind(addr).await?;
+    serve_on(listener, "metrics", metrics_router(metrics), shutdown).await
+}
+
+/// Binds `addr`, naming it in the error, so a caller can learn the port of `127.0.0.1:0` via
+/// `local_addr()` before serving (tests do).
+pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))
+}
+
+/// Serves `router` on an already bound listener until `shutdown` resolves.
+pub async fn serve_on(
+    listener: TcpListener,
+    what: &'static str,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let local = listener.local_addr()?;
+    tracing::info!(address = %local, "serving {what} on http://{local}");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bind_address_forms() {
+        assert_eq!("0".parse::<BindAddress>(), Ok(BindAddress(None)));
+        assert_eq!(
+            "127.0.0.1:8080".parse::<BindAddress>(),
+            Ok(BindAddress(Some(([127, 0, 0, 1], 8080).into())))
+        );
+        assert_eq!(
+            ":8081".parse::<BindAddress>(),
+            Ok(BindAddress(Some(([0, 0, 0, 0], 8081).into())))
+        );
+        assert_eq!(
+            "[::1]:9".parse::<BindAddress>(),
+            Ok(BindAddress(Some("[::1]:9".parse().unwrap())))
+        );
+        assert!("nonsense".parse::<BindAddress>().is_err());
+        assert!("1.2.3.4".parse::<BindAddress>().is_err());
+        assert_eq!(BindAddress(None).to_string(), "0");
+        assert_eq!(
+            "0.0.0.0:8080".parse::<BindAddress>().unwrap().to_string(),
+            "0.0.0.0:8080"
+        );
+    }
+
+    #[test]
+    fn readiness_is_shared_between_clones() {
+        let r = Readiness::default();
+        let c = r.clone();
+        assert!(!c.is_ready());
+        r.set_ready(true);
+        assert!(c.is_ready());
+    }
+
+    /// A minimal HTTP/1.0 GET, to test the servers without an HTTP client dependency.
+    async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+        let path = path.to_string();
+        tokio::task::spawn_blocking(move || {
+            use std::io::{Read, Write};
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+                .unwrap();
+            let mut buf = String::new();
+            s.read_to_string(&mut buf).unwrap();
+            let status = buf.split_whitespace().nth(1).unwrap().parse().unwrap();
+            (status, buf)
+        })
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn probes_answer_and_stop_on_shutdown() {
+        let readiness = Readiness::default();
+        let listener = bind(([127, 0, 0, 1], 0).into()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve_on(
+            listener,
+            "health probes",
+            probe_router(readiness.clone()),
+            async {
+                let _ = rx.await;
+            },
+        ));
+        assert_eq!(get(addr, "/healthz").await.0, 200);
+        assert_eq!(get(addr, "/readyz").await.0, 503);
+        readiness.set_ready(true);
+        assert_eq!(get(addr, "/readyz").await.0, 200);
+        assert_eq!(get(addr, "/nothing").await.0, 404);
+        tx.send(()).unwrap();
+        server.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn metrics_endpoint_serves_openmetrics_text() {
+        let metrics = Metrics::new();
+        metrics.write("tuple", "Number", crate::metrics::WriteKind::Create);
+        let listener = bind(([127, 0, 0, 1], 0).into()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(serve_on(
+            listener,
+            "metrics",
+            metrics_router(metrics),
+            std::future::pending(),
+        ));
+        let (status, body) = get(addr, "/metrics").await;
+        assert_eq!(status, 200);
+        assert!(body.contains("application/openmetrics-text"), "{body}");
+        assert!(body.contains(
+            "math_controller_write_requests_total{controller=\"tuple\",kind=\"Number\",operation=\"create\"} 1"
+        ));
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn bind_error_is_returned() {
+        let taken = bind(([127, 0, 0, 1], 0).into()).await.unwrap();
+        let addr = taken.local_addr().unwrap();
+        let err = serve_probes(addr, Readiness::default(), std::future::pending())
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(&addr.to_string()), "{err}");
+    }
+}
