@@ -1,0 +1,336 @@
+//! Owning children, for any parent kind: the diff between the children a parent wants and
+//! the ones the cache holds (a pure function), and the writes that close the gap.
+//!
+//! Children are recognised by the UID in their *controller* ownerReference and looked for
+//! only in the parent's namespace, never by the owner's name: two Fermats called alike in
+//! two namespaces do not see each other's Tuples.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
+use kube::runtime::events::EventType;
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use tracing::info;
+
+use crate::error::{Error, Result};
+use crate::manager::Context;
+use crate::metrics::WriteKind;
+use crate::status::name_list;
+
+/// Longest object name Kubernetes accepts (a DNS subdomain).
+pub const MAX_NAME_LEN: usize = 253;
+
+/// A kind that a parent owns: what its desired spec is and when it counts as done.
+pub trait Child:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static
+{
+    type Spec: PartialEq + Clone + Debug + Serialize;
+    /// For logs and Events: "Number", "Tuple".
+    const KIND: &'static str;
+    /// A new object with this name and spec (the namespace and owner are added by the caller).
+    fn build(name: &str, spec: Self::Spec) -> Self;
+    fn child_spec(&self) -> &Self::Spec;
+    /// The child's own controller has computed its status for its current generation.
+    fn is_ready(&self) -> bool;
+}
+
+/// One child the parent's spec asks for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Desired<S> {
+    pub name: String,
+    pub spec: S,
+}
+
+/// An existing object of a desired name that belongs to somebody else.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Conflict {
+    pub name: String,
+    /// "Tuple other (uid 1234)"
+    pub owner: String,
+}
+
+/// Everything the parent must do, and what it found, for one reconcile.
+#[derive(Debug)]
+pub struct Plan<C: Child> {
+    /// Desired children, in order, that are done: they exist, are ours, carry the desired
+    /// spec and are Ready for their current generation.
+    pub ready: Vec<Arc<C>>,
+    /// Desired children that are ours and right but not computed yet, or are being deleted.
+    pub pending: Vec<String>,
+    pub create: Vec<Desired<C::Spec>>,
+    /// Ours, but the spec was edited: put the desired spec back.
+    pub correct: Vec<(Arc<C>, C::Spec)>,
+    /// Nobody's controller: take ownership (and put the desired spec in place).
+    pub adopt: Vec<(Arc<C>, C::Spec)>,
+    /// Ours, but no longer desired.
+    pub delete: Vec<Arc<C>>,
+    /// Controlled by another owner: left alone, reported.
+    pub conflicts: Vec<Conflict>,
+    /// Desired names Kubernetes would refuse (longer than 253 characters).
+    pub invalid_names: Vec<String>,
+    /// How many children the spec asks for.
+    pub desired: usize,
+}
+
+impl<C: Child> Plan<C> {
+    /// Whether this plan writes to any child.
+    pub fn has_writes(&self) -> bool {
+        !(self.create.is_empty()
+            && self.correct.is_empty()
+            && self.adopt.is_empty()
+            && self.delete.is_empty())
+    }
+
+    /// Every desired child is done: the parent may give its final answer.
+    pub fn all_ready(&self) -> bool {
+        self.ready.len() == self.desired
+    }
+
+    /// The parent cannot finish without somebody else acting.
+    pub fn blocked(&self) -> bool {
+        !self.conflicts.is_empty() || !self.invalid_names.is_empty()
+    }
+}
+
+/// The UID of the object's controller, if it has one.
+pub fn controller_uid<K: Resource>(obj: &K) -> Option<&str> {
+    obj.meta()
+        .owner_references
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .find(|r| r.controller == Some(true))
+        .map(|r| r.uid.as_str())
+}
+
+/// Compare what the parent wants with what the cache holds.
+///
+/// `found` maps names to the cached objects in the parent's namespace that carry a desired
+/// name; `owned` lists the cached objects in that namespace controlled by `owner_uid`.
+pub fn plan<C: Child>(
+    owner_uid: &str,
+    desired: Vec<Desired<C::Spec>>,
+    found: &HashMap<String, Arc<C>>,
+    owned: &[Arc<C>],
+) -> Plan<C> {
+    let mut plan = Plan {
+        ready: Vec::new(),
+        pending: Vec::new(),
+        create: Vec::new(),
+        correct: Vec::new(),
+        adopt: Vec::new(),
+        delete: Vec::new(),
+        conflicts: Vec::new(),
+        invalid_names: Vec::new(),
+        desired: desired.len(),
+    };
+    let wanted: BTreeSet<&str> = desired.iter().map(|d| d.name.as_str()).collect();
+    for child in owned {
+        if !wanted.contains(child.name_any().as_str()) && child.meta().deletion_timestamp.is_none() {
+            plan.delete.push(child.clone());
+        }
+    }
+    for want in desired {
+        if want.name.len() > MAX_NAME_LEN {
+            plan.invalid_names.push(want.name);
+            continue;
+        }
+        let Some(existing) = found.get(&want.name) else {
+            plan.create.push(want);
+            continue;
+        };
+        match controller_uid(existing.as_ref()) {
+            Some(uid) if uid != owner_uid => plan.conflicts.push(Conflict {
+                name: want.name,
+                owner: describe_controller(existing.as_ref()),
+            }),
+            // Going away (deleted by hand, or by a cascade): it is recreated once gone.
+            _ if existing.meta().deletion_timestamp.is_some() => plan.pending.push(want.name),
+            None => plan.adopt.push((existing.clone(), want.spec)),
+            Some(_) if existing.child_spec() != &want.spec => {
+                plan.correct.push((existing.clone(), want.spec))
+            }
+            Some(_) if existing.is_ready() => plan.ready.push(existing.clone()),
+            Some(_) => plan.pending.push(want.name),
+        }
+    }
+    plan
+}
+
+fn describe_controller<K: Resource>(obj: &K) -> String {
+    obj.meta()
+        .owner_references
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .find(|r| r.controller == Some(true))
+        .map(|r| format!("{} {} (uid {})", r.kind, r.name, r.uid))
+        .unwrap_or_else(|| "nobody".to_string())
+}
+
+/// The controller ownerReference a parent puts on its children. `blockOwnerDeletion` makes a
+/// foreground deletion of the parent wait for them.
+pub fn owner_reference<P: Resource<DynamicType = ()>>(parent: &P) -> Result<OwnerReference> {
+    let mut reference = parent.controller_owner_ref(&()).ok_or(Error::MissingField {
+        kind: "parent",
+        field: "metadata.uid",
+    })?;
+    reference.block_owner_deletion = Some(true);
+    Ok(reference)
+}
+
+/// The ownerReferences of an adopted child: its own non-controller references, plus ours.
+fn adopted_references<C: Resource>(child: &C, ours: &OwnerReference) -> Vec<OwnerReference> {
+    let mut references: Vec<OwnerReference> = child
+        .meta()
+        .owner_references
+        .iter()
+        .flatten()
+        .filter(|r| r.uid != ours.uid)
+        .cloned()
+        .collect();
+    references.push(ours.clone());
+    references
+}
+
+/// Carry out a plan's writes against the API server: create, correct, adopt, delete. Each
+/// kind of action becomes one Event on the parent and one log line. An object that vanished
+/// meanwhile (404) or a create that lost a race (409) is not an error worth reporting: the
+/// watch brings the news and the next reconcile starts from it.
+pub async fn apply<P, C>(ctx: &Context, parent: &P, plan: &Plan<C>) -> Result<()>
+where
+    P: Resource<DynamicType = ()>,
+    C: Child,
+{
+    let namespace = parent.namespace().unwrap_or_default();
+    let api: Api<C> = Api::namespaced(ctx.client.clone(), &namespace);
+    let owner = owner_reference(parent)?;
+    let controller = ctx.controller_name::<P>();
+    let kube_err = |action: &'static str, name: &str| {
+        let namespace = namespace.clone();
+        let name = name.to_string();
+        move |source| Error::Kube {
+            action,
+            kind: C::KIND,
+            namespace,
+            name,
+            source,
+        }
+    };
+
+    let mut created = Vec::new();
+    for want in &plan.create {
+        let mut child = C::build(&want.name, want.spec.clone());
+        child.meta_mut().namespace = Some(namespace.clone());
+        child.meta_mut().owner_references = Some(vec![owner.clone()]);
+        ctx.metrics.write(controller, C::KIND, WriteKind::Create);
+        match api.create(&PostParams::default(), &child).await {
+            Ok(_) => created.push(want.name.clone()),
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                // The cache was behind: the object exists. The watch will show it.
+            }
+            Err(e) => return Err(kube_err("creating", &want.name)(e)),
+        }
+    }
+
+    let mut corrected = Vec::new();
+    for (child, spec) in &plan.correct {
+        let name = child.name_any();
+        // resourceVersion makes the patch conditional: if the child changed since we read
+        // it, the server answers 409 and we look again rather than overwrite blindly.
+        let patch = json!({
+            "metadata": { "resourceVersion": child.resource_version() },
+            "spec": spec,
+        });
+        ctx.metrics.write(controller, C::KIND, WriteKind::Patch);
+        match api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            Ok(_) => corrected.push(format!("{name} (was {:?})", child.child_spec())),
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(kube_err("correcting", &name)(e)),
+        }
+    }
+
+    let mut adopted = Vec::new();
+    for (child, spec) in &plan.adopt {
+        let name = child.name_any();
+        let patch = json!({
+            "metadata": {
+                "resourceVersion": child.resource_version(),
+                "ownerReferences": adopted_references(child.as_ref(), &owner),
+            },
+            "spec": spec,
+        });
+        ctx.metrics.write(controller, C::KIND, WriteKind::Patch);
+        match api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            Ok(_) => adopted.push(name),
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(kube_err("adopting", &name)(e)),
+        }
+    }
+
+    let mut deleted = Vec::new();
+    for child in &plan.delete {
+        let name = child.name_any();
+        // The uid precondition guarantees we delete the object we decided about, not a
+        // namesake created since.
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: child.uid(),
+                resource_version: None,
+            }),
+            propagation_policy: Some(PropagationPolicy::Background),
+            ..DeleteParams::default()
+        };
+        ctx.metrics.write(controller, C::KIND, WriteKind::Delete);
+        match api.delete(&name, &params).await {
+            Ok(_) => deleted.push(name),
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(kube_err("deleting", &name)(e)),
+        }
+    }
+
+    let parent_name = format!("{namespace}/{}", parent.name_any());
+    let kind = P::kind(&());
+    let plural = |n: usize| if n == 1 { C::KIND.to_string() } else { format!("{}s", C::KIND) };
+    let reports = [
+        ("Created", "Create", &created, "created"),
+        ("Corrected", "Correct", &corrected, "put the desired spec back on"),
+        ("Adopted", "Adopt", &adopted, "adopted"),
+        ("Deleted", "Delete", &deleted, "deleted the unwanted"),
+    ];
+    for (reason, action, names, verb) in reports {
+        if names.is_empty() {
+            continue;
+        }
+        let note = format!("{verb} {} {}: {}", names.len(), plural(names.len()), name_list(names));
+        info!(%kind, parent = %parent_name, "{note}");
+        ctx.publish(parent, EventType::Normal, reason, action, note).await;
+    }
+    for conflict in &plan.conflicts {
+        let note = format!(
+            "{} {namespace}/{} exists and is controlled by {}; leaving it alone",
+            C::KIND,
+            conflict.name,
+            conflict.owner
+        );
+        info!(%kind, parent = %parent_name, "{note}");
+        ctx.publish(parent, EventType::Warning, "ChildConflict", "Adopt", note).await;
+    }
+    if !plan.invalid_names.is_empty() {
+        let note = format!(
+            "cannot create {} {}: the name would exceed {MAX_NAME_LEN} characters (shorten the parent's name)",
+            plan.invalid_names.len(),
+            plural(plan.invalid_names.len()),
+        );
+        info!(%kind, parent = %parent_name, "{note}");
+        ctx.publish(parent, EventType::Warning, "ChildNameTooLong", "Create", note).await;
+    }
+    Ok(())
+}

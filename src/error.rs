@@ -1,0 +1,66 @@
+//! The errors a reconcile can end with.
+//!
+//! Every variant names what was being done to which object, so that a log line or a
+//! condition message is enough to understand it without a backtrace.
+
+/// Why a reconcile failed. The error policy backs off exponentially on all of them except
+/// [`Error::is_conflict`], which is the normal outcome of two writers racing and is retried
+/// at once and quietly.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The API server refused or failed a request.
+    #[error("{action} {kind} {namespace}/{name}: {source}")]
+    Kube {
+        action: &'static str,
+        kind: &'static str,
+        namespace: String,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    /// An object came from the cache without a field the API server always sets.
+    #[error("{kind} has no {field}; is it an object from the API server?")]
+    MissingField {
+        kind: &'static str,
+        field: &'static str,
+    },
+    /// A value could not be turned into JSON for a patch (a bug, not bad input).
+    #[error("serializing a patch: {0}")]
+    Serialize(#[from] serde_json::Error),
+}
+
+impl Error {
+    /// The HTTP status the API server answered with, if it answered.
+    pub fn status_code(&self) -> Option<u16> {
+        match self {
+            Error::Kube {
+                source: kube::Error::Api(status),
+                ..
+            } => Some(status.code),
+            _ => None,
+        }
+    }
+
+    /// 409: somebody else wrote first (or the cache was behind). Not a failure a learner
+    /// should see: the next reconcile reads the newer state and tries again.
+    pub fn is_conflict(&self) -> bool {
+        self.status_code() == Some(409)
+    }
+
+    /// A short label for metrics and logs.
+    pub fn kind_label(&self) -> &'static str {
+        match self {
+            Error::Kube { .. } if self.is_conflict() => "conflict",
+            Error::Kube {
+                source: kube::Error::Api(_),
+                ..
+            } => "api",
+            Error::Kube { .. } => "transport",
+            Error::MissingField { .. } => "invalid_object",
+            Error::Serialize(_) => "serialize",
+        }
+    }
+}
+
+/// What every reconcile returns.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,17 @@
+//! math-controller: a Kubernetes controller manager for the kubebuilder hands-on in which a
+//! Fermat owns Tuples and a Tuple owns Numbers. See README.md for the tour.
+
+pub mod api;
+pub mod children;
+pub mod cli;
+pub mod error;
+pub mod fermat;
+pub mod health;
+pub mod leader;
+pub mod manager;
+pub mod math;
+pub mod metrics;
+pub mod number;
+pub mod status;
+pub mod telemetry;
+pub mod tuple;

@@ -1,0 +1,589 @@
+//! The manager: one process, one `kube::Client`, three controllers sharing three watches.
+//!
+//! Each kind is watched exactly once. The watch feeds a shared reflector store (the cache the
+//! reconcilers read) and fans its changes out to every controller that cares: Numbers to the
+//! Number controller and, as owned children, to the Tuple controller; Tuples to the Tuple
+//! controller and to the Fermat controller; Fermats to the Fermat controller.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::channel::mpsc;
+use futures::{Stream, StreamExt};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use crate::api::{Fermat, Number, Tuple};
+use crate::children::{self, Child, Desired, Plan};
+use crate::error::{Error, Result};
+use crate::health::{self, Readiness};
+use crate::leader::{self, LeaderElectionConfig};
+use crate::metrics::{Metrics, ReconcileResult, WriteKind};
+use crate::status::{self, Progress, StatusWrite};
+use crate::{fermat, number, tuple};
+
+/// The name Events are reported under (`kubectl describe` shows it as "From").
+pub const REPORTER: &str = "math-controller";
+/// How many changes a shared watch may buffer for a controller that is busy.
+const SHARED_BUFFER: usize = 1024;
+/// Kept by `kubectl apply` on every object; the manager never reads it.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+/// Exponential backoff of the error policy: 100 ms, 200 ms, ... capped at 5 minutes.
+const BACKOFF_BASE: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(300);
+
+/// How the manager runs; built from the command line in `main.rs`, or by tests.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Watch and reconcile only this namespace; `None` means all namespaces.
+    pub namespace: Option<String>,
+    /// Reconciles each controller runs at once (0 means unbounded).
+    pub concurrency: u16,
+    /// Where `/metrics` is served; `None` disables it.
+    pub metrics_address: Option<SocketAddr>,
+    /// Where `/healthz` and `/readyz` are served; `None` disables them.
+    pub probe_address: Option<SocketAddr>,
+    /// Lease-based leader election; `None` runs as the only replica.
+    pub leader_election: Option<LeaderElectionConfig>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            namespace: None,
+            concurrency: 16,
+            metrics_address: None,
+            probe_address: None,
+            leader_election: None,
+        }
+    }
+}
+
+/// What every reconcile gets: the client, the caches, the Event recorder and the metrics.
+pub struct Context {
+    pub client: Client,
+    pub numbers: Store<Number>,
+    pub tuples: Store<Tuple>,
+    pub fermats: Store<Fermat>,
+    pub recorder: Recorder,
+    pub metrics: Metrics,
+    /// Consecutive failures per object, for the error policy's exponential backoff.
+    failures: Mutex<HashMap<String, u32>>,
+}
+
+impl Context {
+    /// The `controller` label of metrics for a parent kind.
+    pub fn controller_name<P: Resource<DynamicType = ()>>(&self) -> &'static str {
+        match P::kind(&()).as_ref() {
+            "Number" => "number",
+            "Tuple" => "tuple",
+            _ => "fermat",
+        }
+    }
+
+    /// Reconcilers read children from the caches; before the first full list has arrived a
+    /// cache would claim children are missing and the parent would create them again.
+    pub async fn caches_ready(&self) {
+        let _ = self.numbers.wait_until_ready().await;
+        let _ = self.tuples.wait_until_ready().await;
+        let _ = self.fermats.wait_until_ready().await;
+    }
+
+    /// From the cache, the objects of the desired names in the parent's namespace, and the
+    /// objects there whose controller is the parent (by UID). No API request.
+    pub fn children<P: Resource, C: Child>(
+        &self,
+        store: &Store<C>,
+        parent: &P,
+        desired: &[Desired<C::Spec>],
+    ) -> (HashMap<String, Arc<C>>, Vec<Arc<C>>) {
+        let namespace = parent.meta().namespace.clone();
+        let uid = parent.meta().uid.as_deref();
+        let found = desired
+            .iter()
+            .filter_map(|d| {
+                let key = ObjectRef::new(&d.name).within(namespace.as_deref().unwrap_or_default());
+                store.get(&key).map(|c| (d.name.clone(), c))
+            })
+            .collect();
+        let owned = store
+            .state()
+            .into_iter()
+            .filter(|c| c.meta().namespace == namespace && children::controller_uid(c.as_ref()) == uid)
+            .collect();
+        (found, owned)
+    }
+
+    /// Log, in words, what a parent wants, what it found and what it is about to do.
+    pub fn narrate<P: Resource<DynamicType = ()>, C: Child>(&self, parent: &P, plan: &Plan<C>) {
+        let who = format!("{} {}/{}", P::kind(&()), parent.namespace().unwrap_or_default(), parent.name_any());
+        let found = format!(
+            "wants {} {}s; {} ready, {} still computing, {} missing, {} edited by hand, {} to adopt, {} unwanted, {} owned by others",
+            plan.desired,
+            C::KIND,
+            plan.ready.len(),
+            plan.pending.len(),
+            plan.create.len(),
+            plan.correct.len(),
+            plan.adopt.len(),
+            plan.delete.len(),
+            plan.conflicts.len()
+        );
+        if plan.has_writes() || plan.blocked() {
+            info!("{who} {found}");
+        } else {
+            debug!("{who} {found}");
+        }
+    }
+
+    /// Publish an Event on `regarding`. An Event that cannot be written is logged, never a
+    /// reason to fail the reconcile that did the work it reports.
+    pub async fn publish<P: Resource<DynamicType = ()>>(
+        &self,
+        regarding: &P,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
+        let event = Event {
+            type_,
+            reason: reason.to_string(),
+            note: Some(note),
+            action: action.to_string(),
+            secondary: None,
+        };
+        self.metrics.write(self.controller_name::<P>(), "Event", WriteKind::Event);
+        if let Err(error) = self.recorder.publish(&event, &regarding.object_ref(&())).await {
+            warn!(%error, reason, "could not publish an Event on {} {}", P::kind(&()), regarding.name_any());
+        }
+    }
+
+    /// Write a parent's status if [`status::decide`] says it is due.
+    pub async fn write_status<P, S>(
+        &self,
+        parent: &P,
+        current: Option<&S>,
+        desired: &S,
+        progress: Progress,
+        now: Timestamp,
+    ) -> Result<Action>
+    where
+        P: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope> + Clone + Debug + DeserializeOwned,
+        S: Serialize + PartialEq,
+    {
+        let age = status::age(parent.meta().creation_timestamp.as_ref(), now);
+        match status::decide(current, desired, progress, age)? {
+            StatusWrite::Unchanged => Ok(Action::await_change()),
+            StatusWrite::Hold(wait) => Ok(Action::requeue(wait)),
+            StatusWrite::Patch(patch) => {
+                let namespace = parent.namespace().unwrap_or_default();
+                let name = parent.name_any();
+                let api: Api<P> = Api::namespaced(self.client.clone(), &namespace);
+                let kind = P::kind(&()).to_string();
+                let static_kind = match kind.as_str() {
+                    "Tuple" => "Tuple",
+                    _ => "Fermat",
+                };
+                self.metrics.write(self.controller_name::<P>(), static_kind, WriteKind::PatchStatus);
+                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(|source| Error::Kube {
+                        action: "writing the status of",
+                        kind: static_kind,
+                        namespace: namespace.clone(),
+                        name: name.clone(),
+                        source,
+                    })?;
+                let message = patch
+                    .pointer("/status/conditions/0/message")
+                    .and_then(|m| m.as_str())
+                    .unwrap_or("status updated");
+                info!("{kind} {namespace}/{name}: {message}");
+                Ok(Action::await_change())
+            }
+        }
+    }
+
+    fn note_success(&self, key: &str) {
+        if let Ok(mut failures) = self.failures.lock() {
+            failures.remove(key);
+        }
+    }
+
+    fn note_failure(&self, key: &str) -> u32 {
+        match self.failures.lock() {
+            Ok(mut failures) => {
+                let count = failures.entry(key.to_string()).or_default();
+                *count = count.saturating_add(1);
+                *count
+            }
+            Err(_) => 1,
+        }
+    }
+}
+
+/// The delay before the `attempt`-th retry (1-based): doubling from 100 ms, capped at 5 min.
+pub fn backoff(attempt: u32) -> Duration {
+    let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
+    BACKOFF_BASE.saturating_mul(factor).min(BACKOFF_MAX)
+}
+
+fn object_key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
+    format!("{}/{}/{}", K::kind(&()), obj.namespace().unwrap_or_default(), obj.name_any())
+}
+
+/// Runs a reconcile with metrics, and turns a 409 Conflict into a quiet, immediate retry:
+/// it only means the cache was a step behind another writer.
+async fn observed<K>(
+    controller: &'static str,
+    obj: Arc<K>,
+    ctx: Arc<Context>,
+    reconcile: impl Future<Output = Result<Action>>,
+) -> Result<Action>
+where
+    K: Resource<DynamicType = ()>,
+{
+    let timer = ctx.metrics.reconcile_started(controller);
+    let result = reconcile.await;
+    let key = object_key(obj.as_ref());
+    match result {
+        Ok(action) => {
+            ctx.note_success(&key);
+            timer.finish(ReconcileResult::Success);
+            Ok(action)
+        }
+        Err(error) if error.is_conflict() => {
+            debug!(%error, "{key}: conflict, looking again");
+            timer.finish(ReconcileResult::Requeue);
+            Ok(Action::requeue(Duration::from_millis(50)))
+        }
+        Err(error) => {
+            timer.finish(ReconcileResult::Error(error.kind_label()));
+            Err(error)
+        }
+    }
+}
+
+/// Back off exponentially per object, and say so in words.
+fn error_policy<K: Resource<DynamicType = ()>>(obj: Arc<K>, error: &Error, ctx: Arc<Context>) -> Action {
+    let key = object_key(obj.as_ref());
+    let attempt = ctx.note_failure(&key);
+    let delay = backoff(attempt);
+    warn!(%error, attempt, "{key}: reconcile failed; retrying in {delay:?}");
+    Action::requeue(delay)
+}
+
+/// Drop what the manager never reads before it reaches the cache: managedFields and the
+/// last-applied annotation are often larger than the object itself.
+fn slim<K: Resource>(obj: &mut K) {
+    obj.managed_fields_mut().clear();
+    obj.annotations_mut().remove(LAST_APPLIED);
+}
+
+fn api<K>(client: &Client, namespace: &Option<String>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// Why the manager cannot start, in one line that says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot reach the Kubernetes API server: {0}. Is the cluster running (`kubectl cluster-info`)?")]
+    Unreachable(String),
+    #[error(
+        "the CustomResourceDefinitions are not installed ({0} not found). Run `make install` (or `kubectl apply -f crds/`) first."
+    )]
+    CrdsMissing(&'static str),
+    #[error("the API server refused to list {0}: {1}. Check the RBAC rules of the manager's account (deploy/).")]
+    Forbidden(&'static str, String),
+}
+
+/// Check that the cluster answers and serves the three kinds, before any watch starts: a
+/// learner who forgot `make install` should read that, not a stream of watch errors.
+pub async fn preflight(client: &Client, namespace: &Option<String>) -> Result<(), StartError> {
+    async fn check<K>(client: &Client, namespace: &Option<String>, plural: &'static str) -> Result<(), StartError>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()> + Clone + DeserializeOwned + Debug,
+    {
+        match api::<K>(client, namespace).list_metadata(&ListParams::default().limit(1)).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Err(StartError::CrdsMissing(plural)),
+            Err(kube::Error::Api(s)) if s.code == 401 || s.code == 403 => {
+                Err(StartError::Forbidden(plural, s.message.clone()))
+            }
+            Err(e) => Err(StartError::Unreachable(e.to_string())),
+        }
+    }
+    check::<Number>(client, namespace, "numbers.math.example.com").await?;
+    check::<Tuple>(client, namespace, "tuples.math.example.com").await?;
+    check::<Fermat>(client, namespace, "fermats.math.example.com").await?;
+    Ok(())
+}
+
+/// The owners of kind `P` named in a child's ownerReferences, as cache keys.
+fn owners<P: Resource<DynamicType = ()>, C: Resource>(child: &C) -> Vec<ObjectRef<P>> {
+    let namespace = child.namespace();
+    child
+        .owner_references()
+        .iter()
+        .filter_map(|r| ObjectRef::from_owner_ref(namespace.as_deref(), r, ()))
+        .collect()
+}
+
+/// One watch of kind `K`, feeding `writer`'s cache and, for every child that is deleted, the
+/// `deleted` channel with its owners.
+///
+/// kube-runtime's shared-store dispatcher forwards applied objects but not deletions, so a
+/// `kubectl delete number t-1` would never wake the Tuple; this closes that gap.
+fn shared_watch<K, P>(
+    api: Api<K>,
+    writer: reflector::store::Writer<K>,
+    deleted: Option<mpsc::UnboundedSender<ObjectRef<P>>>,
+) -> impl Stream<Item = ()> + Send
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    P: Resource<DynamicType = ()> + 'static,
+{
+    watcher(api, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .modify(slim)
+        .reflect_shared(writer)
+        .map(move |event| match event {
+            Ok(watcher::Event::Delete(obj)) => {
+                if let Some(tx) = &deleted {
+                    for owner in owners::<P, K>(&obj) {
+                        let _ = tx.unbounded_send(owner);
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(error) => warn!(%error, "watching {}s failed; retrying with backoff", K::kind(&())),
+        })
+}
+
+/// Run the manager until `shutdown` resolves (or, with leader election, leadership is lost).
+///
+/// On shutdown the controllers stop taking work, in-flight reconciles finish, and the lease
+/// is released so that a standby takes over at once.
+pub async fn run(
+    client: Client,
+    options: Options,
+    metrics: Metrics,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let stop = CancellationToken::new();
+    tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            shutdown.await;
+            stop.cancel();
+        }
+    });
+    let readiness = Readiness::default();
+    let mut servers = Vec::new();
+    if let Some(address) = options.probe_address {
+        let listener = health::bind(address).await?;
+        let router = health::probe_router(readiness.clone());
+        servers.push(tokio::spawn(health::serve_on(listener, "health probes", router, stop.clone().cancelled_owned())));
+    }
+    if let Some(address) = options.metrics_address {
+        let listener = health::bind(address).await?;
+        let router = health::metrics_router(metrics.clone());
+        servers.push(tokio::spawn(health::serve_on(listener, "metrics", router, stop.clone().cancelled_owned())));
+    }
+
+    let leadership = match &options.leader_election {
+        Some(config) => {
+            // A standby is healthy and ready: it is doing exactly what it should.
+            readiness.set_ready(true);
+            info!(lease = %config.lease_name, namespace = %config.namespace, identity = %config.identity, "waiting to become the leader");
+            match leader::acquire(client.clone(), config.clone(), stop.clone().cancelled_owned()).await? {
+                Some(leadership) => {
+                    info!(identity = %config.identity, "became the leader; starting the controllers");
+                    metrics.set_leader(true);
+                    Some(leadership)
+                }
+                None => {
+                    info!("stopped while waiting for leadership");
+                    for server in servers {
+                        let _ = server.await;
+                    }
+                    return Ok(());
+                }
+            }
+        }
+        None => None,
+    };
+    readiness.set_ready(false);
+
+    let lost = CancellationToken::new();
+    let controllers = run_controllers(client, &options, metrics.clone(), readiness.clone(), stop.clone());
+    let outcome = match &leadership {
+        Some(leadership) => {
+            let mut controllers = std::pin::pin!(controllers);
+            tokio::select! {
+                _ = &mut controllers => None,
+                _ = leadership.lost() => {
+                    warn!("lost the lease; stopping the controllers");
+                    lost.cancel();
+                    stop.cancel();
+                    controllers.await;
+                    Some(anyhow::anyhow!("leadership lost"))
+                }
+            }
+        }
+        None => {
+            controllers.await;
+            None
+        }
+    };
+    stop.cancel();
+    if let Some(leadership) = leadership {
+        metrics.set_leader(false);
+        if !lost.is_cancelled() {
+            match leadership.release().await {
+                Ok(()) => info!("released the lease"),
+                Err(error) => warn!(%error, "could not release the lease; a standby takes over when it expires"),
+            }
+        }
+    }
+    for server in servers {
+        let _ = server.await;
+    }
+    match outcome {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
+/// Build the three watches and three controllers, and drive them until `stop` is cancelled
+/// and every in-flight reconcile has finished.
+async fn run_controllers(
+    client: Client,
+    options: &Options,
+    metrics: Metrics,
+    readiness: Readiness,
+    stop: CancellationToken,
+) {
+    let (numbers, number_writer) = reflector::store_shared::<Number>(SHARED_BUFFER);
+    let (tuples, tuple_writer) = reflector::store_shared::<Tuple>(SHARED_BUFFER);
+    let (fermats, fermat_writer) = reflector::store_shared::<Fermat>(SHARED_BUFFER);
+    // Subscriptions exist only on shared writers, which these are.
+    let (Some(numbers_for_numbers), Some(numbers_for_tuples)) = (number_writer.subscribe(), number_writer.subscribe())
+    else {
+        return;
+    };
+    let (Some(tuples_for_tuples), Some(tuples_for_fermats)) = (tuple_writer.subscribe(), tuple_writer.subscribe())
+    else {
+        return;
+    };
+    let Some(fermats_for_fermats) = fermat_writer.subscribe() else {
+        return;
+    };
+    let (deleted_numbers_tx, deleted_numbers) = mpsc::unbounded::<ObjectRef<Tuple>>();
+    let (deleted_tuples_tx, deleted_tuples) = mpsc::unbounded::<ObjectRef<Fermat>>();
+
+    let ns = &options.namespace;
+    let watches = futures::stream::select_all([
+        shared_watch::<Number, Tuple>(api(&client, ns), number_writer, Some(deleted_numbers_tx)).boxed(),
+        shared_watch::<Tuple, Fermat>(api(&client, ns), tuple_writer, Some(deleted_tuples_tx)).boxed(),
+        shared_watch::<Fermat, Fermat>(api(&client, ns), fermat_writer, None).boxed(),
+    ])
+    .take_until(stop.clone().cancelled_owned())
+    .for_each(|()| futures::future::ready(()));
+
+    let ctx = Arc::new(Context {
+        client: client.clone(),
+        numbers: numbers.clone(),
+        tuples: tuples.clone(),
+        fermats: fermats.clone(),
+        recorder: Recorder::new(client.clone(), Reporter { controller: REPORTER.into(), instance: std::env::var("POD_NAME").ok() }),
+        metrics,
+        failures: Mutex::default(),
+    });
+    let config = ControllerConfig::default().concurrency(options.concurrency);
+    let number_controller = Controller::for_shared_stream(numbers_for_numbers, numbers.clone())
+        .with_config(config.clone())
+        .graceful_shutdown_on(stop.clone().cancelled_owned())
+        .run(|n, ctx| observed("number", n.clone(), ctx.clone(), number::reconcile(n, ctx)), error_policy, ctx.clone())
+        .for_each(log_result("number"));
+    let tuple_controller = Controller::for_shared_stream(tuples_for_tuples, tuples.clone())
+        .owns_shared_stream(numbers_for_tuples)
+        .reconcile_on(deleted_numbers)
+        .with_config(config.clone())
+        .graceful_shutdown_on(stop.clone().cancelled_owned())
+        .run(|t, ctx| observed("tuple", t.clone(), ctx.clone(), tuple::reconcile(t, ctx)), error_policy, ctx.clone())
+        .for_each(log_result("tuple"));
+    let fermat_controller = Controller::for_shared_stream(fermats_for_fermats, fermats.clone())
+        .owns_shared_stream(tuples_for_fermats)
+        .reconcile_on(deleted_tuples)
+        .with_config(config)
+        .graceful_shutdown_on(stop.clone().cancelled_owned())
+        .run(|f, ctx| observed("fermat", f.clone(), ctx.clone(), fermat::reconcile(f, ctx)), error_policy, ctx.clone())
+        .for_each(log_result("fermat"));
+
+    let synced = {
+        let ctx = ctx.clone();
+        let stop = stop.clone();
+        async move {
+            tokio::select! {
+                _ = ctx.caches_ready() => {
+                    readiness.set_ready(true);
+                    info!(
+                        numbers = ctx.numbers.state().len(),
+                        tuples = ctx.tuples.state().len(),
+                        fermats = ctx.fermats.state().len(),
+                        "caches synced; reconciling"
+                    );
+                }
+                _ = stop.cancelled() => {}
+            }
+        }
+    };
+    info!(namespace = ns.as_deref().unwrap_or("all namespaces"), "starting the Number, Tuple and Fermat controllers");
+    // The watches run until `stop`; the controllers until their graceful shutdown completes.
+    tokio::join!(number_controller, tuple_controller, fermat_controller, watches, synced);
+}
+
+/// What a controller's output stream is drained with: errors were already logged by the
+/// error policy, so they only appear again at debug level.
+fn log_result<T, E: std::fmt::Display>(controller: &'static str) -> impl FnMut(Result<T, E>) -> futures::future::Ready<()> {
+    move |result| {
+        if let Err(error) = result {
+            debug!(controller, %error, "reconcile ended with an error");
+        }
+        futures::future::ready(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_is_capped() {
+        assert_eq!(backoff(1), Duration::from_millis(100));
+        assert_eq!(backoff(2), Duration::from_millis(200));
+        assert_eq!(backoff(5), Duration::from_millis(1600));
+        assert_eq!(backoff(40), BACKOFF_MAX);
+    }
+}

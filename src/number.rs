@@ -1,0 +1,114 @@
+//! The Number controller: computes fizzbuzz, squareness and primality into the status.
+//! It owns nothing; its only write is the status, and only when it changed.
+
+use std::sync::Arc;
+
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
+use tracing::info;
+
+use crate::api::{Number, NumberStatus};
+use crate::error::{Error, Result};
+use crate::manager::Context;
+use crate::math;
+use crate::metrics::WriteKind;
+use crate::status::{self, Progress, Readiness, StatusWrite};
+
+/// The status a Number should have: a pure function of its spec and previous status.
+pub fn desired_status(number: &Number, now: Timestamp) -> NumberStatus {
+    let value = number.spec.value;
+    let fizz_buzz = math::fizzbuzz(value);
+    let is_square = math::is_square(value);
+    let is_prime = math::is_prime(value);
+    let generation = number.meta().generation;
+    let previous = number.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
+    let readiness = Readiness {
+        ready: true,
+        reason: "Computed",
+        message: format!(
+            "{value} is {fizz_buzz}, {}a perfect square, {}prime",
+            if is_square { "" } else { "not " },
+            if is_prime { "" } else { "not " },
+        ),
+    };
+    NumberStatus {
+        observed_generation: generation,
+        conditions: vec![status::ready_condition(&readiness, generation, previous, now)],
+        fizz_buzz: Some(fizz_buzz),
+        is_square: Some(is_square),
+        is_prime: Some(is_prime),
+    }
+}
+
+/// Reconcile one Number: compute, compare, write the status if it differs.
+pub async fn reconcile(number: Arc<Number>, ctx: Arc<Context>) -> Result<Action> {
+    if number.meta().deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let namespace = number.namespace().unwrap_or_default();
+    let name = number.name_any();
+    let desired = desired_status(&number, Timestamp::now());
+    let decision = status::decide(
+        number.status.as_ref(),
+        &desired,
+        Progress::Settled,
+        Default::default(),
+    )?;
+    if let StatusWrite::Patch(patch) = decision {
+        let api: Api<Number> = Api::namespaced(ctx.client.clone(), &namespace);
+        ctx.metrics.write("number", "Number", WriteKind::PatchStatus);
+        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|source| Error::Kube {
+                action: "writing the status of",
+                kind: "Number",
+                namespace: namespace.clone(),
+                name: name.clone(),
+                source,
+            })?;
+        if let Some(condition) = desired.conditions.first() {
+            info!(number = %format!("{namespace}/{name}"), "{}", condition.message);
+        }
+    }
+    Ok(Action::await_change())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::NumberSpec;
+
+    fn number(value: i64, generation: i64) -> Number {
+        let mut n = Number::new("n", NumberSpec { value });
+        n.metadata.generation = Some(generation);
+        n
+    }
+
+    #[test]
+    fn status_describes_the_value_and_generation() {
+        let status = desired_status(&number(15, 3), Timestamp::UNIX_EPOCH);
+        assert_eq!(status.fizz_buzz.as_deref(), Some("FizzBuzz"));
+        assert_eq!(status.is_square, Some(false));
+        assert_eq!(status.is_prime, Some(false));
+        assert_eq!(status.observed_generation, Some(3));
+        assert_eq!(status.conditions[0].status, "True");
+        assert_eq!(status.conditions[0].observed_generation, Some(3));
+
+        let status = desired_status(&number(i64::MAX, 1), Timestamp::UNIX_EPOCH);
+        assert_eq!(status.fizz_buzz.as_deref(), Some("9223372036854775807"));
+        assert_eq!(status.is_square, Some(false));
+        let status = desired_status(&number(-9, 1), Timestamp::UNIX_EPOCH);
+        assert_eq!((status.fizz_buzz.as_deref(), status.is_square), (Some("Fizz"), Some(false)));
+    }
+
+    #[test]
+    fn an_unchanged_number_needs_no_write() {
+        let mut n = number(16, 1);
+        n.status = Some(desired_status(&n, Timestamp::UNIX_EPOCH));
+        // Later, nothing changed: the condition keeps its transition time, so equal.
+        let again = desired_status(&n, Timestamp::now());
+        assert_eq!(n.status.as_ref(), Some(&again));
+    }
+}

@@ -1,0 +1,25 @@
+//! Logging: `tracing` to stderr, as text for a terminal or JSON for a log pipeline.
+//! `RUST_LOG` picks the detail (default: `info` for the manager, `warn` for its libraries).
+
+use tracing_subscriber::EnvFilter;
+
+/// The two log formats of `--log-format`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines, coloured when stderr is a terminal.
+    #[default]
+    Text,
+    /// One JSON object per line, for log collectors in a cluster.
+    Json,
+}
+
+/// Install the global subscriber. Calling it twice (tests) is harmless.
+pub fn init(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("warn,math_controller=info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.with_target(false).try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}
