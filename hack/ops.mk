@@ -2,19 +2,17 @@
 
 IMG ?= math-controller:dev
 CONTAINER_TOOL ?= docker
+KUBECTL ?= kubectl
 
 .PHONY: docker-build deploy undeploy
 
-## docker-build: build the manager image $(IMG) (then `minikube image load $(IMG)` or `kind load docker-image $(IMG)`)
-docker-build:
+docker-build: ## Build the manager image $(IMG); then `minikube image load $(IMG)` or `kind load docker-image $(IMG)`.
 	$(CONTAINER_TOOL) build -t $(IMG) .
 
-## deploy: install the CRDs and run the manager in namespace math-system with image $(IMG)
-deploy: install
+deploy: install ## Install the CRDs and run the manager in namespace math-system with image $(IMG).
 	for f in deploy/*.yaml; do \
 	  sed 's|image: math-controller:dev|image: $(IMG)|' "$$f"; echo '---'; \
-	done | kubectl apply -f -
+	done | $(KUBECTL) apply -f -
 
-## undeploy: remove the manager, its RBAC and namespace (the CRDs and your objects stay; `make uninstall` removes them)
-undeploy:
-	kubectl delete --ignore-not-found -f deploy/
+undeploy: ## Remove the manager, its RBAC and namespace (the CRDs and your objects stay; `make uninstall` removes those).
+	$(KUBECTL) delete --ignore-not-found -f deploy/
