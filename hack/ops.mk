@@ -6,10 +6,10 @@ KUBECTL ?= kubectl
 
 .PHONY: docker-build deploy undeploy
 
-docker-build: ## Build the manager image $(IMG); then `minikube image load $(IMG)` or `kind load docker-image $(IMG)`.
+docker-build: ## Build the manager image IMG (default math-controller:dev), then load it with `minikube image load` or `kind load docker-image`.
 	$(CONTAINER_TOOL) build -t $(IMG) .
 
-deploy: install ## Install the CRDs and run the manager in namespace math-system with image $(IMG).
+deploy: install ## Install the CRDs and run the manager in namespace math-system with image IMG.
 	for f in deploy/*.yaml; do \
 	  sed 's|image: math-controller:dev|image: $(IMG)|' "$$f"; echo '---'; \
 	done | $(KUBECTL) apply -f -
