@@ -1,0 +1,592 @@
+//! An in-memory Kubernetes API server for tests.
+//!
+//! It speaks the Kubernetes REST API over plain HTTP on 127.0.0.1, faithfully enough that
+//! an unmodified `kube::Client` (with kube-runtime controllers, watchers, reflectors and
+//! the events `Recorder`), Lease-based leader election and the real `kubectl` work against
+//! it. Tests can count requests and inject faults. See `README.md` for everything it
+//! implements and every known difference from kube-apiserver.
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use test_apiserver::{RequestFilter, TestServer, Verb};
+//! let server = TestServer::start().await?;
+//! server.apply_crd_yaml(include_str!("../tests/fixtures/crds.yaml"))?;
+//! let client = server.client();
+//! // ... run a controller with `client`, or `kubectl` with `server.kubeconfig_path()` ...
+//! assert_eq!(server.count(&RequestFilter::new().verb(Verb::Create)), 0);
+//! server.fail_next(RequestFilter::new().verb(Verb::Patch), 2, 500);
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+mod events;
+mod openapi;
+mod registry;
+mod schema;
+mod selector;
+mod server;
+mod ssa;
+mod status;
+mod store;
+mod table;
+mod util;
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::{Notify, oneshot};
+
+/// The verb of a request, as in kube-apiserver's audit log and RBAC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verb {
+    Get,
+    List,
+    Watch,
+    Create,
+    Update,
+    Patch,
+    Delete,
+    DeleteCollection,
+    /// Requests outside resources: discovery, `/version`, `/healthz`, `/openapi`.
+    NonResource,
+}
+
+impl Verb {
+    /// create, update, patch, delete and deletecollection.
+    pub fn is_write(self) -> bool {
+        matches!(
+            self,
+            Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection
+        )
+    }
+
+    /// The lower-case name kube-apiserver uses (`deletecollection`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Watch => "watch",
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::Patch => "patch",
+            Verb::Delete => "delete",
+            Verb::DeleteCollection => "deletecollection",
+            Verb::NonResource => "nonresource",
+        }
+    }
+}
+
+/// One request the server answered.
+#[derive(Debug, Clone)]
+pub struct RequestRecord {
+    pub verb: Verb,
+    /// HTTP method.
+    pub method: String,
+    /// URL path (without the query).
+    pub path: String,
+    /// Raw query string.
+    pub query: String,
+    /// API group ("" for core, and for non-resource requests).
+    pub group: String,
+    pub version: String,
+    /// Resource plural ("" for non-resource requests).
+    pub resource: String,
+    pub subresource: Option<String>,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    /// HTTP status code of the answer (200 for a watch that was started).
+    pub status: u16,
+    /// `dryRun=All` was requested.
+    pub dry_run: bool,
+    /// `fieldManager` or the manager derived from the User-Agent.
+    pub field_manager: String,
+    pub user_agent: String,
+    /// When the request arrived.
+    pub time: SystemTime,
+    /// Time to produce the answer (for a watch: to start streaming).
+    pub duration: Duration,
+}
+
+/// Selects requests: every field that is `Some` must match.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestFilter {
+    pub verb: Option<Verb>,
+    /// Resource plural, e.g. `numbers`.
+    pub resource: Option<String>,
+    /// `status`; use [`RequestFilter::main_resource`] to exclude subresources.
+    pub subresource: Option<String>,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    /// Only requests to the main resource (no subresource).
+    pub main_only: bool,
+}
+
+impl RequestFilter {
+    /// Matches every request.
+    pub fn new() -> RequestFilter {
+        RequestFilter::default()
+    }
+    pub fn verb(mut self, verb: Verb) -> Self {
+        self.verb = Some(verb);
+        self
+    }
+    pub fn resource(mut self, resource: impl Into<String>) -> Self {
+        self.resource = Some(resource.into());
+        self
+    }
+    pub fn subresource(mut self, subresource: impl Into<String>) -> Self {
+        self.subresource = Some(subresource.into());
+        self
+    }
+    /// Only requests without a subresource.
+    pub fn main_resource(mut self) -> Self {
+        self.main_only = true;
+        self
+    }
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Does this filter select the request?
+    pub fn matches(&self, r: &RequestRecord) -> bool {
+        self.matches_parts(
+            r.verb,
+            &r.resource,
+            r.subresource.as_deref(),
+            r.namespace.as_deref(),
+            r.name.as_deref(),
+        )
+    }
+
+    pub(crate) fn matches_parts(
+        &self,
+        verb: Verb,
+        resource: &str,
+        sub: Option<&str>,
+        ns: Option<&str>,
+        name: Option<&str>,
+    ) -> bool {
+        self.verb.is_none_or(|v| v == verb)
+            && self.resource.as_deref().is_none_or(|x| x == resource)
+            && self.subresource.as_deref().is_none_or(|x| Some(x) == sub)
+            && (!self.main_only || sub.is_none())
+            && self.namespace.as_deref().is_none_or(|x| Some(x) == ns)
+            && self.name.as_deref().is_none_or(|x| Some(x) == name)
+    }
+}
+
+pub(crate) struct Fault {
+    filter: RequestFilter,
+    remaining: usize,
+    status: u16,
+}
+
+pub(crate) struct Shared {
+    pub(crate) state: Mutex<store::State>,
+    pub(crate) log: Mutex<Vec<RequestRecord>>,
+    pub(crate) faults: Mutex<Vec<Fault>>,
+    pub(crate) latencies: Mutex<Vec<(RequestFilter, Duration)>>,
+    pub(crate) gc_notify: Notify,
+    pub(crate) bookmark_interval: Mutex<Duration>,
+    pub(crate) url: String,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    pub(crate) fn state(&self) -> MutexGuard<'_, store::State> {
+        lock(&self.state)
+    }
+
+    /// Consumes one injected fault matching the request, if any.
+    pub(crate) fn take_fault(
+        &self,
+        verb: Verb,
+        resource: &str,
+        sub: Option<&str>,
+        ns: Option<&str>,
+        name: Option<&str>,
+    ) -> Option<u16> {
+        let mut faults = lock(&self.faults);
+        let f = faults
+            .iter_mut()
+            .find(|f| f.remaining > 0 && f.filter.matches_parts(verb, resource, sub, ns, name))?;
+        f.remaining -= 1;
+        let status = f.status;
+        faults.retain(|f| f.remaining > 0);
+        Some(status)
+    }
+
+    pub(crate) fn latency(
+        &self,
+        verb: Verb,
+        resource: &str,
+        sub: Option<&str>,
+        ns: Option<&str>,
+        name: Option<&str>,
+    ) -> Duration {
+        lock(&self.latencies)
+            .iter()
+            .filter(|(f, _)| f.matches_parts(verb, resource, sub, ns, name))
+            .map(|(_, d)| *d)
+            .max()
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn record(&self, r: RequestRecord) {
+        lock(&self.log).push(r);
+    }
+}
+
+/// Options for [`TestServer::start_with`].
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// TCP port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// Where to write the kubeconfig; default: a temporary directory the server owns.
+    pub kubeconfig: Option<PathBuf>,
+    /// How often watches with `allowWatchBookmarks=true` get a BOOKMARK (kube-apiserver: ~1 min).
+    pub bookmark_interval: Duration,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            port: 0,
+            kubeconfig: None,
+            bookmark_interval: Duration::from_secs(5),
+        }
+    }
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    url: String,
+    kubeconfig: PathBuf,
+    _dir: Option<tempfile::TempDir>,
+    stop: Mutex<Option<oneshot::Sender<()>>>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// A running test API server. Cheap to clone; all clones control the same server.
+#[derive(Clone)]
+pub struct TestServer {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for TestServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestServer")
+            .field("url", &self.inner.url)
+            .finish()
+    }
+}
+
+impl TestServer {
+    /// Starts a server on 127.0.0.1 with a random port and writes a kubeconfig into a
+    /// temporary directory it owns. Must be called inside a tokio runtime.
+    pub async fn start() -> anyhow::Result<TestServer> {
+        TestServer::start_with(ServerOptions::default()).await
+    }
+
+    /// Starts a server with explicit options.
+    pub async fn start_with(opts: ServerOptions) -> anyhow::Result<TestServer> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", opts.port)).await?;
+        let addr = listener.local_addr()?;
+        let url = format!("http://127.0.0.1:{}", addr.port());
+        let (dir, kubeconfig) = match opts.kubeconfig {
+            Some(p) => (None, p),
+            None => {
+                let d = tempfile::Builder::new()
+                    .prefix("test-apiserver-")
+                    .tempdir()?;
+                let p = d.path().join("kubeconfig");
+                (Some(d), p)
+            }
+        };
+        std::fs::write(&kubeconfig, kubeconfig_yaml(&url))?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(store::State::default()),
+            log: Mutex::new(vec![]),
+            faults: Mutex::new(vec![]),
+            latencies: Mutex::new(vec![]),
+            gc_notify: Notify::new(),
+            bookmark_interval: Mutex::new(opts.bookmark_interval),
+            url: url.clone(),
+        });
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let app = server::router(shared.clone());
+        let gc_shared = Arc::downgrade(&shared);
+        let task = tokio::spawn(async move {
+            let gc = tokio::spawn(gc_loop(gc_shared));
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stop_rx.await;
+                })
+                .await;
+            gc.abort();
+        });
+        Ok(TestServer {
+            inner: Arc::new(Inner {
+                shared,
+                url,
+                kubeconfig,
+                _dir: dir,
+                stop: Mutex::new(Some(stop_tx)),
+                task: Mutex::new(Some(task)),
+            }),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        self.inner.url.clone()
+    }
+
+    /// A fresh `kube::Client` pointed at this server (default namespace `default`).
+    pub fn client(&self) -> kube::Client {
+        let uri: http::Uri = match self.inner.url.parse() {
+            Ok(u) => u,
+            Err(e) => unreachable!("the server URL is always valid: {e}"),
+        };
+        let mut config = kube::Config::new(uri);
+        config.default_namespace = "default".into();
+        config.read_timeout = Some(Duration::from_secs(295));
+        match kube::Client::try_from(config) {
+            Ok(c) => c,
+            Err(e) => unreachable!("a plain-HTTP client config always builds: {e}"),
+        }
+    }
+
+    /// The kubeconfig file (`KUBECONFIG=... kubectl get math`).
+    pub fn kubeconfig_path(&self) -> PathBuf {
+        self.inner.kubeconfig.clone()
+    }
+
+    /// Every request answered so far (since the last [`TestServer::reset_requests`]).
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        lock(&self.inner.shared.log).clone()
+    }
+
+    /// Number of logged requests the filter selects.
+    pub fn count(&self, filter: &RequestFilter) -> usize {
+        lock(&self.inner.shared.log)
+            .iter()
+            .filter(|r| filter.matches(r))
+            .count()
+    }
+
+    /// Number of write requests (create, update, patch, delete, deletecollection) on
+    /// any resource, whatever their outcome, including dry runs.
+    pub fn write_count(&self) -> usize {
+        lock(&self.inner.shared.log)
+            .iter()
+            .filter(|r| r.verb.is_write())
+            .count()
+    }
+
+    /// Clears the request log.
+    pub fn reset_requests(&self) {
+        lock(&self.inner.shared.log).clear();
+    }
+
+    /// The next `times` requests matching `filter` fail with `status` (500, 409, 429, ...)
+    /// and a `Status` body with the matching reason.
+    pub fn fail_next(&self, filter: RequestFilter, times: usize, status: u16) {
+        lock(&self.inner.shared.faults).push(Fault {
+            filter,
+            remaining: times,
+            status,
+        });
+    }
+
+    /// Removes all pending injected faults and latencies.
+    pub fn clear_faults(&self) {
+        lock(&self.inner.shared.faults).clear();
+        lock(&self.inner.shared.latencies).clear();
+    }
+
+    /// Requests matching `filter` are delayed by `latency` (zero removes the rule).
+    pub fn set_latency(&self, filter: RequestFilter, latency: Duration) {
+        let mut l = lock(&self.inner.shared.latencies);
+        l.retain(|(f, _)| *f != filter);
+        if !latency.is_zero() {
+            l.push((filter, latency));
+        }
+    }
+
+    /// Ends every open watch now (clients see the stream end, as on an apiserver restart).
+    pub fn close_watches(&self) {
+        self.inner.shared.state().watchers.clear();
+    }
+
+    /// Every resourceVersion issued so far now answers 410 Gone (watch: an ERROR event
+    /// with reason Expired; list with `continue`: HTTP 410).
+    pub fn compact(&self) {
+        self.inner.shared.state().compact();
+    }
+
+    /// Changes how often watches get BOOKMARK events.
+    pub fn set_bookmark_interval(&self, interval: Duration) {
+        *lock(&self.inner.shared.bookmark_interval) = interval;
+    }
+
+    /// The current global resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.inner.shared.state().rv
+    }
+
+    /// Installs the CustomResourceDefinitions of a (multi-document) YAML string, as
+    /// `kubectl apply` would (created, or replaced if they exist).
+    pub fn apply_crd_yaml(&self, yaml: &str) -> anyhow::Result<()> {
+        use serde::Deserialize;
+        let mut st = self.inner.shared.state();
+        let Some(rt) = st.rt_of("apiextensions.k8s.io", "customresourcedefinitions") else {
+            anyhow::bail!("CRDs are not registered");
+        };
+        let opts = store::WriteOpts {
+            manager: "test-apiserver".into(),
+            ..Default::default()
+        };
+        for doc in serde_yaml::Deserializer::from_str(yaml) {
+            let v = Value::deserialize(doc)?;
+            if v.is_null() {
+                continue;
+            }
+            if v.get("kind").and_then(Value::as_str) != Some("CustomResourceDefinition") {
+                anyhow::bail!(
+                    "not a CustomResourceDefinition: {}",
+                    v.get("kind").unwrap_or(&Value::Null)
+                );
+            }
+            let name = util::name_of(&v).to_string();
+            match st.get(&rt, None, &name) {
+                Ok(old) => {
+                    let mut new = v.clone();
+                    util::meta_mut(&mut new).insert(
+                        "resourceVersion".into(),
+                        Value::String(util::rv_of(&old).to_string()),
+                    );
+                    st.update(&rt, None, &name, None, new, &opts)
+                        .map_err(|e| anyhow::anyhow!("{e}"))?;
+                }
+                Err(_) => {
+                    st.create(&rt, None, v, &opts)
+                        .map_err(|e| anyhow::anyhow!("{e}"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Stored objects of a resource (`group` "" for core), in one namespace or all.
+    pub fn objects(&self, group: &str, resource: &str, namespace: Option<&str>) -> Vec<Value> {
+        let st = self.inner.shared.state();
+        let Some(rt) = st.rt_of(group, resource) else {
+            return vec![];
+        };
+        st.scan(&rt, namespace)
+            .map(|(_, v)| store::to_view(&rt, v))
+            .collect()
+    }
+
+    /// One stored object, if it exists.
+    pub fn object(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Value> {
+        let st = self.inner.shared.state();
+        let rt = st.rt_of(group, resource)?;
+        st.get(&rt, namespace, name).ok()
+    }
+
+    /// Waits until `pred` holds over the stored objects of a resource (all namespaces).
+    pub async fn wait_for<F>(
+        &self,
+        group: &str,
+        resource: &str,
+        timeout: Duration,
+        pred: F,
+    ) -> anyhow::Result<()>
+    where
+        F: Fn(&[Value]) -> bool,
+    {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if pred(&self.objects(group, resource, None)) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                anyhow::bail!("timed out after {timeout:?} waiting for a condition on {resource}");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Stops the server: ends watches and waits for connections to close.
+    pub async fn shutdown(self) {
+        self.close_watches();
+        if let Some(tx) = lock(&self.inner.stop).take() {
+            let _ = tx.send(());
+        }
+        let task = lock(&self.inner.task).take();
+        if let Some(mut task) = task {
+            if tokio::time::timeout(Duration::from_secs(2), &mut task)
+                .await
+                .is_err()
+            {
+                task.abort();
+            }
+        }
+    }
+}
+
+async fn gc_loop(shared: std::sync::Weak<Shared>) {
+    loop {
+        let Some(s) = shared.upgrade() else { return };
+        tokio::select! {
+            _ = s.gc_notify.notified() => {}
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+        let mut st = s.state();
+        for _ in 0..100 {
+            if !st.gc_pass() {
+                break;
+            }
+        }
+    }
+}
+
+fn kubeconfig_yaml(url: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: test-apiserver
+  cluster:
+    server: {url}
+contexts:
+- name: test-apiserver
+  context:
+    cluster: test-apiserver
+    user: test-user
+    namespace: default
+current-context: test-apiserver
+preferences: {{}}
+users:
+- name: test-user
+  user: {{}}
+"
+    )
+}

@@ -1,0 +1,62 @@
+//! `cargo run -p test-apiserver -- --port 8001 --kubeconfig /tmp/kubeconfig`
+//! starts the in-memory API server and prints the kubeconfig path.
+
+use clap::Parser;
+use std::path::PathBuf;
+use test_apiserver::{ServerOptions, TestServer};
+
+/// An in-memory Kubernetes API server for tests and workshops.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// TCP port on 127.0.0.1 (0 = a free port).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Where to write the kubeconfig (default: a temporary directory).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// CustomResourceDefinition YAML files (or directories of them) to install at start.
+    #[arg(long = "crds")]
+    crds: Vec<PathBuf>,
+    /// Seconds between BOOKMARK events on watches that allow them.
+    #[arg(long, default_value_t = 5)]
+    bookmark_interval: u64,
+}
+
+fn yaml_files(p: &PathBuf) -> anyhow::Result<Vec<PathBuf>> {
+    if p.is_dir() {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(p)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+            .collect();
+        v.sort();
+        Ok(v)
+    } else {
+        Ok(vec![p.clone()])
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let server = TestServer::start_with(ServerOptions {
+        port: args.port,
+        kubeconfig: args.kubeconfig,
+        bookmark_interval: std::time::Duration::from_secs(args.bookmark_interval.max(1)),
+    })
+    .await?;
+    for p in &args.crds {
+        for f in yaml_files(p)? {
+            server.apply_crd_yaml(&std::fs::read_to_string(&f)?)?;
+        }
+    }
+    println!("{}", server.kubeconfig_path().display());
+    eprintln!(
+        "test-apiserver listening on {}; try: KUBECONFIG={} kubectl get namespaces",
+        server.url(),
+        server.kubeconfig_path().display()
+    );
+    tokio::signal::ctrl_c().await?;
+    server.shutdown().await;
+    Ok(())
+}
