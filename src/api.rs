@@ -42,7 +42,11 @@ pub const READY: &str = "Ready";
         type_ = "string",
         json_path = ".status.conditions[?(@.type==\"Ready\")].status"
     ),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct NumberSpec {
@@ -83,15 +87,31 @@ pub struct NumberStatus {
     category = "math",
     doc = "A Tuple owns one Number per item (named <tuple>-<index>) and reports whether all of them are perfect squares.",
     printcolumn(name = "Numbers", type_ = "string", json_path = ".spec.numbers"),
-    printcolumn(name = "AllSquares", type_ = "boolean", json_path = ".status.allSquares"),
-    printcolumn(name = "ReadyNumbers", type_ = "integer", json_path = ".status.readyNumbers"),
-    printcolumn(name = "Desired", type_ = "integer", json_path = ".status.desiredNumbers"),
+    printcolumn(
+        name = "AllSquares",
+        type_ = "boolean",
+        json_path = ".status.allSquares"
+    ),
+    printcolumn(
+        name = "ReadyNumbers",
+        type_ = "integer",
+        json_path = ".status.readyNumbers"
+    ),
+    printcolumn(
+        name = "Desired",
+        type_ = "integer",
+        json_path = ".status.desiredNumbers"
+    ),
     printcolumn(
         name = "Ready",
         type_ = "string",
         json_path = ".status.conditions[?(@.type==\"Ready\")].status"
     ),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct TupleSpec {
@@ -135,17 +155,39 @@ pub struct TupleStatus {
     doc = "A Fermat owns the Tuples [a, n-a] for a = 1..=n/2 (named <fermat>-<a>-and-<n-a>) and finds the ways to write n as a sum of two positive squares.",
     printcolumn(name = "Number", type_ = "integer", json_path = ".spec.number"),
     printcolumn(name = "Prime", type_ = "boolean", json_path = ".status.isPrime"),
-    printcolumn(name = "OneModFour", type_ = "boolean", json_path = ".status.oneModFour"),
-    printcolumn(name = "TwoSquares", type_ = "boolean", json_path = ".status.twoSquaresFound"),
+    printcolumn(
+        name = "OneModFour",
+        type_ = "boolean",
+        json_path = ".status.oneModFour"
+    ),
+    printcolumn(
+        name = "TwoSquares",
+        type_ = "boolean",
+        json_path = ".status.twoSquaresFound"
+    ),
     printcolumn(name = "Found", type_ = "string", json_path = ".status.decompositions"),
-    printcolumn(name = "ReadyTuples", type_ = "integer", json_path = ".status.readyTuples", priority = 1),
-    printcolumn(name = "Desired", type_ = "integer", json_path = ".status.desiredTuples", priority = 1),
+    printcolumn(
+        name = "ReadyTuples",
+        type_ = "integer",
+        json_path = ".status.readyTuples",
+        priority = 1
+    ),
+    printcolumn(
+        name = "Desired",
+        type_ = "integer",
+        json_path = ".status.desiredTuples",
+        priority = 1
+    ),
     printcolumn(
         name = "Ready",
         type_ = "string",
         json_path = ".status.conditions[?(@.type==\"Ready\")].status"
     ),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct FermatSpec {

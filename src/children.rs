@@ -5,13 +5,15 @@
 //! only in the parent's namespace, never by the owner's name: two Fermats called alike in
 //! two namespaces do not see each other's Tuples.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::Arc;
 
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
+use kube::api::{
+    Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
+};
 use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
@@ -29,7 +31,14 @@ pub const MAX_NAME_LEN: usize = 253;
 
 /// A kind that a parent owns: what its desired spec is and when it counts as done.
 pub trait Child:
-    Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + Debug
+    + Serialize
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
 {
     type Spec: PartialEq + Clone + Debug + Serialize;
     /// For logs and Events: "Number", "Tuple".
@@ -113,12 +122,15 @@ pub fn controller_uid<K: Resource>(obj: &K) -> Option<&str> {
 /// Compare what the parent wants with what the cache holds.
 ///
 /// `found` maps names to the cached objects in the parent's namespace that carry a desired
-/// name; `owned` lists the cached objects in that namespace controlled by `owner_uid`.
+/// name; `owned` lists the cached objects in that namespace controlled by `owner_uid`;
+/// `in_flight` names the children this manager wrote to so recently that the cache does not
+/// show the result yet: they are waited for, not written again.
 pub fn plan<C: Child>(
     owner_uid: &str,
     desired: Vec<Desired<C::Spec>>,
     found: &HashMap<String, Arc<C>>,
     owned: &[Arc<C>],
+    in_flight: &HashSet<String>,
 ) -> Plan<C> {
     let mut plan = Plan {
         ready: Vec::new(),
@@ -133,13 +145,21 @@ pub fn plan<C: Child>(
     };
     let wanted: BTreeSet<&str> = desired.iter().map(|d| d.name.as_str()).collect();
     for child in owned {
-        if !wanted.contains(child.name_any().as_str()) && child.meta().deletion_timestamp.is_none() {
+        let name = child.name_any();
+        if !wanted.contains(name.as_str())
+            && child.meta().deletion_timestamp.is_none()
+            && !in_flight.contains(&name)
+        {
             plan.delete.push(child.clone());
         }
     }
     for want in desired {
         if want.name.len() > MAX_NAME_LEN {
             plan.invalid_names.push(want.name);
+            continue;
+        }
+        if in_flight.contains(&want.name) {
+            plan.pending.push(want.name);
             continue;
         }
         let Some(existing) = found.get(&want.name) else {
@@ -178,10 +198,12 @@ fn describe_controller<K: Resource>(obj: &K) -> String {
 /// The controller ownerReference a parent puts on its children. `blockOwnerDeletion` makes a
 /// foreground deletion of the parent wait for them.
 pub fn owner_reference<P: Resource<DynamicType = ()>>(parent: &P) -> Result<OwnerReference> {
-    let mut reference = parent.controller_owner_ref(&()).ok_or(Error::MissingField {
-        kind: "parent",
-        field: "metadata.uid",
-    })?;
+    let mut reference = parent
+        .controller_owner_ref(&())
+        .ok_or(Error::MissingField {
+            kind: "parent",
+            field: "metadata.uid",
+        })?;
     reference.block_owner_deletion = Some(true);
     Ok(reference)
 }
@@ -232,9 +254,13 @@ where
         child.meta_mut().owner_references = Some(vec![owner.clone()]);
         ctx.metrics.write(controller, C::KIND, WriteKind::Create);
         match api.create(&PostParams::default(), &child).await {
-            Ok(_) => created.push(want.name.clone()),
+            Ok(_) => {
+                ctx.expect_change::<C>(&namespace, &want.name, None);
+                created.push(want.name.clone())
+            }
             Err(kube::Error::Api(s)) if s.code == 409 => {
                 // The cache was behind: the object exists. The watch will show it.
+                ctx.expect_change::<C>(&namespace, &want.name, None);
             }
             Err(e) => return Err(kube_err("creating", &want.name)(e)),
         }
@@ -250,8 +276,14 @@ where
             "spec": spec,
         });
         ctx.metrics.write(controller, C::KIND, WriteKind::Patch);
-        match api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            Ok(_) => corrected.push(format!("{name} (was {:?})", child.child_spec())),
+        match api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {
+                ctx.expect_change::<C>(&namespace, &name, child.resource_version());
+                corrected.push(format!("{name} (was {:?})", child.child_spec()))
+            }
             Err(kube::Error::Api(s)) if s.code == 404 => {}
             Err(e) => return Err(kube_err("correcting", &name)(e)),
         }
@@ -268,8 +300,14 @@ where
             "spec": spec,
         });
         ctx.metrics.write(controller, C::KIND, WriteKind::Patch);
-        match api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            Ok(_) => adopted.push(name),
+        match api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {
+                ctx.expect_change::<C>(&namespace, &name, child.resource_version());
+                adopted.push(name)
+            }
             Err(kube::Error::Api(s)) if s.code == 404 => {}
             Err(e) => return Err(kube_err("adopting", &name)(e)),
         }
@@ -290,7 +328,10 @@ where
         };
         ctx.metrics.write(controller, C::KIND, WriteKind::Delete);
         match api.delete(&name, &params).await {
-            Ok(_) => deleted.push(name),
+            Ok(_) => {
+                ctx.expect_change::<C>(&namespace, &name, child.resource_version());
+                deleted.push(name)
+            }
             Err(kube::Error::Api(s)) if s.code == 404 => {}
             Err(e) => return Err(kube_err("deleting", &name)(e)),
         }
@@ -298,10 +339,21 @@ where
 
     let parent_name = format!("{namespace}/{}", parent.name_any());
     let kind = P::kind(&());
-    let plural = |n: usize| if n == 1 { C::KIND.to_string() } else { format!("{}s", C::KIND) };
+    let plural = |n: usize| {
+        if n == 1 {
+            C::KIND.to_string()
+        } else {
+            format!("{}s", C::KIND)
+        }
+    };
     let reports = [
         ("Created", "Create", &created, "created"),
-        ("Corrected", "Correct", &corrected, "put the desired spec back on"),
+        (
+            "Corrected",
+            "Correct",
+            &corrected,
+            "put the desired spec back on",
+        ),
         ("Adopted", "Adopt", &adopted, "adopted"),
         ("Deleted", "Delete", &deleted, "deleted the unwanted"),
     ];
@@ -309,9 +361,15 @@ where
         if names.is_empty() {
             continue;
         }
-        let note = format!("{verb} {} {}: {}", names.len(), plural(names.len()), name_list(names));
+        let note = format!(
+            "{verb} {} {}: {}",
+            names.len(),
+            plural(names.len()),
+            name_list(names)
+        );
         info!(%kind, parent = %parent_name, "{note}");
-        ctx.publish(parent, EventType::Normal, reason, action, note).await;
+        ctx.publish(parent, EventType::Normal, reason, action, note)
+            .await;
     }
     for conflict in &plan.conflicts {
         let note = format!(
@@ -321,7 +379,8 @@ where
             conflict.owner
         );
         info!(%kind, parent = %parent_name, "{note}");
-        ctx.publish(parent, EventType::Warning, "ChildConflict", "Adopt", note).await;
+        ctx.publish(parent, EventType::Warning, "ChildConflict", "Adopt", note)
+            .await;
     }
     if !plan.invalid_names.is_empty() {
         let note = format!(
@@ -330,7 +389,14 @@ where
             plural(plan.invalid_names.len()),
         );
         info!(%kind, parent = %parent_name, "{note}");
-        ctx.publish(parent, EventType::Warning, "ChildNameTooLong", "Create", note).await;
+        ctx.publish(
+            parent,
+            EventType::Warning,
+            "ChildNameTooLong",
+            "Create",
+            note,
+        )
+        .await;
     }
     Ok(())
 }

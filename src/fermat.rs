@@ -22,7 +22,12 @@ pub fn desired_tuples(fermat: &Fermat) -> Vec<Desired<TupleSpec>> {
     let name = fermat.name_any();
     math::fermat_splits(fermat.spec.number)
         .into_iter()
-        .map(|(a, b)| Desired { name: format!("{name}-{a}-and-{b}"), spec: TupleSpec { numbers: vec![a, b] } })
+        .map(|(a, b)| Desired {
+            name: format!("{name}-{a}-and-{b}"),
+            spec: TupleSpec {
+                numbers: vec![a, b],
+            },
+        })
         .collect()
 }
 
@@ -37,43 +42,112 @@ pub fn decompositions(ready: &[Arc<Tuple>]) -> Vec<String> {
         })
         .collect();
     found.sort_unstable();
-    found.into_iter().map(|(x, y)| math::format_decomposition(x, y)).collect()
+    found
+        .into_iter()
+        .map(|(x, y)| math::format_decomposition(x, y))
+        .collect()
 }
 
 /// The status that describes what the plan found; `twoSquaresFound` only once every Tuple
 /// has answered for its current generation.
-pub fn desired_status(fermat: &Fermat, plan: &Plan<Tuple>, now: Timestamp) -> (FermatStatus, Progress) {
+pub fn desired_status(
+    fermat: &Fermat,
+    plan: &Plan<Tuple>,
+    now: Timestamp,
+) -> (FermatStatus, Progress) {
     let n = fermat.spec.number;
     let ready = plan.ready.len();
     let desired = plan.desired;
     let (readiness, progress, found) = if !plan.invalid_names.is_empty() {
-        let message = format!("cannot create Tuples {}: names longer than 253 characters", name_list(&plan.invalid_names));
-        (Readiness { ready: false, reason: "ChildNameTooLong", message }, Progress::Settled, None)
+        let message = format!(
+            "cannot create Tuples {}: names longer than 253 characters",
+            name_list(&plan.invalid_names)
+        );
+        (
+            Readiness {
+                ready: false,
+                reason: "ChildNameTooLong",
+                message,
+            },
+            Progress::Settled,
+            None,
+        )
     } else if !plan.conflicts.is_empty() {
-        let names: Vec<_> = plan.conflicts.iter().map(|c| format!("{} (controlled by {})", c.name, c.owner)).collect();
+        let names: Vec<_> = plan
+            .conflicts
+            .iter()
+            .map(|c| format!("{} (controlled by {})", c.name, c.owner))
+            .collect();
         let message = format!("Tuples owned by someone else: {}", name_list(&names));
-        (Readiness { ready: false, reason: "ChildConflict", message }, Progress::Settled, None)
+        (
+            Readiness {
+                ready: false,
+                reason: "ChildConflict",
+                message,
+            },
+            Progress::Settled,
+            None,
+        )
     } else if plan.all_ready() && !plan.has_writes() {
         let found = decompositions(&plan.ready);
         let message = match found.as_slice() {
-            [] => format!("{ready}/{desired} Tuples ready; {n} is not a sum of two positive squares"),
+            [] => {
+                format!("{ready}/{desired} Tuples ready; {n} is not a sum of two positive squares")
+            }
             some => format!("{ready}/{desired} Tuples ready; {n} = {}", some.join(" = ")),
         };
-        (Readiness { ready: true, reason: "AllTuplesReady", message }, Progress::Settled, Some(found))
+        (
+            Readiness {
+                ready: true,
+                reason: "AllTuplesReady",
+                message,
+            },
+            Progress::Settled,
+            Some(found),
+        )
     } else {
-        let waiting: Vec<String> = plan.create.iter().map(|d| d.name.clone())
-            .chain(plan.correct.iter().chain(&plan.adopt).map(|(t, _)| t.name_any()))
+        let waiting: Vec<String> = plan
+            .create
+            .iter()
+            .map(|d| d.name.clone())
+            .chain(
+                plan.correct
+                    .iter()
+                    .chain(&plan.adopt)
+                    .map(|(t, _)| t.name_any()),
+            )
             .chain(plan.pending.iter().cloned())
-            .chain(plan.delete.iter().map(|t| format!("{} (to delete)", t.name_any())))
+            .chain(
+                plan.delete
+                    .iter()
+                    .map(|t| format!("{} (to delete)", t.name_any())),
+            )
             .collect();
-        let message = format!("{ready}/{desired} Tuples ready; waiting for {}", name_list(&waiting));
-        (Readiness { ready: false, reason: "WaitingForTuples", message }, Progress::Pending, None)
+        let message = format!(
+            "{ready}/{desired} Tuples ready; waiting for {}",
+            name_list(&waiting)
+        );
+        (
+            Readiness {
+                ready: false,
+                reason: "WaitingForTuples",
+                message,
+            },
+            Progress::Pending,
+            None,
+        )
     };
     let generation = fermat.meta().generation;
-    let previous = fermat.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
+    let previous = fermat
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
     let status = FermatStatus {
         observed_generation: generation,
-        conditions: vec![status::ready_condition(&readiness, generation, previous, now)],
+        conditions: vec![status::ready_condition(
+            &readiness, generation, previous, now,
+        )],
         two_squares_found: found.as_ref().map(|f| !f.is_empty()),
         decompositions: found,
         is_prime: Some(math::is_prime(n)),
@@ -91,13 +165,26 @@ pub async fn reconcile(fermat: Arc<Fermat>, ctx: Arc<Context>) -> Result<Action>
     }
     ctx.caches_ready().await;
     let desired = desired_tuples(&fermat);
-    let (found, owned) = ctx.children(&ctx.tuples, fermat.as_ref(), &desired);
-    let plan = children::plan(&fermat.uid().unwrap_or_default(), desired, &found, &owned);
+    let (found, owned, in_flight) = ctx.children(&ctx.tuples, fermat.as_ref(), &desired);
+    let plan = children::plan(
+        &fermat.uid().unwrap_or_default(),
+        desired,
+        &found,
+        &owned,
+        &in_flight,
+    );
     ctx.narrate(fermat.as_ref(), &plan);
     children::apply(&ctx, fermat.as_ref(), &plan).await?;
     let now = Timestamp::now();
     let (status, progress) = desired_status(&fermat, &plan, now);
-    ctx.write_status(fermat.as_ref(), fermat.status.as_ref(), &status, progress, now).await
+    ctx.write_status(
+        fermat.as_ref(),
+        fermat.status.as_ref(),
+        &status,
+        progress,
+        now,
+    )
+    .await
 }
 
 impl Child for Tuple {
@@ -115,7 +202,11 @@ impl Child for Tuple {
     fn is_ready(&self) -> bool {
         self.status.as_ref().is_some_and(|s| {
             s.all_squares.is_some()
-                && status::is_ready_for(&s.conditions, s.observed_generation, self.meta().generation)
+                && status::is_ready_for(
+                    &s.conditions,
+                    s.observed_generation,
+                    self.meta().generation,
+                )
         })
     }
 }
@@ -150,10 +241,19 @@ mod tests {
             block_owner_deletion: Some(true),
         }]);
         let all = d.spec.numbers.iter().all(|&v| math::is_square(v));
-        let ready = Readiness { ready: true, reason: "AllNumbersReady", message: String::new() };
+        let ready = Readiness {
+            ready: true,
+            reason: "AllNumbersReady",
+            message: String::new(),
+        };
         t.status = Some(TupleStatus {
             observed_generation: Some(1),
-            conditions: vec![status::ready_condition(&ready, Some(1), &[], Timestamp::UNIX_EPOCH)],
+            conditions: vec![status::ready_condition(
+                &ready,
+                Some(1),
+                &[],
+                Timestamp::UNIX_EPOCH,
+            )],
             all_squares: Some(all),
             ready_numbers: Some(2),
             desired_numbers: Some(2),
@@ -166,7 +266,7 @@ mod tests {
         let desired = desired_tuples(&f);
         let cached: Vec<_> = desired.iter().map(answered).collect();
         let found: HashMap<_, _> = cached.iter().map(|t| (t.name_any(), t.clone())).collect();
-        let plan = children::plan(UID, desired, &found, &cached);
+        let plan = children::plan(UID, desired, &found, &cached, &Default::default());
         desired_status(&f, &plan, Timestamp::UNIX_EPOCH)
     }
 
@@ -175,7 +275,15 @@ mod tests {
         let d = desired_tuples(&fermat(5));
         assert_eq!(d.len(), 2);
         assert_eq!(d[0].name, "f-1-and-4");
-        assert_eq!(d[1], Desired { name: "f-2-and-3".into(), spec: TupleSpec { numbers: vec![2, 3] } });
+        assert_eq!(
+            d[1],
+            Desired {
+                name: "f-2-and-3".into(),
+                spec: TupleSpec {
+                    numbers: vec![2, 3]
+                }
+            }
+        );
         assert!(desired_tuples(&fermat(0)).is_empty());
         assert!(desired_tuples(&fermat(1)).is_empty());
         assert_eq!(desired_tuples(&fermat(20000)).len(), 10000);
@@ -185,15 +293,20 @@ mod tests {
     fn converged_status_matches_brute_force() {
         for n in 0..=100 {
             let (status, progress) = converged(n);
-            let expected: Vec<String> =
-                math::two_square_decompositions(n).into_iter().map(|(x, y)| math::format_decomposition(x, y)).collect();
+            let expected: Vec<String> = math::two_square_decompositions(n)
+                .into_iter()
+                .map(|(x, y)| math::format_decomposition(x, y))
+                .collect();
             assert_eq!(progress, Progress::Settled);
             assert_eq!(status.two_squares_found, Some(!expected.is_empty()), "{n}");
             assert_eq!(status.decompositions, Some(expected), "{n}");
             assert_eq!(status.is_prime, Some(math::is_prime(n)));
             assert_eq!(status.conditions[0].status, "True");
         }
-        assert_eq!(converged(50).0.decompositions, Some(vec!["1²+7²".to_string(), "5²+5²".to_string()]));
+        assert_eq!(
+            converged(50).0.decompositions,
+            Some(vec!["1²+7²".to_string(), "5²+5²".to_string()])
+        );
         assert_eq!(converged(13).0.one_mod_four, Some(true));
         assert_eq!(converged(19).0.two_squares_found, Some(false));
     }
@@ -201,12 +314,25 @@ mod tests {
     #[test]
     fn a_fermat_without_answers_says_it_waits() {
         let f = fermat(13);
-        let plan = children::plan(UID, desired_tuples(&f), &HashMap::new(), &[]);
+        let plan = children::plan(
+            UID,
+            desired_tuples(&f),
+            &HashMap::new(),
+            &[],
+            &Default::default(),
+        );
         let (status, progress) = desired_status(&f, &plan, Timestamp::UNIX_EPOCH);
         assert_eq!(progress, Progress::Pending);
         assert_eq!(status.two_squares_found, None);
-        assert_eq!(status.is_prime, Some(true), "what needs no children is known at once");
-        assert_eq!(status.conditions[0].message, "0/6 Tuples ready; waiting for f-1-and-12, f-2-and-11, f-3-and-10, f-4-and-9, f-5-and-8 and 1 more");
+        assert_eq!(
+            status.is_prime,
+            Some(true),
+            "what needs no children is known at once"
+        );
+        assert_eq!(
+            status.conditions[0].message,
+            "0/6 Tuples ready; waiting for f-1-and-12, f-2-and-11, f-3-and-10, f-4-and-9, f-5-and-8 and 1 more"
+        );
     }
 
     #[test]
@@ -214,10 +340,17 @@ mod tests {
         let old: Vec<_> = desired_tuples(&fermat(10)).iter().map(answered).collect();
         let f = fermat(6);
         let desired = desired_tuples(&f);
-        let found: HashMap<_, _> =
-            old.iter().filter(|t| desired.iter().any(|d| d.name == t.name_any())).map(|t| (t.name_any(), t.clone())).collect();
-        let plan = children::plan(UID, desired, &found, &old);
-        assert_eq!(plan.delete.len(), 5, "none of f-a-and-(10-a) is wanted for 6");
+        let found: HashMap<_, _> = old
+            .iter()
+            .filter(|t| desired.iter().any(|d| d.name == t.name_any()))
+            .map(|t| (t.name_any(), t.clone()))
+            .collect();
+        let plan = children::plan(UID, desired, &found, &old, &Default::default());
+        assert_eq!(
+            plan.delete.len(),
+            5,
+            "none of f-a-and-(10-a) is wanted for 6"
+        );
         assert_eq!(plan.create.len(), 3);
     }
 }

@@ -49,7 +49,9 @@ async fn client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Cl
             kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?
         }
         None => kube::Config::infer().await.map_err(|e| {
-            anyhow::anyhow!("no Kubernetes configuration found ({e}); start minikube or kind, or set KUBECONFIG")
+            anyhow::anyhow!(
+                "no Kubernetes configuration found ({e}); start minikube or kind, or set KUBECONFIG"
+            )
         })?,
     };
     Ok(kube::Client::try_from(config)?)

@@ -5,7 +5,7 @@
 //! Number controller and, as owned children, to the Tuple controller; Tuples to the Tuple
 //! controller and to the Fermat controller; Fermats to the Fermat controller.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -82,7 +82,20 @@ pub struct Context {
     pub metrics: Metrics,
     /// Consecutive failures per object, for the error policy's exponential backoff.
     failures: Mutex<HashMap<String, u32>>,
+    /// Children written to whose change the cache has not shown yet (see [`Context::expect_change`]).
+    in_flight: Mutex<HashMap<String, InFlight>>,
 }
+
+/// A write to a child that the watch has not delivered yet.
+struct InFlight {
+    /// The child's resourceVersion in the cache when we wrote (`None`: it was absent).
+    seen: Option<String>,
+    since: std::time::Instant,
+}
+
+/// How long a write may go unseen before the cache is believed again regardless: a safety
+/// net for a lost watch event; the watch normally delivers within milliseconds.
+const IN_FLIGHT_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Context {
     /// The `controller` label of metrics for a parent kind.
@@ -102,17 +115,50 @@ impl Context {
         let _ = self.fermats.wait_until_ready().await;
     }
 
-    /// From the cache, the objects of the desired names in the parent's namespace, and the
-    /// objects there whose controller is the parent (by UID). No API request.
+    /// Remember that we just wrote to a child that the cache showed at `seen` (its
+    /// resourceVersion, `None` when absent). Until the cache moves past that, a reconcile
+    /// that runs before the watch event arrives would see the old state and write again
+    /// (a duplicate create answered 409, a second correction): it waits instead. This is
+    /// what controller-runtime users know as "expectations".
+    pub fn expect_change<C: Child>(&self, namespace: &str, name: &str, seen: Option<String>) {
+        if let Ok(mut in_flight) = self.in_flight.lock() {
+            let since = std::time::Instant::now();
+            in_flight.insert(
+                format!("{}/{namespace}/{name}", C::KIND),
+                InFlight { seen, since },
+            );
+        }
+    }
+
+    /// Whether a write to this child is still on its way to the cache; forgets it once seen.
+    fn is_in_flight<C: Child>(&self, namespace: &str, name: &str, cached: Option<&Arc<C>>) -> bool {
+        let Ok(mut in_flight) = self.in_flight.lock() else {
+            return false;
+        };
+        let key = format!("{}/{namespace}/{name}", C::KIND);
+        let Some(write) = in_flight.get(&key) else {
+            return false;
+        };
+        let cached_version = cached.and_then(|c| c.resource_version());
+        if write.seen == cached_version && write.since.elapsed() < IN_FLIGHT_TIMEOUT {
+            return true;
+        }
+        in_flight.remove(&key);
+        false
+    }
+
+    /// From the cache, the objects of the desired names in the parent's namespace, the
+    /// objects there whose controller is the parent (by UID), and the names of those whose
+    /// last write has not reached the cache yet. No API request.
     pub fn children<P: Resource, C: Child>(
         &self,
         store: &Store<C>,
         parent: &P,
         desired: &[Desired<C::Spec>],
-    ) -> (HashMap<String, Arc<C>>, Vec<Arc<C>>) {
+    ) -> (HashMap<String, Arc<C>>, Vec<Arc<C>>, HashSet<String>) {
         let namespace = parent.meta().namespace.clone();
         let uid = parent.meta().uid.as_deref();
-        let found = desired
+        let found: HashMap<String, Arc<C>> = desired
             .iter()
             .filter_map(|d| {
                 let key = ObjectRef::new(&d.name).within(namespace.as_deref().unwrap_or_default());
@@ -122,14 +168,33 @@ impl Context {
         let owned = store
             .state()
             .into_iter()
-            .filter(|c| c.meta().namespace == namespace && children::controller_uid(c.as_ref()) == uid)
+            .filter(|c| {
+                c.meta().namespace == namespace && children::controller_uid(c.as_ref()) == uid
+            })
+            .collect::<Vec<_>>();
+        let ns = namespace.as_deref().unwrap_or_default();
+        let in_flight = desired
+            .iter()
+            .map(|d| (d.name.as_str(), found.get(&d.name)))
+            .chain(
+                owned
+                    .iter()
+                    .map(|c| (c.meta().name.as_deref().unwrap_or_default(), Some(c))),
+            )
+            .filter(|(name, cached)| self.is_in_flight::<C>(ns, name, *cached))
+            .map(|(name, _)| name.to_string())
             .collect();
-        (found, owned)
+        (found, owned, in_flight)
     }
 
     /// Log, in words, what a parent wants, what it found and what it is about to do.
     pub fn narrate<P: Resource<DynamicType = ()>, C: Child>(&self, parent: &P, plan: &Plan<C>) {
-        let who = format!("{} {}/{}", P::kind(&()), parent.namespace().unwrap_or_default(), parent.name_any());
+        let who = format!(
+            "{} {}/{}",
+            P::kind(&()),
+            parent.namespace().unwrap_or_default(),
+            parent.name_any()
+        );
         let found = format!(
             "wants {} {}s; {} ready, {} still computing, {} missing, {} edited by hand, {} to adopt, {} unwanted, {} owned by others",
             plan.desired,
@@ -166,8 +231,13 @@ impl Context {
             action: action.to_string(),
             secondary: None,
         };
-        self.metrics.write(self.controller_name::<P>(), "Event", WriteKind::Event);
-        if let Err(error) = self.recorder.publish(&event, &regarding.object_ref(&())).await {
+        self.metrics
+            .write(self.controller_name::<P>(), "Event", WriteKind::Event);
+        if let Err(error) = self
+            .recorder
+            .publish(&event, &regarding.object_ref(&()))
+            .await
+        {
             warn!(%error, reason, "could not publish an Event on {} {}", P::kind(&()), regarding.name_any());
         }
     }
@@ -182,7 +252,10 @@ impl Context {
         now: Timestamp,
     ) -> Result<Action>
     where
-        P: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope> + Clone + Debug + DeserializeOwned,
+        P: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + Debug
+            + DeserializeOwned,
         S: Serialize + PartialEq,
     {
         let age = status::age(parent.meta().creation_timestamp.as_ref(), now);
@@ -198,7 +271,11 @@ impl Context {
                     "Tuple" => "Tuple",
                     _ => "Fermat",
                 };
-                self.metrics.write(self.controller_name::<P>(), static_kind, WriteKind::PatchStatus);
+                self.metrics.write(
+                    self.controller_name::<P>(),
+                    static_kind,
+                    WriteKind::PatchStatus,
+                );
                 api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
                     .map_err(|source| Error::Kube {
@@ -243,7 +320,12 @@ pub fn backoff(attempt: u32) -> Duration {
 }
 
 fn object_key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
-    format!("{}/{}/{}", K::kind(&()), obj.namespace().unwrap_or_default(), obj.name_any())
+    format!(
+        "{}/{}/{}",
+        K::kind(&()),
+        obj.namespace().unwrap_or_default(),
+        obj.name_any()
+    )
 }
 
 /// Runs a reconcile with metrics, and turns a 409 Conflict into a quiet, immediate retry:
@@ -279,7 +361,11 @@ where
 }
 
 /// Back off exponentially per object, and say so in words.
-fn error_policy<K: Resource<DynamicType = ()>>(obj: Arc<K>, error: &Error, ctx: Arc<Context>) -> Action {
+fn error_policy<K: Resource<DynamicType = ()>>(
+    obj: Arc<K>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Action {
     let key = object_key(obj.as_ref());
     let attempt = ctx.note_failure(&key);
     let delay = backoff(attempt);
@@ -307,24 +393,38 @@ where
 /// Why the manager cannot start, in one line that says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    #[error("cannot reach the Kubernetes API server: {0}. Is the cluster running (`kubectl cluster-info`)?")]
+    #[error(
+        "cannot reach the Kubernetes API server: {0}. Is the cluster running (`kubectl cluster-info`)?"
+    )]
     Unreachable(String),
     #[error(
         "the CustomResourceDefinitions are not installed ({0} not found). Run `make install` (or `kubectl apply -f crds/`) first."
     )]
     CrdsMissing(&'static str),
-    #[error("the API server refused to list {0}: {1}. Check the RBAC rules of the manager's account (deploy/).")]
+    #[error(
+        "the API server refused to list {0}: {1}. Check the RBAC rules of the manager's account (deploy/)."
+    )]
     Forbidden(&'static str, String),
 }
 
 /// Check that the cluster answers and serves the three kinds, before any watch starts: a
 /// learner who forgot `make install` should read that, not a stream of watch errors.
 pub async fn preflight(client: &Client, namespace: &Option<String>) -> Result<(), StartError> {
-    async fn check<K>(client: &Client, namespace: &Option<String>, plural: &'static str) -> Result<(), StartError>
+    async fn check<K>(
+        client: &Client,
+        namespace: &Option<String>,
+        plural: &'static str,
+    ) -> Result<(), StartError>
     where
-        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()> + Clone + DeserializeOwned + Debug,
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + Debug,
     {
-        match api::<K>(client, namespace).list_metadata(&ListParams::default().limit(1)).await {
+        match api::<K>(client, namespace)
+            .list_metadata(&ListParams::default().limit(1))
+            .await
+        {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(s)) if s.code == 404 => Err(StartError::CrdsMissing(plural)),
             Err(kube::Error::Api(s)) if s.code == 401 || s.code == 403 => {
@@ -403,12 +503,22 @@ pub async fn run(
     if let Some(address) = options.probe_address {
         let listener = health::bind(address).await?;
         let router = health::probe_router(readiness.clone());
-        servers.push(tokio::spawn(health::serve_on(listener, "health probes", router, stop.clone().cancelled_owned())));
+        servers.push(tokio::spawn(health::serve_on(
+            listener,
+            "health probes",
+            router,
+            stop.clone().cancelled_owned(),
+        )));
     }
     if let Some(address) = options.metrics_address {
         let listener = health::bind(address).await?;
         let router = health::metrics_router(metrics.clone());
-        servers.push(tokio::spawn(health::serve_on(listener, "metrics", router, stop.clone().cancelled_owned())));
+        servers.push(tokio::spawn(health::serve_on(
+            listener,
+            "metrics",
+            router,
+            stop.clone().cancelled_owned(),
+        )));
     }
 
     let leadership = match &options.leader_election {
@@ -416,7 +526,13 @@ pub async fn run(
             // A standby is healthy and ready: it is doing exactly what it should.
             readiness.set_ready(true);
             info!(lease = %config.lease_name, namespace = %config.namespace, identity = %config.identity, "waiting to become the leader");
-            match leader::acquire(client.clone(), config.clone(), stop.clone().cancelled_owned()).await? {
+            match leader::acquire(
+                client.clone(),
+                config.clone(),
+                stop.clone().cancelled_owned(),
+            )
+            .await?
+            {
                 Some(leadership) => {
                     info!(identity = %config.identity, "became the leader; starting the controllers");
                     metrics.set_leader(true);
@@ -436,7 +552,13 @@ pub async fn run(
     readiness.set_ready(false);
 
     let lost = CancellationToken::new();
-    let controllers = run_controllers(client, &options, metrics.clone(), readiness.clone(), stop.clone());
+    let controllers = run_controllers(
+        client,
+        &options,
+        metrics.clone(),
+        readiness.clone(),
+        stop.clone(),
+    );
     let outcome = match &leadership {
         Some(leadership) => {
             let mut controllers = std::pin::pin!(controllers);
@@ -462,7 +584,9 @@ pub async fn run(
         if !lost.is_cancelled() {
             match leadership.release().await {
                 Ok(()) => info!("released the lease"),
-                Err(error) => warn!(%error, "could not release the lease; a standby takes over when it expires"),
+                Err(error) => {
+                    warn!(%error, "could not release the lease; a standby takes over when it expires")
+                }
             }
         }
     }
@@ -488,11 +612,13 @@ async fn run_controllers(
     let (tuples, tuple_writer) = reflector::store_shared::<Tuple>(SHARED_BUFFER);
     let (fermats, fermat_writer) = reflector::store_shared::<Fermat>(SHARED_BUFFER);
     // Subscriptions exist only on shared writers, which these are.
-    let (Some(numbers_for_numbers), Some(numbers_for_tuples)) = (number_writer.subscribe(), number_writer.subscribe())
+    let (Some(numbers_for_numbers), Some(numbers_for_tuples)) =
+        (number_writer.subscribe(), number_writer.subscribe())
     else {
         return;
     };
-    let (Some(tuples_for_tuples), Some(tuples_for_fermats)) = (tuple_writer.subscribe(), tuple_writer.subscribe())
+    let (Some(tuples_for_tuples), Some(tuples_for_fermats)) =
+        (tuple_writer.subscribe(), tuple_writer.subscribe())
     else {
         return;
     };
@@ -504,8 +630,10 @@ async fn run_controllers(
 
     let ns = &options.namespace;
     let watches = futures::stream::select_all([
-        shared_watch::<Number, Tuple>(api(&client, ns), number_writer, Some(deleted_numbers_tx)).boxed(),
-        shared_watch::<Tuple, Fermat>(api(&client, ns), tuple_writer, Some(deleted_tuples_tx)).boxed(),
+        shared_watch::<Number, Tuple>(api(&client, ns), number_writer, Some(deleted_numbers_tx))
+            .boxed(),
+        shared_watch::<Tuple, Fermat>(api(&client, ns), tuple_writer, Some(deleted_tuples_tx))
+            .boxed(),
         shared_watch::<Fermat, Fermat>(api(&client, ns), fermat_writer, None).boxed(),
     ])
     .take_until(stop.clone().cancelled_owned())
@@ -516,29 +644,48 @@ async fn run_controllers(
         numbers: numbers.clone(),
         tuples: tuples.clone(),
         fermats: fermats.clone(),
-        recorder: Recorder::new(client.clone(), Reporter { controller: REPORTER.into(), instance: std::env::var("POD_NAME").ok() }),
+        recorder: Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: REPORTER.into(),
+                instance: std::env::var("POD_NAME").ok(),
+            },
+        ),
         metrics,
         failures: Mutex::default(),
+        in_flight: Mutex::default(),
     });
     let config = ControllerConfig::default().concurrency(options.concurrency);
     let number_controller = Controller::for_shared_stream(numbers_for_numbers, numbers.clone())
         .with_config(config.clone())
         .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(|n, ctx| observed("number", n.clone(), ctx.clone(), number::reconcile(n, ctx)), error_policy, ctx.clone())
+        .run(
+            |n, ctx| observed("number", n.clone(), ctx.clone(), number::reconcile(n, ctx)),
+            error_policy,
+            ctx.clone(),
+        )
         .for_each(log_result("number"));
     let tuple_controller = Controller::for_shared_stream(tuples_for_tuples, tuples.clone())
         .owns_shared_stream(numbers_for_tuples)
         .reconcile_on(deleted_numbers)
         .with_config(config.clone())
         .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(|t, ctx| observed("tuple", t.clone(), ctx.clone(), tuple::reconcile(t, ctx)), error_policy, ctx.clone())
+        .run(
+            |t, ctx| observed("tuple", t.clone(), ctx.clone(), tuple::reconcile(t, ctx)),
+            error_policy,
+            ctx.clone(),
+        )
         .for_each(log_result("tuple"));
     let fermat_controller = Controller::for_shared_stream(fermats_for_fermats, fermats.clone())
         .owns_shared_stream(tuples_for_fermats)
         .reconcile_on(deleted_tuples)
         .with_config(config)
         .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(|f, ctx| observed("fermat", f.clone(), ctx.clone(), fermat::reconcile(f, ctx)), error_policy, ctx.clone())
+        .run(
+            |f, ctx| observed("fermat", f.clone(), ctx.clone(), fermat::reconcile(f, ctx)),
+            error_policy,
+            ctx.clone(),
+        )
         .for_each(log_result("fermat"));
 
     let synced = {
@@ -559,14 +706,25 @@ async fn run_controllers(
             }
         }
     };
-    info!(namespace = ns.as_deref().unwrap_or("all namespaces"), "starting the Number, Tuple and Fermat controllers");
+    info!(
+        namespace = ns.as_deref().unwrap_or("all namespaces"),
+        "starting the Number, Tuple and Fermat controllers"
+    );
     // The watches run until `stop`; the controllers until their graceful shutdown completes.
-    tokio::join!(number_controller, tuple_controller, fermat_controller, watches, synced);
+    tokio::join!(
+        number_controller,
+        tuple_controller,
+        fermat_controller,
+        watches,
+        synced
+    );
 }
 
 /// What a controller's output stream is drained with: errors were already logged by the
 /// error policy, so they only appear again at debug level.
-fn log_result<T, E: std::fmt::Display>(controller: &'static str) -> impl FnMut(Result<T, E>) -> futures::future::Ready<()> {
+fn log_result<T, E: std::fmt::Display>(
+    controller: &'static str,
+) -> impl FnMut(Result<T, E>) -> futures::future::Ready<()> {
     move |result| {
         if let Err(error) = result {
             debug!(controller, %error, "reconcile ended with an error");

@@ -61,7 +61,11 @@ pub fn two_square_decompositions(n: i64) -> Vec<(i64, i64)> {
     }
     let mut x: i64 = 1;
     // x ≤ y ⇔ 2x² ≤ n; checked_mul keeps this exact near i64::MAX.
-    while x.checked_mul(x).and_then(|sq| sq.checked_mul(2)).is_some_and(|d| d <= n) {
+    while x
+        .checked_mul(x)
+        .and_then(|sq| sq.checked_mul(2))
+        .is_some_and(|d| d <= n)
+    {
         if let Some(y) = exact_sqrt(n - x * x) {
             found.push((x, y));
         }

@@ -23,7 +23,11 @@ pub fn desired_status(number: &Number, now: Timestamp) -> NumberStatus {
     let is_square = math::is_square(value);
     let is_prime = math::is_prime(value);
     let generation = number.meta().generation;
-    let previous = number.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
+    let previous = number
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
     let readiness = Readiness {
         ready: true,
         reason: "Computed",
@@ -35,7 +39,9 @@ pub fn desired_status(number: &Number, now: Timestamp) -> NumberStatus {
     };
     NumberStatus {
         observed_generation: generation,
-        conditions: vec![status::ready_condition(&readiness, generation, previous, now)],
+        conditions: vec![status::ready_condition(
+            &readiness, generation, previous, now,
+        )],
         fizz_buzz: Some(fizz_buzz),
         is_square: Some(is_square),
         is_prime: Some(is_prime),
@@ -58,7 +64,8 @@ pub async fn reconcile(number: Arc<Number>, ctx: Arc<Context>) -> Result<Action>
     )?;
     if let StatusWrite::Patch(patch) = decision {
         let api: Api<Number> = Api::namespaced(ctx.client.clone(), &namespace);
-        ctx.metrics.write("number", "Number", WriteKind::PatchStatus);
+        ctx.metrics
+            .write("number", "Number", WriteKind::PatchStatus);
         api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map_err(|source| Error::Kube {
@@ -100,7 +107,10 @@ mod tests {
         assert_eq!(status.fizz_buzz.as_deref(), Some("9223372036854775807"));
         assert_eq!(status.is_square, Some(false));
         let status = desired_status(&number(-9, 1), Timestamp::UNIX_EPOCH);
-        assert_eq!((status.fizz_buzz.as_deref(), status.is_square), (Some("Fizz"), Some(false)));
+        assert_eq!(
+            (status.fizz_buzz.as_deref(), status.is_square),
+            (Some("Fizz"), Some(false))
+        );
     }
 
     #[test]

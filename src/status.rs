@@ -61,10 +61,16 @@ pub fn ready_condition(
 }
 
 /// Whether a `Ready` condition is True and describes `generation`.
-pub fn is_ready_for(conditions: &[Condition], observed: Option<i64>, generation: Option<i64>) -> bool {
+pub fn is_ready_for(
+    conditions: &[Condition],
+    observed: Option<i64>,
+    generation: Option<i64>,
+) -> bool {
     observed.is_some()
         && observed == generation
-        && conditions.iter().any(|c| c.type_ == READY && c.status == "True")
+        && conditions
+            .iter()
+            .any(|c| c.type_ == READY && c.status == "True")
 }
 
 /// What to do about a status.
@@ -108,7 +114,9 @@ pub fn decide<S: Serialize + PartialEq>(
             return Ok(StatusWrite::Unchanged);
         }
     }
-    Ok(StatusWrite::Patch(json!({ "status": merge_patch(&old, &new) })))
+    Ok(StatusWrite::Patch(
+        json!({ "status": merge_patch(&old, &new) }),
+    ))
 }
 
 /// Both statuses wait for the same reason at the same generation: only counts moved.
@@ -194,11 +202,19 @@ mod tests {
 
     #[test]
     fn ready_condition_keeps_transition_time_when_status_is_unchanged() {
-        let ready = Readiness { ready: true, reason: "Computed", message: "m".into() };
+        let ready = Readiness {
+            ready: true,
+            reason: "Computed",
+            message: "m".into(),
+        };
         let first = ready_condition(&ready, Some(1), &[], ts(100));
         let again = ready_condition(&ready, Some(2), std::slice::from_ref(&first), ts(200));
         assert_eq!(again.last_transition_time, Time(ts(100)));
-        let not_ready = Readiness { ready: false, reason: "Waiting", message: "m".into() };
+        let not_ready = Readiness {
+            ready: false,
+            reason: "Waiting",
+            message: "m".into(),
+        };
         let flipped = ready_condition(&not_ready, Some(2), &[first], ts(300));
         assert_eq!(flipped.last_transition_time, Time(ts(300)));
         assert_eq!(flipped.status, "False");
@@ -206,7 +222,11 @@ mod tests {
 
     #[test]
     fn readiness_needs_the_current_generation() {
-        let ready = Readiness { ready: true, reason: "Computed", message: String::new() };
+        let ready = Readiness {
+            ready: true,
+            reason: "Computed",
+            message: String::new(),
+        };
         let conditions = vec![ready_condition(&ready, Some(2), &[], ts(0))];
         assert!(is_ready_for(&conditions, Some(2), Some(2)));
         assert!(!is_ready_for(&conditions, Some(1), Some(2)));
@@ -215,9 +235,7 @@ mod tests {
 
     #[test]
     fn decide_skips_unchanged_and_holds_young_pending_statuses() {
-        let waiting = |n: i64, reason: &str| {
-            json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": reason}]})
-        };
+        let waiting = |n: i64, reason: &str| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": reason}]});
         let young = Duration::from_secs(1);
         let old_age = Duration::from_secs(60);
         let now = waiting(2, "Waiting");
@@ -237,7 +255,9 @@ mod tests {
         let answered = waiting(2, "AllNumbersReady");
         assert_eq!(
             decide(Some(&answered), &now, Progress::Pending, young).ok(),
-            Some(StatusWrite::Patch(json!({"status": {"conditions": [{"type": "Ready", "reason": "Waiting"}]}})))
+            Some(StatusWrite::Patch(
+                json!({"status": {"conditions": [{"type": "Ready", "reason": "Waiting"}]}})
+            ))
         );
         // ...but not merely because a count moved.
         assert_eq!(
@@ -246,8 +266,16 @@ mod tests {
         );
         // A final answer is always written.
         assert_eq!(
-            decide(Some(&waiting(1, "Waiting")), &answered, Progress::Settled, young).ok(),
-            Some(StatusWrite::Patch(json!({"status": {"n": 2, "conditions": [{"type": "Ready", "reason": "AllNumbersReady"}]}})))
+            decide(
+                Some(&waiting(1, "Waiting")),
+                &answered,
+                Progress::Settled,
+                young
+            )
+            .ok(),
+            Some(StatusWrite::Patch(
+                json!({"status": {"n": 2, "conditions": [{"type": "Ready", "reason": "AllNumbersReady"}]}})
+            ))
         );
     }
 

@@ -21,40 +21,117 @@ pub fn desired_numbers(tuple: &Tuple) -> Vec<Desired<NumberSpec>> {
     let name = tuple.name_any();
     let numbers = tuple.spec.numbers.iter().enumerate();
     numbers
-        .map(|(index, &value)| Desired { name: format!("{name}-{index}"), spec: NumberSpec { value } })
+        .map(|(index, &value)| Desired {
+            name: format!("{name}-{index}"),
+            spec: NumberSpec { value },
+        })
         .collect()
 }
 
 /// The status that describes what the plan found. `allSquares` is only given once every
 /// desired Number is ours, right and computed: until then the Tuple says what it waits for.
-pub fn desired_status(tuple: &Tuple, plan: &Plan<Number>, now: Timestamp) -> (TupleStatus, Progress) {
+pub fn desired_status(
+    tuple: &Tuple,
+    plan: &Plan<Number>,
+    now: Timestamp,
+) -> (TupleStatus, Progress) {
     let ready = plan.ready.len();
     let desired = plan.desired;
     let (readiness, progress, all_squares) = if !plan.invalid_names.is_empty() {
-        let message = format!("cannot create Numbers {}: names longer than 253 characters", name_list(&plan.invalid_names));
-        (Readiness { ready: false, reason: "ChildNameTooLong", message }, Progress::Settled, None)
+        let message = format!(
+            "cannot create Numbers {}: names longer than 253 characters",
+            name_list(&plan.invalid_names)
+        );
+        (
+            Readiness {
+                ready: false,
+                reason: "ChildNameTooLong",
+                message,
+            },
+            Progress::Settled,
+            None,
+        )
     } else if !plan.conflicts.is_empty() {
-        let names: Vec<_> = plan.conflicts.iter().map(|c| format!("{} (controlled by {})", c.name, c.owner)).collect();
-        let message = format!("Numbers owned by someone else: {}", name_list(&names));
-        (Readiness { ready: false, reason: "ChildConflict", message }, Progress::Settled, None)
-    } else if plan.all_ready() && !plan.has_writes() {
-        let all = plan.ready.iter().all(|n| n.status.as_ref().and_then(|s| s.is_square) == Some(true));
-        let message = format!("{ready}/{desired} Numbers ready; {}", if all { "all are squares" } else { "not all are squares" });
-        (Readiness { ready: true, reason: "AllNumbersReady", message }, Progress::Settled, Some(all))
-    } else {
-        let waiting: Vec<String> = plan.create.iter().map(|d| d.name.clone())
-            .chain(plan.correct.iter().chain(&plan.adopt).map(|(n, _)| n.name_any()))
-            .chain(plan.pending.iter().cloned())
-            .chain(plan.delete.iter().map(|n| format!("{} (to delete)", n.name_any())))
+        let names: Vec<_> = plan
+            .conflicts
+            .iter()
+            .map(|c| format!("{} (controlled by {})", c.name, c.owner))
             .collect();
-        let message = format!("{ready}/{desired} Numbers ready; waiting for {}", name_list(&waiting));
-        (Readiness { ready: false, reason: "WaitingForNumbers", message }, Progress::Pending, None)
+        let message = format!("Numbers owned by someone else: {}", name_list(&names));
+        (
+            Readiness {
+                ready: false,
+                reason: "ChildConflict",
+                message,
+            },
+            Progress::Settled,
+            None,
+        )
+    } else if plan.all_ready() && !plan.has_writes() {
+        let all = plan
+            .ready
+            .iter()
+            .all(|n| n.status.as_ref().and_then(|s| s.is_square) == Some(true));
+        let message = format!(
+            "{ready}/{desired} Numbers ready; {}",
+            if all {
+                "all are squares"
+            } else {
+                "not all are squares"
+            }
+        );
+        (
+            Readiness {
+                ready: true,
+                reason: "AllNumbersReady",
+                message,
+            },
+            Progress::Settled,
+            Some(all),
+        )
+    } else {
+        let waiting: Vec<String> = plan
+            .create
+            .iter()
+            .map(|d| d.name.clone())
+            .chain(
+                plan.correct
+                    .iter()
+                    .chain(&plan.adopt)
+                    .map(|(n, _)| n.name_any()),
+            )
+            .chain(plan.pending.iter().cloned())
+            .chain(
+                plan.delete
+                    .iter()
+                    .map(|n| format!("{} (to delete)", n.name_any())),
+            )
+            .collect();
+        let message = format!(
+            "{ready}/{desired} Numbers ready; waiting for {}",
+            name_list(&waiting)
+        );
+        (
+            Readiness {
+                ready: false,
+                reason: "WaitingForNumbers",
+                message,
+            },
+            Progress::Pending,
+            None,
+        )
     };
     let generation = tuple.meta().generation;
-    let previous = tuple.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
+    let previous = tuple
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
     let status = TupleStatus {
         observed_generation: generation,
-        conditions: vec![status::ready_condition(&readiness, generation, previous, now)],
+        conditions: vec![status::ready_condition(
+            &readiness, generation, previous, now,
+        )],
         all_squares,
         ready_numbers: Some(ready as i64),
         desired_numbers: Some(desired as i64),
@@ -70,13 +147,26 @@ pub async fn reconcile(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Action> {
     }
     ctx.caches_ready().await;
     let desired = desired_numbers(&tuple);
-    let (found, owned) = ctx.children(&ctx.numbers, tuple.as_ref(), &desired);
-    let plan = children::plan(&tuple.uid().unwrap_or_default(), desired, &found, &owned);
+    let (found, owned, in_flight) = ctx.children(&ctx.numbers, tuple.as_ref(), &desired);
+    let plan = children::plan(
+        &tuple.uid().unwrap_or_default(),
+        desired,
+        &found,
+        &owned,
+        &in_flight,
+    );
     ctx.narrate(tuple.as_ref(), &plan);
     children::apply(&ctx, tuple.as_ref(), &plan).await?;
     let now = Timestamp::now();
     let (status, progress) = desired_status(&tuple, &plan, now);
-    ctx.write_status(tuple.as_ref(), tuple.status.as_ref(), &status, progress, now).await
+    ctx.write_status(
+        tuple.as_ref(),
+        tuple.status.as_ref(),
+        &status,
+        progress,
+        now,
+    )
+    .await
 }
 
 impl Child for Number {
@@ -146,8 +236,12 @@ mod tests {
             .filter(|n| desired.iter().any(|d| d.name == n.name_any()))
             .map(|n| (n.name_any(), n.clone()))
             .collect();
-        let owned: Vec<_> = cached.iter().filter(|n| children::controller_uid(n.as_ref()) == Some(UID)).cloned().collect();
-        children::plan(UID, desired, &found, &owned)
+        let owned: Vec<_> = cached
+            .iter()
+            .filter(|n| children::controller_uid(n.as_ref()) == Some(UID))
+            .cloned()
+            .collect();
+        children::plan(UID, desired, &found, &owned, &Default::default())
     }
 
     #[test]
@@ -165,28 +259,37 @@ mod tests {
         assert_eq!(plan.create.len(), 3);
         let (status, progress) = desired_status(&t, &plan, Timestamp::UNIX_EPOCH);
         assert_eq!(progress, Progress::Pending);
-        assert_eq!(status.all_squares, None, "never a wrong answer while waiting");
+        assert_eq!(
+            status.all_squares, None,
+            "never a wrong answer while waiting"
+        );
         assert_eq!(status.conditions[0].reason, "WaitingForNumbers");
-        assert_eq!(status.conditions[0].message, "0/3 Numbers ready; waiting for t-0, t-1, t-2");
+        assert_eq!(
+            status.conditions[0].message,
+            "0/3 Numbers ready; waiting for t-0, t-1, t-2"
+        );
     }
 
     #[test]
     fn the_diff_sorts_every_case() {
         let t = tuple(vec![4, 9, 16, 25, 36]);
         let cached = [
-            number("t-0", 4, Some(UID), true),        // ready
-            number("t-1", 10, Some(UID), true),       // drifted
-            number("t-2", 16, None, true),            // adoptable
-            number("t-3", 25, Some("other"), true),   // foreign
-            number("t-5", 7, Some(UID), true),        // unwanted
-            number("t-4", 36, Some(UID), false),      // not computed yet
-            number("u-0", 1, Some("other"), true),    // unrelated
+            number("t-0", 4, Some(UID), true),      // ready
+            number("t-1", 10, Some(UID), true),     // drifted
+            number("t-2", 16, None, true),          // adoptable
+            number("t-3", 25, Some("other"), true), // foreign
+            number("t-5", 7, Some(UID), true),      // unwanted
+            number("t-4", 36, Some(UID), false),    // not computed yet
+            number("u-0", 1, Some("other"), true),  // unrelated
         ];
         let plan = plan_for(&t, &cached);
         let names = |v: &[Arc<Number>]| v.iter().map(|n| n.name_any()).collect::<Vec<_>>();
         assert_eq!(names(&plan.ready), ["t-0"]);
         assert_eq!(plan.correct.len(), 1);
-        assert_eq!((plan.correct[0].0.name_any(), &plan.correct[0].1), ("t-1".to_string(), &NumberSpec { value: 9 }));
+        assert_eq!(
+            (plan.correct[0].0.name_any(), &plan.correct[0].1),
+            ("t-1".to_string(), &NumberSpec { value: 9 })
+        );
         assert_eq!(plan.adopt[0].0.name_any(), "t-2");
         assert_eq!(plan.conflicts[0].name, "t-3");
         assert!(plan.conflicts[0].owner.contains("other"));
@@ -194,19 +297,36 @@ mod tests {
         assert_eq!(plan.pending, ["t-4"]);
         assert!(plan.create.is_empty());
         let (status, progress) = desired_status(&t, &plan, Timestamp::UNIX_EPOCH);
-        assert_eq!((progress, status.conditions[0].reason.as_str()), (Progress::Settled, "ChildConflict"));
+        assert_eq!(
+            (progress, status.conditions[0].reason.as_str()),
+            (Progress::Settled, "ChildConflict")
+        );
     }
 
     #[test]
     fn all_squares_only_when_every_number_is_ready() {
         let t = tuple(vec![0, 1, 1]);
-        let cached: Vec<_> = [0, 1, 1].iter().enumerate().map(|(i, &v)| number(&format!("t-{i}"), v, Some(UID), true)).collect();
+        let cached: Vec<_> = [0, 1, 1]
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| number(&format!("t-{i}"), v, Some(UID), true))
+            .collect();
         let (status, progress) = desired_status(&t, &plan_for(&t, &cached), Timestamp::UNIX_EPOCH);
-        assert_eq!((status.all_squares, progress), (Some(true), Progress::Settled));
-        assert_eq!((status.ready_numbers, status.desired_numbers), (Some(3), Some(3)));
+        assert_eq!(
+            (status.all_squares, progress),
+            (Some(true), Progress::Settled)
+        );
+        assert_eq!(
+            (status.ready_numbers, status.desired_numbers),
+            (Some(3), Some(3))
+        );
 
         let t = tuple(vec![0, 1, 2]);
-        let cached: Vec<_> = [0, 1, 2].iter().enumerate().map(|(i, &v)| number(&format!("t-{i}"), v, Some(UID), true)).collect();
+        let cached: Vec<_> = [0, 1, 2]
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| number(&format!("t-{i}"), v, Some(UID), true))
+            .collect();
         let (status, _) = desired_status(&t, &plan_for(&t, &cached), Timestamp::UNIX_EPOCH);
         assert_eq!(status.all_squares, Some(false), "false is written too");
     }
@@ -215,7 +335,10 @@ mod tests {
     fn an_empty_tuple_is_all_squares() {
         let t = tuple(vec![]);
         let (status, progress) = desired_status(&t, &plan_for(&t, &[]), Timestamp::UNIX_EPOCH);
-        assert_eq!((status.all_squares, progress), (Some(true), Progress::Settled));
+        assert_eq!(
+            (status.all_squares, progress),
+            (Some(true), Progress::Settled)
+        );
     }
 
     #[test]
@@ -223,7 +346,8 @@ mod tests {
         let t = tuple(vec![4]);
         let mut n = (*number("t-0", 4, Some(UID), true)).clone();
         n.metadata.generation = Some(2); // edited and corrected since it was computed
-        let (status, progress) = desired_status(&t, &plan_for(&t, &[Arc::new(n)]), Timestamp::UNIX_EPOCH);
+        let (status, progress) =
+            desired_status(&t, &plan_for(&t, &[Arc::new(n)]), Timestamp::UNIX_EPOCH);
         assert_eq!((status.all_squares, progress), (None, Progress::Pending));
     }
 
@@ -235,6 +359,9 @@ mod tests {
         assert_eq!(plan.invalid_names.len(), 1);
         assert!(plan.create.is_empty());
         let (status, progress) = desired_status(&t, &plan, Timestamp::UNIX_EPOCH);
-        assert_eq!((status.conditions[0].reason.as_str(), progress), ("ChildNameTooLong", Progress::Settled));
+        assert_eq!(
+            (status.conditions[0].reason.as_str(), progress),
+            ("ChildNameTooLong", Progress::Settled)
+        );
     }
 }

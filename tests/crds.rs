@@ -11,7 +11,10 @@ fn crds_directory_matches_the_rust_types() {
     for (file, yaml) in &generated {
         let on_disk = std::fs::read_to_string(dir.join(file))
             .unwrap_or_else(|e| panic!("crds/{file} is missing ({e}); run `make crds`"));
-        assert!(on_disk == *yaml, "crds/{file} is out of date with src/api.rs; run `make crds`");
+        assert!(
+            on_disk == *yaml,
+            "crds/{file} is out of date with src/api.rs; run `make crds`"
+        );
     }
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .expect("crds/ exists")
@@ -20,14 +23,30 @@ fn crds_directory_matches_the_rust_types() {
     names.sort();
     let mut expected: Vec<String> = generated.into_iter().map(|(f, _)| f).collect();
     expected.sort();
-    assert_eq!(names, expected, "crds/ holds files the types do not generate");
+    assert_eq!(
+        names, expected,
+        "crds/ holds files the types do not generate"
+    );
 }
 
 #[test]
 fn crds_carry_the_schema_bounds() {
     let yaml = math_controller::api::crds_yaml().expect("the CRDs serialize");
-    assert!(yaml.contains("maxItems: 1000"), "Tuple spec.numbers is bounded");
-    assert!(yaml.contains("maximum: 20000"), "Fermat spec.number has an upper bound");
-    assert!(yaml.contains("minimum: 0"), "Fermat spec.number has a lower bound");
-    assert_eq!(yaml.matches("- math\n").count(), 3, "all three kinds are in category math");
+    assert!(
+        yaml.contains("maxItems: 1000"),
+        "Tuple spec.numbers is bounded"
+    );
+    assert!(
+        yaml.contains("maximum: 20000"),
+        "Fermat spec.number has an upper bound"
+    );
+    assert!(
+        yaml.contains("minimum: 0"),
+        "Fermat spec.number has a lower bound"
+    );
+    assert_eq!(
+        yaml.matches("- math\n").count(),
+        3,
+        "all three kinds are in category math"
+    );
 }

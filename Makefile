@@ -1,0 +1,46 @@
+# math-controller: the kubebuilder hands-on, in Rust.
+# `make install && make run` against the cluster of your current kubeconfig (minikube, kind).
+
+CARGO ?= cargo
+KUBECTL ?= kubectl
+
+.PHONY: help install uninstall run samples unsamples crds test fmt lint bench testserver
+
+help: ## Show the targets.
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
+
+install: ## Install the CRDs into the cluster of the current kubeconfig.
+	$(KUBECTL) apply -f crds/
+
+uninstall: ## Remove the CRDs (and with them every Number, Tuple and Fermat).
+	$(KUBECTL) delete --ignore-not-found -f crds/
+
+run: ## Run the manager on this machine against the current kubeconfig.
+	$(CARGO) run --locked --
+
+samples: ## Apply the valid samples.
+	$(KUBECTL) apply -f samples/
+
+unsamples: ## Delete the samples (their children go with them).
+	$(KUBECTL) delete --ignore-not-found -f samples/
+
+crds: ## Regenerate crds/ from the Rust types in src/api.rs.
+	$(CARGO) run --locked --quiet -- crds --dir crds
+
+test: ## Run every test: unit, controllers against the test API server, the workshop with kubectl.
+	$(CARGO) test --workspace --locked
+
+fmt: ## Format the code.
+	$(CARGO) fmt --all
+
+lint: ## Check formatting and clippy, as CI does.
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+bench: ## Measure convergence, write counts and healing against the test API server.
+	$(CARGO) run --release --locked --example bench
+
+testserver: ## Start the in-memory test API server; it prints a KUBECONFIG to use with kubectl.
+	$(CARGO) run --locked -p test-apiserver
+
+-include hack/ops.mk
