@@ -21,6 +21,7 @@
 
 mod events;
 mod openapi;
+mod proto;
 mod registry;
 mod schema;
 mod selector;

@@ -240,6 +240,20 @@ fn decode_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
         .get(header::CONTENT_TYPE)
         .and_then(|h| h.to_str().ok())
         .unwrap_or("");
+    if ct.contains("protobuf") {
+        if let Some(v) = crate::proto::decode(body) {
+            return Ok(v);
+        }
+    }
+    if ct.contains("protobuf") || ct.contains("cbor") {
+        return Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; got {ct}"
+            ),
+        ));
+    }
     if ct.contains("yaml") {
         serde_yaml::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))

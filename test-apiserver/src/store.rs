@@ -1330,6 +1330,29 @@ fn builtin_defaults(rt: &ResourceType, obj: &mut Value, old: Option<&Value>) {
                 .unwrap_or(json!({"phase": "Active"}));
             obj["status"] = phase;
         }
+        ("", "secrets") => {
+            // The Secret strategy merges write-only stringData into data (base64).
+            if let Some(Value::Object(sd)) =
+                obj.as_object_mut().and_then(|m| m.remove("stringData"))
+            {
+                use base64::Engine;
+                let data = obj
+                    .as_object_mut()
+                    .map(|m| m.entry("data").or_insert_with(|| json!({})));
+                if let Some(Value::Object(d)) = data {
+                    for (k, v) in sd {
+                        let s = v.as_str().unwrap_or("").as_bytes().to_vec();
+                        d.insert(
+                            k,
+                            json!(base64::engine::general_purpose::STANDARD.encode(s)),
+                        );
+                    }
+                }
+            }
+            if obj.get("type").is_none() {
+                obj["type"] = json!("Opaque");
+            }
+        }
         ("apiextensions.k8s.io", _) => {
             let names = obj
                 .get("spec")

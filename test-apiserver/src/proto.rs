@@ -1,0 +1,149 @@
+//! A minimal decoder for the Kubernetes protobuf envelope, enough for the typed clients
+//! kubectl uses for `kubectl create namespace` / `kubectl create configmap`: it reads
+//! `runtime.Unknown`, then `metadata` (name, generateName, namespace, labels,
+//! annotations, finalizers) and, for ConfigMaps, `data`. Other fields are ignored.
+
+use serde_json::{Map, Value, json};
+
+fn varint(b: &[u8], i: &mut usize) -> Option<u64> {
+    let mut out = 0u64;
+    let mut shift = 0;
+    loop {
+        let byte = *b.get(*i)?;
+        *i += 1;
+        out |= ((byte & 0x7f) as u64) << shift;
+        if byte & 0x80 == 0 {
+            return Some(out);
+        }
+        shift += 7;
+        if shift > 63 {
+            return None;
+        }
+    }
+}
+
+/// (field number, payload) for length-delimited fields; other wire types are skipped.
+fn fields(b: &[u8]) -> Option<Vec<(u64, &[u8])>> {
+    let mut i = 0;
+    let mut out = vec![];
+    while i < b.len() {
+        let key = varint(b, &mut i)?;
+        let (field, wt) = (key >> 3, key & 7);
+        match wt {
+            0 => {
+                varint(b, &mut i)?;
+            }
+            1 => i += 8,
+            5 => i += 4,
+            2 => {
+                let len = varint(b, &mut i)? as usize;
+                let end = i.checked_add(len)?;
+                out.push((field, b.get(i..end)?));
+                i = end;
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+fn string(b: &[u8]) -> Value {
+    Value::String(String::from_utf8_lossy(b).into_owned())
+}
+
+fn map_entry(b: &[u8]) -> Option<(String, Value)> {
+    let f = fields(b)?;
+    let k = f
+        .iter()
+        .find(|(n, _)| *n == 1)
+        .map(|(_, v)| String::from_utf8_lossy(v).into_owned())?;
+    let v = f
+        .iter()
+        .find(|(n, _)| *n == 2)
+        .map(|(_, v)| string(v))
+        .unwrap_or(json!(""));
+    Some((k, v))
+}
+
+fn object_meta(b: &[u8]) -> Option<Value> {
+    let mut m = Map::new();
+    let mut labels = Map::new();
+    let mut annotations = Map::new();
+    let mut finalizers = vec![];
+    for (n, v) in fields(b)? {
+        if v.is_empty() {
+            continue;
+        }
+        match n {
+            1 => {
+                m.insert("name".into(), string(v));
+            }
+            2 => {
+                m.insert("generateName".into(), string(v));
+            }
+            3 => {
+                m.insert("namespace".into(), string(v));
+            }
+            11 => {
+                let (k, val) = map_entry(v)?;
+                labels.insert(k, val);
+            }
+            12 => {
+                let (k, val) = map_entry(v)?;
+                annotations.insert(k, val);
+            }
+            14 => finalizers.push(string(v)),
+            _ => {}
+        }
+    }
+    if !labels.is_empty() {
+        m.insert("labels".into(), Value::Object(labels));
+    }
+    if !annotations.is_empty() {
+        m.insert("annotations".into(), Value::Object(annotations));
+    }
+    if !finalizers.is_empty() {
+        m.insert("finalizers".into(), Value::Array(finalizers));
+    }
+    Some(Value::Object(m))
+}
+
+/// Decodes `k8s\0` + runtime.Unknown into JSON, or None if it is not understood.
+pub fn decode(body: &[u8]) -> Option<Value> {
+    let rest = body.strip_prefix(b"k8s\0")?;
+    let unknown = fields(rest)?;
+    let mut api_version = String::new();
+    let mut kind = String::new();
+    let mut raw: &[u8] = &[];
+    for (n, v) in unknown {
+        match n {
+            1 => {
+                for (tn, tv) in fields(v)? {
+                    match tn {
+                        1 => api_version = String::from_utf8_lossy(tv).into_owned(),
+                        2 => kind = String::from_utf8_lossy(tv).into_owned(),
+                        _ => {}
+                    }
+                }
+            }
+            2 => raw = v,
+            _ => {}
+        }
+    }
+    let mut obj = json!({"apiVersion": api_version, "kind": kind});
+    let mut data = Map::new();
+    for (n, v) in fields(raw)? {
+        match (n, kind.as_str()) {
+            (1, _) => obj["metadata"] = object_meta(v)?,
+            (2, "ConfigMap") => {
+                let (k, val) = map_entry(v)?;
+                data.insert(k, val);
+            }
+            _ => {}
+        }
+    }
+    if !data.is_empty() {
+        obj["data"] = Value::Object(data);
+    }
+    Some(obj)
+}
