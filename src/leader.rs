@@ -297,12 +297,14 @@ impl Elector {
             .await
             .map_err(|e| self.api_error(e))?;
         let Some(mut lease) = existing else {
-            let spec = holder_spec(
+            let mut spec = holder_spec(
                 &Record::of(None),
                 &me,
                 self.cfg.lease_duration,
                 Timestamp::now(),
             );
+            // A new lease has seen no transition yet (client-go starts at 0 too).
+            spec.lease_transitions = Some(0);
             let lease = Lease {
                 metadata: ObjectMeta {
                     name: Some(self.cfg.lease_name.clone()),

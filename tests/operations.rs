@@ -1,0 +1,929 @@
+//! Operations, against the test API server: leader election (one writer, takeover after a crash
+//! within the lease duration, at once after a release), metrics and probes over HTTP, SIGTERM to
+//! the real binary, the deploy/ manifests, and RBAC rules compared with the requests a full
+//! manager run issues.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail, ensure};
+use math_controller::leader::{self, LeaderElectionConfig};
+use math_controller::manager::{self, Options};
+use math_controller::metrics::Metrics;
+use serde_json::Value;
+use test_apiserver::{TestServer, Verb};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+const LEASE: &str = "ops-test-lease";
+const NS: &str = "default";
+
+async fn server() -> Result<TestServer> {
+    let server = TestServer::start().await?;
+    server.apply_crd_yaml(&math_controller::api::crds_yaml()?)?;
+    Ok(server)
+}
+
+/// Short timings so the tests take seconds, in the same proportions as the defaults.
+fn election(identity: &str, lease_duration: Duration) -> LeaderElectionConfig {
+    let mut cfg = LeaderElectionConfig::new(LEASE, NS, identity);
+    cfg.lease_duration = lease_duration;
+    cfg.renew_deadline = lease_duration.mul_f64(0.66);
+    cfg.retry_period = Duration::from_millis(200);
+    cfg
+}
+
+/// A manager running in this process.
+struct Running {
+    metrics: Metrics,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<Result<()>>,
+}
+
+fn start(server: &TestServer, options: Options) -> Running {
+    let metrics = Metrics::new();
+    let (tx, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(manager::run(
+        server.client(),
+        options,
+        metrics.clone(),
+        async {
+            let _ = rx.await;
+        },
+    ));
+    Running {
+        metrics,
+        stop: Some(tx),
+        task,
+    }
+}
+
+fn with_election(cfg: LeaderElectionConfig) -> Options {
+    Options {
+        leader_election: Some(cfg),
+        ..Options::default()
+    }
+}
+
+impl Running {
+    /// SIGTERM, as the manager sees it: stop, finish, release, return.
+    async fn shutdown(mut self) -> Result<()> {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .context("the manager did not stop within 10 s")??
+    }
+
+    /// A crash: the process is gone, nothing is released.
+    fn crash(self) {
+        self.task.abort();
+    }
+
+    fn leads(&self) -> bool {
+        sample(&self.metrics.encode(), "math_controller_leader") == Some(1.0)
+    }
+}
+
+/// The value of the sample whose series (name and labels) is exactly `series`.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+fn holder(server: &TestServer) -> Option<String> {
+    server
+        .object("coordination.k8s.io", "leases", Some(NS), LEASE)?
+        .pointer("/spec/holderIdentity")?
+        .as_str()
+        .map(str::to_string)
+        .filter(|h| !h.is_empty())
+}
+
+async fn eventually<T>(
+    timeout: Duration,
+    what: &str,
+    mut f: impl FnMut() -> Option<T>,
+) -> Result<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return Ok(v);
+        }
+        if Instant::now() > deadline {
+            bail!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn number_status(server: &TestServer, name: &str) -> Option<Value> {
+    server
+        .object("math.example.com", "numbers", Some(NS), name)?
+        .get("status")
+        .cloned()
+}
+
+/// The Number's status describes its current spec.
+fn number_converged(server: &TestServer, name: &str) -> bool {
+    server
+        .object("math.example.com", "numbers", Some(NS), name)
+        .is_some_and(|n| {
+            n.pointer("/status/observedGeneration") == n.pointer("/metadata/generation")
+                && n.pointer("/status/fizzBuzz").is_some()
+        })
+}
+
+async fn kubectl(server: &TestServer, args: &[&str], stdin: Option<&str>) -> Result<Output> {
+    let kubeconfig = server.kubeconfig_path();
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let stdin = stdin.map(str::to_string);
+    tokio::task::spawn_blocking(move || -> Result<Output> {
+        let mut child = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("kubectl must be installed")?;
+        if let Some(input) = stdin {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .context("stdin")?
+                .write_all(input.as_bytes())?;
+        } else {
+            drop(child.stdin.take());
+        }
+        Ok(child.wait_with_output()?)
+    })
+    .await?
+}
+
+async fn kubectl_ok(server: &TestServer, args: &[&str], stdin: Option<&str>) -> Result<String> {
+    let out = kubectl(server, args, stdin).await?;
+    ensure!(
+        out.status.success(),
+        "kubectl {}: {}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn number_yaml(name: &str, value: i64) -> String {
+    format!(
+        "apiVersion: math.example.com/v1beta1\nkind: Number\nmetadata:\n  name: {name}\n  namespace: {NS}\nspec:\n  value: {value}\n"
+    )
+}
+
+/// A free port on 127.0.0.1 (another process could take it before we bind it again; on a test
+/// machine that does not happen in practice).
+fn free_port() -> Result<SocketAddr> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?)
+}
+
+async fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String)> {
+    let path = path.to_string();
+    tokio::task::spawn_blocking(move || -> Result<(u16, String)> {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        s.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())?;
+        let mut buf = String::new();
+        s.read_to_string(&mut buf)?;
+        let status = buf
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .context("no HTTP status line")?;
+        let body = buf
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b)
+            .unwrap_or_default();
+        Ok((status, body.to_string()))
+    })
+    .await?
+}
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The leader module on its own
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_is_exclusive_released_at_once_and_lost_when_taken() -> Result<()> {
+    let server = server().await?;
+    let client = server.client();
+    let lease_duration = Duration::from_secs(6);
+
+    let a = leader::acquire(
+        client.clone(),
+        election("a", lease_duration),
+        std::future::pending::<()>(),
+    )
+    .await?
+    .context("a acquires a free lease")?;
+    assert_eq!(holder(&server).as_deref(), Some("a"));
+    let lease = server
+        .object("coordination.k8s.io", "leases", Some(NS), LEASE)
+        .context("the lease exists")?;
+    assert_eq!(lease.pointer("/spec/leaseDurationSeconds"), Some(&6.into()));
+    assert!(lease.pointer("/spec/acquireTime").is_some());
+    assert!(lease.pointer("/spec/renewTime").is_some());
+
+    // b waits while a renews, well past a's lease duration.
+    let b = tokio::spawn(leader::acquire(
+        client.clone(),
+        election("b", lease_duration),
+        std::future::pending::<()>(),
+    ));
+    tokio::time::sleep(lease_duration + Duration::from_secs(1)).await;
+    assert!(!b.is_finished(), "b must not lead while a renews");
+    assert!(!a.is_lost());
+    assert_eq!(holder(&server).as_deref(), Some("a"));
+
+    // a releases: b takes over at its next retry, not after the lease duration.
+    let released = Instant::now();
+    a.release().await?;
+    let b = tokio::time::timeout(Duration::from_secs(2), b)
+        .await
+        .context("b takes a released lease at once")???
+        .context("b leads")?;
+    assert!(released.elapsed() < Duration::from_secs(2));
+    assert_eq!(holder(&server).as_deref(), Some("b"));
+    let transitions = server
+        .object("coordination.k8s.io", "leases", Some(NS), LEASE)
+        .and_then(|l| l.pointer("/spec/leaseTransitions").cloned());
+    assert_eq!(transitions, Some(1.into()), "a -> b is one transition");
+
+    // Someone edits the lease to another holder: b notices within its renew deadline.
+    let taken = Instant::now();
+    kubectl_ok(
+        &server,
+        &[
+            "patch",
+            "lease",
+            LEASE,
+            "-n",
+            NS,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"holderIdentity":"intruder"}}"#,
+        ],
+        None,
+    )
+    .await?;
+    tokio::time::timeout(lease_duration, b.lost())
+        .await
+        .context("b notices it lost the lease")?;
+    assert!(taken.elapsed() < lease_duration);
+    assert!(b.is_lost());
+    // Releasing a lease someone else holds leaves it alone.
+    b.release().await?;
+    assert_eq!(holder(&server).as_deref(), Some("intruder"));
+
+    // A candidate told to stop while waiting gets None.
+    let stopped = leader::acquire(
+        client,
+        election("c", lease_duration),
+        tokio::time::sleep(Duration::from_millis(300)),
+    )
+    .await?;
+    assert!(stopped.is_none());
+    Ok(())
+}
+
+#[tokio::test]
+async fn impossible_timings_are_an_error_not_a_hang() -> Result<()> {
+    let server = server().await?;
+    let mut cfg = election("a", Duration::from_secs(5));
+    cfg.renew_deadline = Duration::from_secs(6);
+    let result = leader::acquire(server.client(), cfg, std::future::pending::<()>()).await;
+    assert!(matches!(result, Err(leader::Error::Config(_))));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Two managers
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_managers_only_the_leader_writes_and_a_standby_takes_over_after_a_crash() -> Result<()>
+{
+    let server = server().await?;
+    let lease_duration = Duration::from_secs(4);
+    let a = start(&server, with_election(election("a", lease_duration)));
+    eventually(Duration::from_secs(5), "a to lead", || {
+        a.leads().then_some(())
+    })
+    .await?;
+    let b = start(&server, with_election(election("b", lease_duration)));
+
+    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
+    eventually(Duration::from_secs(5), "n1 converged", || {
+        number_converged(&server, "n1").then_some(())
+    })
+    .await?;
+    // Give b every chance to misbehave.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(a.metrics.write_total() > 0, "the leader wrote n1's status");
+    assert_eq!(b.metrics.write_total(), 0, "the standby never writes");
+    assert!(!b.leads());
+    assert_eq!(holder(&server).as_deref(), Some("a"));
+
+    // a dies without releasing; b must converge a change within the lease duration (plus the
+    // time to start its controllers and reconcile).
+    a.crash();
+    let crashed = Instant::now();
+    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n2", 9))).await?;
+    eventually(
+        lease_duration + Duration::from_secs(3),
+        "b to converge n2",
+        || number_converged(&server, "n2").then_some(()),
+    )
+    .await?;
+    let took = crashed.elapsed();
+    assert!(
+        took < lease_duration + Duration::from_secs(3),
+        "takeover took {took:?}"
+    );
+    assert!(b.leads());
+    assert_eq!(holder(&server).as_deref(), Some("b"));
+    assert!(b.metrics.write_total() > 0);
+    assert_eq!(
+        number_status(&server, "n2").and_then(|s| s.get("isSquare").cloned()),
+        Some(true.into())
+    );
+    b.shutdown().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gracefully_stopped_leader_hands_over_at_once() -> Result<()> {
+    let server = server().await?;
+    // Long enough that "at once" cannot be an expiry.
+    let lease_duration = Duration::from_secs(20);
+    let a = start(&server, with_election(election("a", lease_duration)));
+    eventually(Duration::from_secs(5), "a to lead", || {
+        a.leads().then_some(())
+    })
+    .await?;
+    let b = start(&server, with_election(election("b", lease_duration)));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!b.leads());
+
+    let stopping = Instant::now();
+    a.shutdown().await?;
+    eventually(Duration::from_secs(3), "b to lead after a released", || {
+        b.leads().then_some(())
+    })
+    .await?;
+    assert!(stopping.elapsed() < Duration::from_secs(3));
+    assert_eq!(holder(&server).as_deref(), Some("b"));
+
+    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n3", 3))).await?;
+    eventually(Duration::from_secs(5), "b to converge n3", || {
+        number_converged(&server, "n3").then_some(())
+    })
+    .await?;
+    b.shutdown().await?;
+    assert_eq!(holder(&server), None, "b released the lease too");
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metrics and probes
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_and_probes_answer_over_http() -> Result<()> {
+    let server = server().await?;
+    let metrics_address = free_port()?;
+    let probe_address = free_port()?;
+    let m = start(
+        &server,
+        Options {
+            metrics_address: Some(metrics_address),
+            probe_address: Some(probe_address),
+            ..Options::default()
+        },
+    );
+    eventually(Duration::from_secs(5), "/healthz", || {
+        std::net::TcpStream::connect(probe_address).ok()
+    })
+    .await?;
+    let (status, body) = http_get(probe_address, "/healthz").await?;
+    assert_eq!((status, body.trim()), (200, "ok"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while http_get(probe_address, "/readyz").await?.0 != 200 {
+        ensure!(Instant::now() < deadline, "/readyz never became ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 25))).await?;
+    eventually(Duration::from_secs(5), "n1 converged", || {
+        number_converged(&server, "n1").then_some(())
+    })
+    .await?;
+
+    let (status, text) = http_get(metrics_address, "/metrics").await?;
+    assert_eq!(status, 200);
+    for documented in [
+        "# TYPE math_controller_reconcile counter",
+        "# TYPE math_controller_reconcile_duration_seconds histogram",
+        "# TYPE math_controller_reconcile_in_flight gauge",
+        "# TYPE math_controller_write_requests counter",
+        "# TYPE math_controller_leader gauge",
+        "# TYPE math_controller_build info",
+        "# EOF",
+    ] {
+        assert!(text.contains(documented), "{documented} missing in\n{text}");
+    }
+    let success = sample(
+        &text,
+        r#"math_controller_reconcile_total{controller="number",result="success"}"#,
+    );
+    assert!(success.is_some_and(|v| v >= 1.0), "{text}");
+    let status_writes = sample(
+        &text,
+        r#"math_controller_write_requests_total{controller="number",kind="Number",operation="patch_status"}"#,
+    );
+    assert_eq!(status_writes, Some(1.0), "one status write for one Number");
+    let observed = sample(
+        &text,
+        r#"math_controller_reconcile_duration_seconds_count{controller="number"}"#,
+    );
+    assert!(observed.is_some_and(|v| v >= 1.0));
+    assert_eq!(http_get(metrics_address, "/nothing").await?.0, 404);
+
+    m.shutdown().await?;
+    assert!(
+        std::net::TcpStream::connect(metrics_address).is_err(),
+        "the metrics server stops with the manager"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The real binary
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_exits_zero_and_releases_the_lease() -> Result<()> {
+    let server = server().await?;
+    let probes = free_port()?;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_math-controller"))
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig_path())
+        .args([
+            "--leader-elect",
+            "--leader-election-namespace",
+            NS,
+            "--leader-election-id",
+            LEASE,
+            "--metrics-bind-address=0",
+            "--log-format=json",
+        ])
+        .arg(format!("--health-probe-bind-address={probes}"))
+        .env("POD_NAME", "sigterm-test")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let started = eventually(
+        Duration::from_secs(20),
+        "the binary to take the lease",
+        || (holder(&server).as_deref() == Some("sigterm-test")).then_some(()),
+    )
+    .await;
+    if started.is_err() {
+        let _ = child.kill();
+        let out = child.wait_with_output()?;
+        bail!(
+            "the manager never led:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(http_get(probes, "/healthz").await?.0, 200);
+
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()?;
+    assert!(kill.success());
+    let stopped = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if stopped.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            bail!("the manager did not exit within 10 s of SIGTERM");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let out = child.wait_with_output()?;
+    let logs = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(status.success(), "exit status {status:?}\n{logs}");
+    assert_eq!(holder(&server), None, "the lease was released\n{logs}");
+    // --log-format=json: every log line is a JSON object.
+    for line in logs.lines().filter(|l| l.starts_with('{')) {
+        serde_json::from_str::<Value>(line).with_context(|| format!("not JSON: {line}"))?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// deploy/
+
+fn deploy_files() -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("deploy"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+fn deploy_documents() -> Result<Vec<Value>> {
+    use serde::Deserialize;
+    let mut docs = Vec::new();
+    for file in deploy_files()? {
+        let text = std::fs::read_to_string(&file)?;
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let v = Value::deserialize(doc).with_context(|| file.display().to_string())?;
+            if !v.is_null() {
+                docs.push(v);
+            }
+        }
+    }
+    Ok(docs)
+}
+
+fn of_kind<'a>(docs: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    docs.iter()
+        .filter(|d| d.get("kind").and_then(Value::as_str) == Some(kind))
+        .collect()
+}
+
+/// Deserializing into the typed API and back must give the same document: a misspelled or
+/// misplaced field (which kubectl would drop or reject) shows up as a difference.
+fn round_trips<K: serde::de::DeserializeOwned + serde::Serialize>(doc: &Value) -> Result<()> {
+    let typed: K = serde_json::from_value(doc.clone())?;
+    let back = serde_json::to_value(&typed)?;
+    ensure!(
+        back == *doc,
+        "unknown or misplaced fields in\n{}\nthe API reads it as\n{}",
+        serde_yaml::to_string(doc)?,
+        serde_yaml::to_string(&back)?
+    );
+    Ok(())
+}
+
+#[test]
+fn deploy_manifests_are_well_formed_and_match_the_cli() -> Result<()> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{Namespace, Service, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+    let docs = deploy_documents()?;
+    for doc in &docs {
+        let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
+        match kind {
+            "Namespace" => round_trips::<Namespace>(doc),
+            "ServiceAccount" => round_trips::<ServiceAccount>(doc),
+            "ClusterRole" => round_trips::<ClusterRole>(doc),
+            "ClusterRoleBinding" => round_trips::<ClusterRoleBinding>(doc),
+            "Role" => round_trips::<Role>(doc),
+            "RoleBinding" => round_trips::<RoleBinding>(doc),
+            "Deployment" => round_trips::<Deployment>(doc),
+            "Service" => round_trips::<Service>(doc),
+            other => bail!("unexpected kind {other} in deploy/"),
+        }
+        .with_context(|| format!("{kind} in deploy/"))?;
+        if kind != "Namespace" && !kind.starts_with("Cluster") {
+            assert_eq!(
+                doc.pointer("/metadata/namespace"),
+                Some(&"math-system".into())
+            );
+        }
+    }
+
+    let deployments = of_kind(&docs, "Deployment");
+    assert_eq!(deployments.len(), 1);
+    let d: Deployment = serde_json::from_value(deployments[0].clone())?;
+    let pod = d.spec.and_then(|s| s.template.spec).context("pod spec")?;
+    assert_eq!(pod.service_account_name.as_deref(), Some("math-controller"));
+    let pod_security = pod.security_context.context("pod securityContext")?;
+    assert_eq!(pod_security.run_as_non_root, Some(true));
+    assert_eq!(
+        pod_security.seccomp_profile.map(|p| p.type_),
+        Some("RuntimeDefault".to_string())
+    );
+    let [c] = pod.containers.as_slice() else {
+        bail!("one container")
+    };
+    let args = c.args.clone().unwrap_or_default();
+    for expected in [
+        "--leader-elect",
+        "--metrics-bind-address=0.0.0.0:8080",
+        "--health-probe-bind-address=0.0.0.0:8081",
+        "--log-format=json",
+    ] {
+        assert!(args.iter().any(|a| a == expected), "{expected} in {args:?}");
+    }
+    // The args must be ones the binary accepts.
+    use clap::Parser;
+    let cli = math_controller::cli::Cli::try_parse_from(
+        std::iter::once("math-controller".to_string()).chain(args),
+    )?;
+    assert!(cli.run.leader_elect);
+    let sc = c
+        .security_context
+        .clone()
+        .context("container securityContext")?;
+    assert_eq!(sc.read_only_root_filesystem, Some(true));
+    assert_eq!(sc.allow_privilege_escalation, Some(false));
+    assert_eq!(
+        sc.capabilities.and_then(|c| c.drop),
+        Some(vec!["ALL".to_string()])
+    );
+    let probe_path = |p: Option<&k8s_openapi::api::core::v1::Probe>| {
+        p.and_then(|p| p.http_get.as_ref())
+            .and_then(|h| h.path.clone())
+    };
+    assert_eq!(
+        probe_path(c.liveness_probe.as_ref()).as_deref(),
+        Some("/healthz")
+    );
+    assert_eq!(
+        probe_path(c.readiness_probe.as_ref()).as_deref(),
+        Some("/readyz")
+    );
+    let resources = c.resources.clone().context("resources")?;
+    assert!(resources.requests.is_some() && resources.limits.is_some());
+    let env: Vec<(String, String)> = c
+        .env
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|e| Some((e.name, e.value_from?.field_ref?.field_path)))
+        .collect();
+    assert!(env.contains(&("POD_NAME".into(), "metadata.name".into())));
+    assert!(env.contains(&("POD_NAMESPACE".into(), "metadata.namespace".into())));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deploy_manifests_pass_a_server_dry_run() -> Result<()> {
+    let server = server().await?;
+    // A dry run creates nothing, so the namespaced objects need the namespace for real.
+    let ns = repo().join("deploy/00-namespace.yaml");
+    kubectl_ok(&server, &["apply", "-f", &ns.to_string_lossy()], None).await?;
+    let deploy = repo().join("deploy");
+    let out = kubectl_ok(
+        &server,
+        &["apply", "--dry-run=server", "-f", &deploy.to_string_lossy()],
+        None,
+    )
+    .await?;
+    let docs = deploy_documents()?;
+    for doc in &docs {
+        let name = doc
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        assert!(
+            out.lines()
+                .any(|l| l.contains(&format!("/{name} ")) && l.contains("(server dry run)")),
+            "{name} missing in\n{out}"
+        );
+    }
+    // Nothing but the namespace was created.
+    assert!(server.objects("apps", "deployments", None).is_empty());
+    assert!(
+        server
+            .objects("rbac.authorization.k8s.io", "clusterroles", None)
+            .is_empty()
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// RBAC: exactly what the manager uses
+
+/// (apiGroup, resource or resource/subresource, verb)
+type Grant = (String, String, String);
+
+fn granted(docs: &[Value]) -> Result<BTreeSet<Grant>> {
+    let mut grants = BTreeSet::new();
+    for role in of_kind(docs, "ClusterRole")
+        .into_iter()
+        .chain(of_kind(docs, "Role"))
+    {
+        for rule in role
+            .get("rules")
+            .and_then(Value::as_array)
+            .context("rules")?
+        {
+            let list = |key: &str| -> Vec<String> {
+                rule.get(key)
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            ensure!(
+                list("resourceNames").is_empty() && list("nonResourceURLs").is_empty(),
+                "unexpected rule form {rule}"
+            );
+            for group in list("apiGroups") {
+                for resource in list("resources") {
+                    for verb in list("verbs") {
+                        ensure!(
+                            group != "*" && resource != "*" && verb != "*",
+                            "wildcard in {rule}"
+                        );
+                        grants.insert((group.clone(), resource.clone(), verb));
+                    }
+                }
+            }
+        }
+    }
+    Ok(grants)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Result<()> {
+    let server = server().await?;
+    let m = start(
+        &server,
+        with_election(election("rbac", Duration::from_secs(10))),
+    );
+    eventually(Duration::from_secs(5), "the manager to lead", || {
+        m.leads().then_some(())
+    })
+    .await?;
+    let apply = |yaml: String| {
+        let server = server.clone();
+        async move { kubectl_ok(&server, &["apply", "-f", "-"], Some(&yaml)).await }
+    };
+    let ready = |resource: &'static str, name: &'static str| {
+        let server = server.clone();
+        move || {
+            server
+                .object("math.example.com", resource, Some(NS), name)
+                .filter(|o| {
+                    o.pointer("/status/observedGeneration") == o.pointer("/metadata/generation")
+                        && o.pointer("/status/conditions")
+                            .and_then(Value::as_array)
+                            .is_some_and(|c| {
+                                c.iter().any(|c| {
+                                    c.get("type") == Some(&"Ready".into())
+                                        && c.get("status") == Some(&"True".into())
+                                })
+                            })
+                })
+                .map(|_| ())
+        }
+    };
+    let t = Duration::from_secs(10);
+
+    // A Fermat with Tuples with Numbers: list, watch, create, status patches, Events.
+    apply(format!(
+        "apiVersion: math.example.com/v1beta1\nkind: Fermat\nmetadata:\n  name: f\n  namespace: {NS}\nspec:\n  number: 5\n"
+    ))
+    .await?;
+    eventually(t, "Fermat f ready", ready("fermats", "f")).await?;
+    // A Tuple on its own, to shrink later.
+    apply(format!(
+        "apiVersion: math.example.com/v1beta1\nkind: Tuple\nmetadata:\n  name: t\n  namespace: {NS}\nspec:\n  numbers: [1, 4, 9]\n"
+    ))
+    .await?;
+    eventually(t, "Tuple t ready", ready("tuples", "t")).await?;
+
+    // A deleted child comes back (create), twice, so the second Event is a patch of the first.
+    for _ in 0..2 {
+        kubectl_ok(&server, &["delete", "number", "t-0", "-n", NS], None).await?;
+        eventually(t, "t-0 back", || {
+            server
+                .object("math.example.com", "numbers", Some(NS), "t-0")
+                .map(|_| ())
+        })
+        .await?;
+        eventually(t, "t ready", ready("tuples", "t")).await?;
+    }
+    // A child edited by hand is corrected (patch).
+    kubectl_ok(
+        &server,
+        &[
+            "patch",
+            "number",
+            "t-1",
+            "-n",
+            NS,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"value":5}}"#,
+        ],
+        None,
+    )
+    .await?;
+    eventually(t, "t-1 corrected", || {
+        server
+            .object("math.example.com", "numbers", Some(NS), "t-1")
+            .filter(|n| n.pointer("/spec/value") == Some(&4.into()))
+            .map(|_| ())
+    })
+    .await?;
+    kubectl_ok(
+        &server,
+        &[
+            "patch",
+            "tuple",
+            "f-1-and-4",
+            "-n",
+            NS,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"numbers":[7]}}"#,
+        ],
+        None,
+    )
+    .await?;
+    eventually(t, "f-1-and-4 corrected", || {
+        server
+            .object("math.example.com", "tuples", Some(NS), "f-1-and-4")
+            .filter(|n| n.pointer("/spec/numbers") == Some(&serde_json::json!([1, 4])))
+            .map(|_| ())
+    })
+    .await?;
+    // Unwanted children are deleted: a Tuple shrinks, a Fermat changes its number.
+    apply(format!(
+        "apiVersion: math.example.com/v1beta1\nkind: Tuple\nmetadata:\n  name: t\n  namespace: {NS}\nspec:\n  numbers: [1]\n"
+    ))
+    .await?;
+    eventually(t, "t-1 and t-2 deleted", || {
+        server
+            .object("math.example.com", "numbers", Some(NS), "t-2")
+            .is_none()
+            .then_some(())
+    })
+    .await?;
+    apply(format!(
+        "apiVersion: math.example.com/v1beta1\nkind: Fermat\nmetadata:\n  name: f\n  namespace: {NS}\nspec:\n  number: 4\n"
+    ))
+    .await?;
+    eventually(t, "f-1-and-4 deleted", || {
+        server
+            .object("math.example.com", "tuples", Some(NS), "f-1-and-4")
+            .is_none()
+            .then_some(())
+    })
+    .await?;
+    eventually(t, "Fermat f ready again", ready("fermats", "f")).await?;
+    // Graceful shutdown releases the lease (update).
+    m.shutdown().await?;
+
+    let mut used = BTreeSet::new();
+    for r in server.requests() {
+        if r.user_agent.starts_with("kubectl") || r.verb == Verb::NonResource {
+            continue;
+        }
+        if r.resource == "leases" {
+            assert_eq!(
+                r.namespace.as_deref(),
+                Some(NS),
+                "leases only in the lease's namespace"
+            );
+        }
+        let resource = match &r.subresource {
+            Some(sub) => format!("{}/{sub}", r.resource),
+            None => r.resource.clone(),
+        };
+        used.insert((r.group.clone(), resource, r.verb.as_str().to_string()));
+    }
+    let granted = granted(&deploy_documents()?)?;
+    let missing: Vec<_> = used.difference(&granted).collect();
+    let unused: Vec<_> = granted.difference(&used).collect();
+    assert!(
+        missing.is_empty() && unused.is_empty(),
+        "deploy/ RBAC differs from the manager's requests\nused but not granted: {missing:?}\ngranted but not used: {unused:?}"
+    );
+    Ok(())
+}
