@@ -335,6 +335,10 @@ pub fn apply(
                 if !overlap(p, q) {
                     continue;
                 }
+                // An empty map in the configuration sets no value.
+                if get(cfg, p).is_some_and(|v| v.as_object().is_some_and(Map::is_empty)) {
+                    continue;
+                }
                 let longer = if p.len() >= q.len() { p } else { q };
                 if get(base, longer) != get(cfg, longer) {
                     if force {
