@@ -436,8 +436,18 @@ async fn metrics_and_probes_answer_over_http() -> Result<()> {
     })
     .await?;
 
-    let (status, text) = http_get(metrics_address, "/metrics").await?;
-    assert_eq!(status, 200);
+    // The status is visible a moment before the reconcile that wrote it has returned and been
+    // counted: scrape until it has.
+    let success_series = r#"math_controller_reconcile_total{controller="number",result="success"}"#;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let text = loop {
+        let (status, text) = http_get(metrics_address, "/metrics").await?;
+        assert_eq!(status, 200);
+        if sample(&text, success_series).is_some_and(|v| v >= 1.0) || Instant::now() > deadline {
+            break text;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     for documented in [
         "# TYPE math_controller_reconcile counter",
         "# TYPE math_controller_reconcile_duration_seconds histogram",
@@ -449,11 +459,10 @@ async fn metrics_and_probes_answer_over_http() -> Result<()> {
     ] {
         assert!(text.contains(documented), "{documented} missing in\n{text}");
     }
-    let success = sample(
-        &text,
-        r#"math_controller_reconcile_total{controller="number",result="success"}"#,
+    assert!(
+        sample(&text, success_series).is_some_and(|v| v >= 1.0),
+        "{text}"
     );
-    assert!(success.is_some_and(|v| v >= 1.0), "{text}");
     let status_writes = sample(
         &text,
         r#"math_controller_write_requests_total{controller="number",kind="Number",operation="patch_status"}"#,
