@@ -2,7 +2,8 @@
 # Two stages: a full Rust toolchain to build, a distroless runtime (glibc, CA certificates, no
 # shell, non-root user 65532) to run, so the image carries nothing but the manager.
 
-FROM rust:1.89-bookworm AS builder
+# Any stable Rust at or above the crate's rust-version; bookworm matches the runtime's glibc.
+FROM rust:1-bookworm AS builder
 WORKDIR /src
 COPY . .
 # The cache mounts keep the registry and target directory between builds (BuildKit); the binary is
