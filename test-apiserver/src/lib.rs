@@ -542,13 +542,12 @@ impl TestServer {
             let _ = tx.send(());
         }
         let task = lock(&self.inner.task).take();
-        if let Some(mut task) = task {
-            if tokio::time::timeout(Duration::from_secs(2), &mut task)
+        if let Some(mut task) = task
+            && tokio::time::timeout(Duration::from_secs(2), &mut task)
                 .await
                 .is_err()
-            {
-                task.abort();
-            }
+        {
+            task.abort();
         }
     }
 }

@@ -87,9 +87,9 @@ pub fn gv_doc(reg: &Registry, path: &str) -> Option<Value> {
             })
         };
         let mut patch = op("patch");
-        patch["parameters"]
-            .as_array_mut()
-            .map(|a| a.push(param("force")));
+        if let Some(a) = patch["parameters"].as_array_mut() {
+            a.push(param("force"))
+        }
         paths.insert(
             item,
             json!({"get": op("get"), "put": op("put"), "patch": patch, "delete": op("delete")}),

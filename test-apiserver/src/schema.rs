@@ -39,10 +39,10 @@ pub fn prune(value: &mut Value, schema: &Value, path: &str, root: bool, pruned: 
                         prune(v, s, &child_path, false, pruned);
                     }
                 } else if let Some(add) = additional {
-                    if add.is_object() {
-                        if let Some(v) = map.get_mut(&k) {
-                            prune(v, add, &child_path, false, pruned);
-                        }
+                    if add.is_object()
+                        && let Some(v) = map.get_mut(&k)
+                    {
+                        prune(v, add, &child_path, false, pruned);
                     }
                     // additionalProperties: true keeps everything
                 } else if !preserve {
@@ -72,10 +72,10 @@ pub fn default(value: &mut Value, schema: &Value) {
                     if map.get(k).is_some_and(Value::is_null) && !nullable {
                         map.remove(k);
                     }
-                    if !map.contains_key(k) {
-                        if let Some(d) = s.get("default") {
-                            map.insert(k.clone(), d.clone());
-                        }
+                    if !map.contains_key(k)
+                        && let Some(d) = s.get("default")
+                    {
+                        map.insert(k.clone(), d.clone());
                     }
                     if let Some(v) = map.get_mut(k) {
                         default(v, s);
@@ -191,19 +191,19 @@ pub fn validate(value: &Value, schema: &Value, path: &str, errs: &mut Vec<Cause>
             }
         }
     }
-    if let Some(e) = schema.get("enum").and_then(Value::as_array) {
-        if !e.contains(value) {
-            let supported: Vec<String> = e.iter().map(go_value).collect();
-            errs.push(Cause::new(
-                "FieldValueNotSupported",
-                path,
-                format!(
-                    "Unsupported value: {}: supported values: {}",
-                    go_value(value),
-                    supported.join(", ")
-                ),
-            ));
-        }
+    if let Some(e) = schema.get("enum").and_then(Value::as_array)
+        && !e.contains(value)
+    {
+        let supported: Vec<String> = e.iter().map(go_value).collect();
+        errs.push(Cause::new(
+            "FieldValueNotSupported",
+            path,
+            format!(
+                "Unsupported value: {}: supported values: {}",
+                go_value(value),
+                supported.join(", ")
+            ),
+        ));
     }
     match value {
         Value::Number(_) => {
@@ -240,67 +240,67 @@ pub fn validate(value: &Value, schema: &Value, path: &str, errs: &mut Vec<Cause>
                     ));
                 }
             }
-            if let Some(mult) = schema.get("multipleOf").and_then(Value::as_f64) {
-                if mult != 0.0 && (x / mult).fract() != 0.0 {
-                    errs.push(Cause::invalid(
-                        path,
-                        &num_str(value),
-                        &format!("{path} in body should be a multiple of {mult}"),
-                    ));
-                }
+            if let Some(mult) = schema.get("multipleOf").and_then(Value::as_f64)
+                && mult != 0.0
+                && (x / mult).fract() != 0.0
+            {
+                errs.push(Cause::invalid(
+                    path,
+                    &num_str(value),
+                    &format!("{path} in body should be a multiple of {mult}"),
+                ));
             }
         }
         Value::String(s) => {
             let len = s.chars().count() as u64;
-            if let Some(max) = schema.get("maxLength").and_then(Value::as_u64) {
-                if len > max {
-                    errs.push(Cause::new(
-                        "FieldValueTooLong",
-                        path,
-                        format!("Too long: may not be more than {max} bytes"),
-                    ));
-                }
+            if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
+                && len > max
+            {
+                errs.push(Cause::new(
+                    "FieldValueTooLong",
+                    path,
+                    format!("Too long: may not be more than {max} bytes"),
+                ));
             }
-            if let Some(min) = schema.get("minLength").and_then(Value::as_u64) {
-                if len < min {
-                    errs.push(Cause::invalid(
-                        path,
-                        &go_value(value),
-                        &format!("{path} in body should be at least {min} chars long"),
-                    ));
-                }
+            if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
+                && len < min
+            {
+                errs.push(Cause::invalid(
+                    path,
+                    &go_value(value),
+                    &format!("{path} in body should be at least {min} chars long"),
+                ));
             }
-            if let Some(p) = schema.get("pattern").and_then(Value::as_str) {
-                if let Ok(re) = regex::Regex::new(p) {
-                    if !re.is_match(s) {
-                        errs.push(Cause::invalid(
-                            path,
-                            &go_value(value),
-                            &format!("{path} in body should match '{p}'"),
-                        ));
-                    }
-                }
+            if let Some(p) = schema.get("pattern").and_then(Value::as_str)
+                && let Ok(re) = regex::Regex::new(p)
+                && !re.is_match(s)
+            {
+                errs.push(Cause::invalid(
+                    path,
+                    &go_value(value),
+                    &format!("{path} in body should match '{p}'"),
+                ));
             }
         }
         Value::Array(items) => {
             let n = items.len() as u64;
-            if let Some(max) = schema.get("maxItems").and_then(Value::as_u64) {
-                if n > max {
-                    errs.push(Cause::new(
-                        "FieldValueTooMany",
-                        path,
-                        format!("Too many: {n}: must have at most {max} items"),
-                    ));
-                }
+            if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
+                && n > max
+            {
+                errs.push(Cause::new(
+                    "FieldValueTooMany",
+                    path,
+                    format!("Too many: {n}: must have at most {max} items"),
+                ));
             }
-            if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
-                if n < min {
-                    errs.push(Cause::invalid(
-                        path,
-                        &n.to_string(),
-                        &format!("{path} in body should have at least {min} items"),
-                    ));
-                }
+            if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
+                && n < min
+            {
+                errs.push(Cause::invalid(
+                    path,
+                    &n.to_string(),
+                    &format!("{path} in body should have at least {min} items"),
+                ));
             }
             if let Some(s) = schema.get("items") {
                 for (i, it) in items.iter().enumerate() {
@@ -321,14 +321,14 @@ pub fn validate(value: &Value, schema: &Value, path: &str, errs: &mut Vec<Cause>
                     }
                 }
             }
-            if let Some(max) = schema.get("maxProperties").and_then(Value::as_u64) {
-                if map.len() as u64 > max {
-                    errs.push(Cause::new(
-                        "FieldValueTooMany",
-                        path,
-                        format!("Too many: {}: must have at most {max} items", map.len()),
-                    ));
-                }
+            if let Some(max) = schema.get("maxProperties").and_then(Value::as_u64)
+                && map.len() as u64 > max
+            {
+                errs.push(Cause::new(
+                    "FieldValueTooMany",
+                    path,
+                    format!("Too many: {}: must have at most {max} items", map.len()),
+                ));
             }
             let p = props(schema);
             let add = schema.get("additionalProperties").filter(|a| a.is_object());

@@ -38,7 +38,7 @@ struct Target {
 enum Route {
     Json(Value),
     Text(&'static str),
-    Resource(Target),
+    Resource(Box<Target>),
 }
 
 fn json_response(code: u16, v: &Value, content_type: &str) -> Response {
@@ -169,12 +169,12 @@ fn route(shared: &Shared, path: &str) -> ApiResult<Route> {
             return Err(ApiError::no_route());
         }
     }
-    Ok(Route::Resource(Target {
+    Ok(Route::Resource(Box::new(Target {
         rt,
         ns: ns.map(String::from),
         name: name.map(String::from),
         sub: sub.map(String::from),
-    }))
+    })))
 }
 
 fn verb_of(method: &Method, t: &Target, q: &HashMap<String, String>) -> ApiResult<Verb> {
@@ -190,9 +190,9 @@ fn verb_of(method: &Method, t: &Target, q: &HashMap<String, String>) -> ApiResul
         ("DELETE", true) => Verb::Delete,
         ("DELETE", false) => Verb::DeleteCollection,
         _ => {
-            return Err(ApiError::method_not_allowed(format!(
-                "the server does not allow this method on the requested resource"
-            )));
+            return Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource".to_string(),
+            ));
         }
     })
 }
@@ -240,10 +240,10 @@ fn decode_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
         .get(header::CONTENT_TYPE)
         .and_then(|h| h.to_str().ok())
         .unwrap_or("");
-    if ct.contains("protobuf") {
-        if let Some(v) = crate::proto::decode(body) {
-            return Ok(v);
-        }
+    if ct.contains("protobuf")
+        && let Some(v) = crate::proto::decode(body)
+    {
+        return Ok(v);
     }
     if ct.contains("protobuf") || ct.contains("cbor") {
         return Err(ApiError::new(
@@ -460,15 +460,14 @@ fn serve(
             )?;
             let limit = q.get("limit").and_then(|l| l.parse::<usize>().ok());
             let st = shared.state();
-            if let Some(rv) = q.get("resourceVersion").and_then(|r| r.parse::<u64>().ok()) {
-                if q.get("resourceVersionMatch").map(String::as_str) == Some("Exact")
-                    && rv < st.floor
-                {
-                    return Err(ApiError::gone(format!(
-                        "too old resource version: {rv} ({})",
-                        st.floor
-                    )));
-                }
+            if let Some(rv) = q.get("resourceVersion").and_then(|r| r.parse::<u64>().ok())
+                && q.get("resourceVersionMatch").map(String::as_str) == Some("Exact")
+                && rv < st.floor
+            {
+                return Err(ApiError::gone(format!(
+                    "too old resource version: {rv} ({})",
+                    st.floor
+                )));
             }
             let (items, meta) = st.list(
                 &t.rt,

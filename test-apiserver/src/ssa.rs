@@ -396,10 +396,10 @@ pub fn apply(
             }
             _ => {}
         }
-        if scope == Scope::Status {
-            if let Some(meta) = m.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.retain(|k, _| k == "name" || k == "namespace");
-            }
+        if scope == Scope::Status
+            && let Some(meta) = m.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            meta.retain(|k, _| k == "name" || k == "namespace");
         }
     }
     merge(&mut obj, &cfg_scoped);

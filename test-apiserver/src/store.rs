@@ -187,10 +187,10 @@ impl State {
             if w.storage != change.storage {
                 return !w.tx.is_closed();
             }
-            if let Some(ns) = &w.ns {
-                if *ns != change.ns {
-                    return !w.tx.is_closed();
-                }
+            if let Some(ns) = &w.ns
+                && *ns != change.ns
+            {
+                return !w.tx.is_closed();
             }
             w.tx.send(WatchMsg::Change(change.clone())).is_ok()
         });
@@ -330,27 +330,27 @@ impl State {
         let mut next: Option<(String, String)> = None;
         let mut remaining = 0usize;
         for (k, obj) in self.scan(rt, ns) {
-            if let Some((ans, aname)) = &after {
-                if (k.ns.as_str(), k.name.as_str()) <= (ans.as_str(), aname.as_str()) {
-                    continue;
-                }
+            if let Some((ans, aname)) = &after
+                && (k.ns.as_str(), k.name.as_str()) <= (ans.as_str(), aname.as_str())
+            {
+                continue;
             }
             if !lsel.matches(obj) || !fsel.matches(obj) {
                 continue;
             }
-            if let Some(l) = limit.filter(|l| *l > 0) {
-                if items.len() >= l {
-                    if next.is_none() {
-                        if let Some(last) = items.last() {
-                            next = Some((
-                                util::meta_str(last, "namespace").unwrap_or("").to_string(),
-                                name_of(last).to_string(),
-                            ));
-                        }
-                    }
-                    remaining += 1;
-                    continue;
+            if let Some(l) = limit.filter(|l| *l > 0)
+                && items.len() >= l
+            {
+                if next.is_none()
+                    && let Some(last) = items.last()
+                {
+                    next = Some((
+                        util::meta_str(last, "namespace").unwrap_or("").to_string(),
+                        name_of(last).to_string(),
+                    ));
                 }
+                remaining += 1;
+                continue;
             }
             items.push(to_view(rt, obj));
         }
@@ -502,10 +502,10 @@ impl State {
             }
             meta_mut(&mut obj).insert("name".into(), json!(name));
         }
-        if let Some(ns) = &ns {
-            if !self.namespace_exists(ns) {
-                return Err(ApiError::not_found("namespaces", "", ns));
-            }
+        if let Some(ns) = &ns
+            && !self.namespace_exists(ns)
+        {
+            return Err(ApiError::not_found("namespaces", "", ns));
         }
         {
             let m = meta_mut(&mut obj);
@@ -526,10 +526,11 @@ impl State {
                 m.remove("generation");
             }
         }
-        if rt.status_subresource && rt.plural != "namespaces" {
-            if let Some(m) = obj.as_object_mut() {
-                m.remove("status");
-            }
+        if rt.status_subresource
+            && rt.plural != "namespaces"
+            && let Some(m) = obj.as_object_mut()
+        {
+            m.remove("status");
         }
         builtin_defaults(rt, &mut obj, None);
         self.validate_common(rt, &mut obj, opts, true)?;
@@ -625,27 +626,24 @@ impl State {
                         }
                     }
                 }
-                if applied {
-                    if let Some(mf) = incoming
+                if applied
+                    && let Some(mf) = incoming
                         .get("metadata")
                         .and_then(|m| m.get("managedFields"))
-                    {
-                        meta_mut(&mut n).insert("managedFields".into(), mf.clone());
-                    }
+                {
+                    meta_mut(&mut n).insert("managedFields".into(), mf.clone());
                 }
                 n
             }
             Scope::Main { exclude_status } => {
                 let mut n = incoming.clone();
-                if exclude_status {
-                    if let Some(m) = n.as_object_mut() {
-                        match old.get("status") {
-                            Some(s) => {
-                                m.insert("status".into(), s.clone());
-                            }
-                            None => {
-                                m.remove("status");
-                            }
+                if exclude_status && let Some(m) = n.as_object_mut() {
+                    match old.get("status") {
+                        Some(s) => {
+                            m.insert("status".into(), s.clone());
+                        }
+                        None => {
+                            m.remove("status");
                         }
                     }
                 }
@@ -675,10 +673,10 @@ impl State {
                     }
                 }
             }
-            if m.get("generateName").is_none() {
-                if let Some(g) = old_meta.get("generateName") {
-                    m.insert("generateName".into(), g.clone());
-                }
+            if m.get("generateName").is_none()
+                && let Some(g) = old_meta.get("generateName")
+            {
+                m.insert("generateName".into(), g.clone());
             }
         }
         if let Some(m) = new.as_object_mut() {
@@ -768,13 +766,13 @@ impl State {
                 }
             };
             let mut cfg = cfg;
-            if let Some(k) = cfg.get("kind").and_then(Value::as_str) {
-                if k != rt.kind {
-                    return Err(ApiError::bad_request(format!(
-                        "the kind in the apply configuration ({k}) does not match the resource ({})",
-                        rt.kind
-                    )));
-                }
+            if let Some(k) = cfg.get("kind").and_then(Value::as_str)
+                && k != rt.kind
+            {
+                return Err(ApiError::bad_request(format!(
+                    "the kind in the apply configuration ({k}) does not match the resource ({})",
+                    rt.kind
+                )));
             }
             match old {
                 Err(e) if e.code == 404 => {
@@ -794,10 +792,10 @@ impl State {
                 }
                 Err(e) => return Err(e),
                 Ok(old) => {
-                    if let Some(rv) = util::meta_str(&cfg, "resourceVersion") {
-                        if rv != util::rv_of(&old) {
-                            return Err(ApiError::stale(&rt.plural, &rt.group, name));
-                        }
+                    if let Some(rv) = util::meta_str(&cfg, "resourceVersion")
+                        && rv != util::rv_of(&old)
+                    {
+                        return Err(ApiError::stale(&rt.plural, &rt.group, name));
                     }
                     let new = ssa::apply(
                         Some(&old),
@@ -878,31 +876,31 @@ impl State {
         opts: &DeleteOpts,
     ) -> ApiResult<(Value, u16)> {
         let old = self.get(rt, ns, name)?;
-        if let Some(uid) = opts.uid.as_deref().filter(|u| !u.is_empty()) {
-            if uid != uid_of(&old) {
-                return Err(ApiError::conflict(
-                    &rt.plural,
-                    &rt.group,
-                    name,
-                    &format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        uid_of(&old)
-                    ),
-                ));
-            }
+        if let Some(uid) = opts.uid.as_deref().filter(|u| !u.is_empty())
+            && uid != uid_of(&old)
+        {
+            return Err(ApiError::conflict(
+                &rt.plural,
+                &rt.group,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    uid_of(&old)
+                ),
+            ));
         }
-        if let Some(rv) = opts.resource_version.as_deref().filter(|u| !u.is_empty()) {
-            if rv != util::rv_of(&old) {
-                return Err(ApiError::conflict(
-                    &rt.plural,
-                    &rt.group,
-                    name,
-                    &format!(
-                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                        util::rv_of(&old)
-                    ),
-                ));
-            }
+        if let Some(rv) = opts.resource_version.as_deref().filter(|u| !u.is_empty())
+            && rv != util::rv_of(&old)
+        {
+            return Err(ApiError::conflict(
+                &rt.plural,
+                &rt.group,
+                name,
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    util::rv_of(&old)
+                ),
+            ));
         }
         if opts.dry_run {
             return Ok((old, 200));
@@ -932,10 +930,10 @@ impl State {
             "Orphan" => Some("orphan"),
             _ => None,
         };
-        if let Some(f) = extra {
-            if !fins.iter().any(|x| x == f) {
-                fins.push(f.to_string());
-            }
+        if let Some(f) = extra
+            && !fins.iter().any(|x| x == f)
+        {
+            fins.push(f.to_string());
         }
         if fins.is_empty() {
             let key = State::key(rt, util::meta_str(&old, "namespace"), name_of(&old));
@@ -1187,21 +1185,23 @@ fn normalize_body(rt: &ResourceType, body: Value) -> ApiResult<Value> {
             "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
         ));
     };
-    if let Some(av) = m.get("apiVersion").and_then(Value::as_str) {
-        if !av.is_empty() && av != rt.api_version() {
-            return Err(ApiError::bad_request(format!(
-                "the API version in the data ({av}) does not match the expected API version ({})",
-                rt.api_version()
-            )));
-        }
+    if let Some(av) = m.get("apiVersion").and_then(Value::as_str)
+        && !av.is_empty()
+        && av != rt.api_version()
+    {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({av}) does not match the expected API version ({})",
+            rt.api_version()
+        )));
     }
-    if let Some(k) = m.get("kind").and_then(Value::as_str) {
-        if !k.is_empty() && k != rt.kind {
-            return Err(ApiError::bad_request(format!(
-                "the kind in the data ({k}) does not match the expected kind ({})",
-                rt.kind
-            )));
-        }
+    if let Some(k) = m.get("kind").and_then(Value::as_str)
+        && !k.is_empty()
+        && k != rt.kind
+    {
+        return Err(ApiError::bad_request(format!(
+            "the kind in the data ({k}) does not match the expected kind ({})",
+            rt.kind
+        )));
     }
     m.insert("apiVersion".into(), json!(rt.api_version()));
     m.insert("kind".into(), json!(rt.kind));
