@@ -245,7 +245,15 @@ pub fn record_update(
         Some(o) => parse_entries(o),
         None => vec![],
     };
-    // A client that sends an explicit empty managedFields list resets tracking.
+    // A client that sets managedFields explicitly replaces them (kubectl's
+    // client-side-apply upgrade does); an explicit empty list resets tracking.
+    let incoming = new.get("metadata").and_then(|m| m.get("managedFields"));
+    let current = old
+        .and_then(|o| o.get("metadata"))
+        .and_then(|m| m.get("managedFields"));
+    if incoming.is_some_and(|i| !i.as_array().is_some_and(Vec::is_empty)) && incoming != current {
+        entries = parse_entries(new);
+    }
     if new
         .get("metadata")
         .and_then(|m| m.get("managedFields"))
