@@ -799,6 +799,14 @@ async fn gc_background_and_dangling() {
     .await
     .unwrap();
     f.delete("f", &DeleteParams::default()).await.unwrap();
+    s.wait_for(
+        "math.example.com",
+        "tuples",
+        Duration::from_secs(3),
+        |objs| objs.is_empty(),
+    )
+    .await
+    .unwrap();
     gone(&s, "tuples", "f-1-and-4").await;
     gone(&s, "numbers", "f-1-and-4-0").await;
     // an owner UID that never existed

@@ -410,3 +410,44 @@ async fn patch_wait_watch_delete() {
     let (ok, _, err) = k.try_run(&["delete", "number", "nine"]).await;
     assert!(!ok && err.contains("NotFound"), "{err}");
 }
+
+/// The standalone binary (`cargo run -p test-apiserver -- --crds ...`) prints the
+/// kubeconfig path first; kubectl then talks to it like to any cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standalone_binary() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_test-apiserver"))
+        .args(["--kubeconfig", kc.to_str().unwrap(), "--crds"])
+        .arg(fixtures().join("crds.yaml"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the binary starts");
+    let stdout = child.stdout.take().unwrap();
+    let first = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .map(|_| line)
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(first.trim(), kc.to_str().unwrap());
+    let k = Kubectl {
+        kubeconfig: kc,
+        cache: tempfile::tempdir().unwrap(),
+    };
+    k.run(&[
+        "apply",
+        "-f",
+        fixtures().join("manifests/numbers.yaml").to_str().unwrap(),
+    ])
+    .await;
+    let out = k.run(&["get", "math", "-o", "name"]).await;
+    assert_eq!(out.lines().count(), 3, "{out}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
