@@ -53,6 +53,20 @@ impl Harness {
         }
     }
 
+    /// A fresh, empty server: no CRDs, no manager. For tests where installing the CRDs
+    /// (`kubectl apply -f crds/`) is itself under test.
+    pub async fn without_crds() -> Harness {
+        let server = TestServer::start()
+            .await
+            .expect("the test API server starts");
+        let client = server.client();
+        Harness {
+            server,
+            client,
+            manager: None,
+        }
+    }
+
     pub fn start_manager(&mut self) {
         self.start_manager_with(Options::default());
     }
