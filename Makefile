@@ -38,6 +38,7 @@ lint: ## Check formatting and clippy, as CI does.
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
 bench: ## Measure convergence, write counts and healing against the test API server.
+	$(CARGO) build --release --locked
 	$(CARGO) run --release --locked --example bench
 
 testserver: ## Start the in-memory test API server; it prints a KUBECONFIG to use with kubectl.

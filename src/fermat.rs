@@ -163,7 +163,6 @@ pub async fn reconcile(fermat: Arc<Fermat>, ctx: Arc<Context>) -> Result<Action>
     if fermat.meta().deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    ctx.caches_ready().await;
     let desired = desired_tuples(&fermat);
     let (found, owned, in_flight) = ctx.children(&ctx.tuples, fermat.as_ref(), &desired);
     let plan = children::plan(

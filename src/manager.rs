@@ -37,8 +37,6 @@ use crate::{fermat, number, tuple};
 
 /// The name Events are reported under (`kubectl describe` shows it as "From").
 pub const REPORTER: &str = "math-controller";
-/// How many changes a shared watch may buffer for a controller that is busy.
-const SHARED_BUFFER: usize = 1024;
 /// Kept by `kubectl apply` on every object; the manager never reads it.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// Exponential backoff of the error policy: 100 ms, 200 ms, ... capped at 5 minutes.
@@ -107,9 +105,9 @@ impl Context {
         }
     }
 
-    /// Reconcilers read children from the caches; before the first full list has arrived a
-    /// cache would claim children are missing and the parent would create them again.
-    pub async fn caches_ready(&self) {
+    /// Whether every cache holds its first complete list. Awaited once, before the
+    /// controllers start (see `run_controllers`), never from reconciles.
+    async fn caches_ready(&self) {
         let _ = self.numbers.wait_until_ready().await;
         let _ = self.tuples.wait_until_ready().await;
         let _ = self.fermats.wait_until_ready().await;
@@ -233,11 +231,25 @@ impl Context {
         };
         self.metrics
             .write(self.controller_name::<P>(), "Event", WriteKind::Event);
-        if let Err(error) = self
-            .recorder
-            .publish(&event, &regarding.object_ref(&()))
-            .await
-        {
+        // The Recorder folds Events of the same object, reason and action into one series
+        // that keeps the *first* note ("created 3 Numbers: t-0, t-1, t-2" would then stand
+        // for a later "created 1 Number: t-1"). Each report of what was done is news of its
+        // own, so it gets an Event of its own; repeated warnings still become a series.
+        let fresh;
+        let recorder = match type_ {
+            EventType::Normal => {
+                fresh = Recorder::new(
+                    self.client.clone(),
+                    Reporter {
+                        controller: REPORTER.into(),
+                        instance: std::env::var("POD_NAME").ok(),
+                    },
+                );
+                &fresh
+            }
+            EventType::Warning => &self.recorder,
+        };
+        if let Err(error) = recorder.publish(&event, &regarding.object_ref(&())).await {
             warn!(%error, reason, "could not publish an Event on {} {}", P::kind(&()), regarding.name_any());
         }
     }
@@ -340,8 +352,10 @@ where
     K: Resource<DynamicType = ()>,
 {
     let timer = ctx.metrics.reconcile_started(controller);
-    let result = reconcile.await;
     let key = object_key(obj.as_ref());
+    tracing::trace!("{key}: reconcile starts");
+    let result = reconcile.await;
+    tracing::trace!("{key}: reconcile ends");
     match result {
         Ok(action) => {
             ctx.note_success(&key);
@@ -439,43 +453,84 @@ pub async fn preflight(client: &Client, namespace: &Option<String>) -> Result<()
     Ok(())
 }
 
-/// The owners of kind `P` named in a child's ownerReferences, as cache keys.
+/// The owners of kind `P` named in a child's ownerReferences, as cache keys, and the parent
+/// whose desired child carries this name: a deleted object that somebody else controlled
+/// (a conflict) frees the name, and that parent must hear of it to create its own.
 fn owners<P: Resource<DynamicType = ()>, C: Resource>(child: &C) -> Vec<ObjectRef<P>> {
     let namespace = child.namespace();
+    let by_name = parent_name::<P>(&child.name_any())
+        .map(|name| ObjectRef::new(&name).within(namespace.as_deref().unwrap_or_default()));
     child
         .owner_references()
         .iter()
         .filter_map(|r| ObjectRef::from_owner_ref(namespace.as_deref(), r, ()))
+        .chain(by_name)
         .collect()
 }
 
-/// One watch of kind `K`, feeding `writer`'s cache and, for every child that is deleted, the
-/// `deleted` channel with its owners.
+/// The name of the parent of kind `P` that wants a child of this name: `<tuple>-<index>`
+/// for a Tuple, `<fermat>-<a>-and-<b>` for a Fermat.
+fn parent_name<P: Resource<DynamicType = ()>>(child: &str) -> Option<String> {
+    fn strip_number(name: &str) -> Option<&str> {
+        let (rest, digits) = name.rsplit_once('-')?;
+        (!rest.is_empty() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+            .then_some(rest)
+    }
+    match P::kind(&()).as_ref() {
+        "Tuple" => strip_number(child).map(str::to_string),
+        "Fermat" => strip_number(child)
+            .and_then(|rest| rest.strip_suffix("-and"))
+            .and_then(strip_number)
+            .map(str::to_string),
+        _ => None,
+    }
+}
+
+/// One watch of kind `K`: it feeds the cache behind `reader`, and hands every change to the
+/// controllers that care: the object itself to `K`'s own controller, and its owners of kind
+/// `P` (for a child that appeared, changed or was deleted) to the parent's controller.
 ///
-/// kube-runtime's shared-store dispatcher forwards applied objects but not deletions, so a
-/// `kubectl delete number t-1` would never wake the Tuple; this closes that gap.
-fn shared_watch<K, P>(
+/// This is kube-runtime's "shared stream" idea with plain unbounded channels for the
+/// fan-out: kube-runtime 5's shared-store dispatcher forwards neither deletions (so a
+/// `kubectl delete number t-1` would never wake the Tuple) nor, under backpressure, every
+/// change in time, and a watch that waits on a busy controller stalls every other one.
+fn watch_and_fan_out<K, P>(
     api: Api<K>,
     writer: reflector::store::Writer<K>,
-    deleted: Option<mpsc::UnboundedSender<ObjectRef<P>>>,
+    reader: Store<K>,
+    own: mpsc::UnboundedSender<Arc<K>>,
+    parents: Option<mpsc::UnboundedSender<ObjectRef<P>>>,
 ) -> impl Stream<Item = ()> + Send
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
     P: Resource<DynamicType = ()> + 'static,
 {
+    let tell_parents = move |obj: &K| {
+        if let Some(tx) = &parents {
+            for owner in owners::<P, K>(obj) {
+                let _ = tx.unbounded_send(owner);
+            }
+        }
+    };
     watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
         .modify(slim)
-        .reflect_shared(writer)
+        .reflect(writer)
         .map(move |event| match event {
-            Ok(watcher::Event::Delete(obj)) => {
-                if let Some(tx) = &deleted {
-                    for owner in owners::<P, K>(&obj) {
-                        let _ = tx.unbounded_send(owner);
-                    }
+            Ok(watcher::Event::Apply(obj)) => {
+                tell_parents(&obj);
+                let _ = own.unbounded_send(Arc::new(obj));
+            }
+            Ok(watcher::Event::Delete(obj)) => tell_parents(&obj),
+            // A (re)list is complete and the cache swapped in: everything is news, including
+            // what vanished while the watch was down, which the parents find out by looking.
+            Ok(watcher::Event::InitDone) => {
+                for obj in reader.state() {
+                    tell_parents(&obj);
+                    let _ = own.unbounded_send(obj);
                 }
             }
-            Ok(_) => {}
+            Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
             Err(error) => warn!(%error, "watching {}s failed; retrying with backoff", K::kind(&())),
         })
 }
@@ -547,7 +602,11 @@ pub async fn run(
                 }
             }
         }
-        None => None,
+        None => {
+            // The only replica is the leader, as far as the metric is concerned.
+            metrics.set_leader(true);
+            None
+        }
     };
     readiness.set_ready(false);
 
@@ -608,33 +667,41 @@ async fn run_controllers(
     readiness: Readiness,
     stop: CancellationToken,
 ) {
-    let (numbers, number_writer) = reflector::store_shared::<Number>(SHARED_BUFFER);
-    let (tuples, tuple_writer) = reflector::store_shared::<Tuple>(SHARED_BUFFER);
-    let (fermats, fermat_writer) = reflector::store_shared::<Fermat>(SHARED_BUFFER);
-    // Subscriptions exist only on shared writers, which these are.
-    let (Some(numbers_for_numbers), Some(numbers_for_tuples)) =
-        (number_writer.subscribe(), number_writer.subscribe())
-    else {
-        return;
-    };
-    let (Some(tuples_for_tuples), Some(tuples_for_fermats)) =
-        (tuple_writer.subscribe(), tuple_writer.subscribe())
-    else {
-        return;
-    };
-    let Some(fermats_for_fermats) = fermat_writer.subscribe() else {
-        return;
-    };
-    let (deleted_numbers_tx, deleted_numbers) = mpsc::unbounded::<ObjectRef<Tuple>>();
-    let (deleted_tuples_tx, deleted_tuples) = mpsc::unbounded::<ObjectRef<Fermat>>();
+    let (numbers, number_writer) = reflector::store::<Number>();
+    let (tuples, tuple_writer) = reflector::store::<Tuple>();
+    let (fermats, fermat_writer) = reflector::store::<Fermat>();
+    let (number_changes_tx, number_changes) = mpsc::unbounded::<Arc<Number>>();
+    let (tuple_changes_tx, tuple_changes) = mpsc::unbounded::<Arc<Tuple>>();
+    let (fermat_changes_tx, fermat_changes) = mpsc::unbounded::<Arc<Fermat>>();
+    let (tuples_with_news_tx, tuples_with_news) = mpsc::unbounded::<ObjectRef<Tuple>>();
+    let (fermats_with_news_tx, fermats_with_news) = mpsc::unbounded::<ObjectRef<Fermat>>();
 
     let ns = &options.namespace;
     let watches = futures::stream::select_all([
-        shared_watch::<Number, Tuple>(api(&client, ns), number_writer, Some(deleted_numbers_tx))
-            .boxed(),
-        shared_watch::<Tuple, Fermat>(api(&client, ns), tuple_writer, Some(deleted_tuples_tx))
-            .boxed(),
-        shared_watch::<Fermat, Fermat>(api(&client, ns), fermat_writer, None).boxed(),
+        watch_and_fan_out(
+            api(&client, ns),
+            number_writer,
+            numbers.clone(),
+            number_changes_tx,
+            Some(tuples_with_news_tx),
+        )
+        .boxed(),
+        watch_and_fan_out(
+            api(&client, ns),
+            tuple_writer,
+            tuples.clone(),
+            tuple_changes_tx,
+            Some(fermats_with_news_tx),
+        )
+        .boxed(),
+        watch_and_fan_out::<Fermat, Fermat>(
+            api(&client, ns),
+            fermat_writer,
+            fermats.clone(),
+            fermat_changes_tx,
+            None,
+        )
+        .boxed(),
     ])
     .take_until(stop.clone().cancelled_owned())
     .for_each(|()| futures::future::ready(()));
@@ -656,7 +723,7 @@ async fn run_controllers(
         in_flight: Mutex::default(),
     });
     let config = ControllerConfig::default().concurrency(options.concurrency);
-    let number_controller = Controller::for_shared_stream(numbers_for_numbers, numbers.clone())
+    let number_controller = Controller::for_shared_stream(number_changes, numbers.clone())
         .with_config(config.clone())
         .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(
@@ -665,9 +732,8 @@ async fn run_controllers(
             ctx.clone(),
         )
         .for_each(log_result("number"));
-    let tuple_controller = Controller::for_shared_stream(tuples_for_tuples, tuples.clone())
-        .owns_shared_stream(numbers_for_tuples)
-        .reconcile_on(deleted_numbers)
+    let tuple_controller = Controller::for_shared_stream(tuple_changes, tuples.clone())
+        .reconcile_on(tuples_with_news)
         .with_config(config.clone())
         .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(
@@ -676,9 +742,8 @@ async fn run_controllers(
             ctx.clone(),
         )
         .for_each(log_result("tuple"));
-    let fermat_controller = Controller::for_shared_stream(fermats_for_fermats, fermats.clone())
-        .owns_shared_stream(tuples_for_fermats)
-        .reconcile_on(deleted_tuples)
+    let fermat_controller = Controller::for_shared_stream(fermat_changes, fermats.clone())
+        .reconcile_on(fermats_with_news)
         .with_config(config)
         .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(
@@ -688,36 +753,35 @@ async fn run_controllers(
         )
         .for_each(log_result("fermat"));
 
-    let synced = {
+    // The controllers start only once every cache holds a complete list: a reconcile that
+    // read a half-filled cache would create children that exist. Waiting here, once, also
+    // keeps each store's readiness to a single waiter: kube-runtime 5's `wait_until_ready`
+    // wakes only the last of several concurrent waiters, and the others would sleep forever.
+    let controllers = {
         let ctx = ctx.clone();
         let stop = stop.clone();
         async move {
             tokio::select! {
-                _ = ctx.caches_ready() => {
-                    readiness.set_ready(true);
-                    info!(
-                        numbers = ctx.numbers.state().len(),
-                        tuples = ctx.tuples.state().len(),
-                        fermats = ctx.fermats.state().len(),
-                        "caches synced; reconciling"
-                    );
-                }
-                _ = stop.cancelled() => {}
+                _ = ctx.caches_ready() => {}
+                _ = stop.cancelled() => return,
             }
+            readiness.set_ready(true);
+            info!(
+                numbers = ctx.numbers.state().len(),
+                tuples = ctx.tuples.state().len(),
+                fermats = ctx.fermats.state().len(),
+                namespace = ns.as_deref().unwrap_or("all namespaces"),
+                "caches synced; starting the Number, Tuple and Fermat controllers"
+            );
+            tokio::join!(number_controller, tuple_controller, fermat_controller);
+            debug!("controllers stopped");
         }
     };
-    info!(
-        namespace = ns.as_deref().unwrap_or("all namespaces"),
-        "starting the Number, Tuple and Fermat controllers"
-    );
     // The watches run until `stop`; the controllers until their graceful shutdown completes.
-    tokio::join!(
-        number_controller,
-        tuple_controller,
-        fermat_controller,
-        watches,
-        synced
-    );
+    tokio::join!(controllers, async {
+        watches.await;
+        debug!("watches stopped");
+    });
 }
 
 /// What a controller's output stream is drained with: errors were already logged by the
@@ -736,6 +800,22 @@ fn log_result<T, E: std::fmt::Display>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_name_leads_to_the_parent_that_wants_it() {
+        assert_eq!(parent_name::<Tuple>("t-0").as_deref(), Some("t"));
+        assert_eq!(
+            parent_name::<Tuple>("f-1-and-49-1").as_deref(),
+            Some("f-1-and-49")
+        );
+        assert_eq!(parent_name::<Tuple>("number-sample"), None);
+        assert_eq!(
+            parent_name::<Fermat>("fermat-50-1-and-49").as_deref(),
+            Some("fermat-50")
+        );
+        assert_eq!(parent_name::<Fermat>("t-1"), None);
+        assert_eq!(parent_name::<Fermat>("-1-and-2"), None);
+    }
 
     #[test]
     fn backoff_doubles_and_is_capped() {

@@ -145,7 +145,6 @@ pub async fn reconcile(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Action> {
         // Being deleted: the garbage collector takes the Numbers; recreating them would fight it.
         return Ok(Action::await_change());
     }
-    ctx.caches_ready().await;
     let desired = desired_numbers(&tuple);
     let (found, owned, in_flight) = ctx.children(&ctx.numbers, tuple.as_ref(), &desired);
     let plan = children::plan(

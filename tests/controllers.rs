@@ -73,7 +73,7 @@ async fn numbers_get_fizzbuzz_squareness_and_primality() {
 
 #[tokio::test]
 async fn a_tuple_owns_heals_and_shrinks_its_numbers() {
-    let h = Harness::start().await;
+    let mut h = Harness::start().await;
     let t = h.create_tuple("t", vec![0, 1, 1]).await;
     let uid = t.uid().expect("uid");
     let t = wait_for(&h.tuples(), "t", tuple_ready).await;
