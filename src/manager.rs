@@ -82,6 +82,16 @@ pub struct Context {
     failures: Mutex<HashMap<String, u32>>,
     /// Children written to whose change the cache has not shown yet (see [`Context::expect_change`]).
     in_flight: Mutex<HashMap<String, InFlight>>,
+    /// Statuses written whose echo the cache has not shown yet (see [`Context::write_status`]).
+    statuses: Mutex<HashMap<String, WrittenStatus>>,
+}
+
+/// A status write that the watch has not delivered yet.
+struct WrittenStatus {
+    /// The object's resourceVersion in the cache when we wrote.
+    seen: String,
+    status: serde_json::Value,
+    since: std::time::Instant,
 }
 
 /// A write to a child that the watch has not delivered yet.
@@ -254,10 +264,14 @@ impl Context {
         }
     }
 
-    /// Write a parent's status if [`status::decide`] says it is due.
+    /// Write an object's status if [`status::decide`] says it is due.
+    ///
+    /// The status we wrote last is remembered until the cache shows it: a reconcile that runs
+    /// in between (a second child reported meanwhile) compares against what we wrote, not
+    /// against the stale cache, and so does not write the same status twice.
     pub async fn write_status<P, S>(
         &self,
-        parent: &P,
+        obj: &P,
         current: Option<&S>,
         desired: &S,
         progress: Progress,
@@ -268,18 +282,27 @@ impl Context {
             + Clone
             + Debug
             + DeserializeOwned,
-        S: Serialize + PartialEq,
+        S: Serialize,
     {
-        let age = status::age(parent.meta().creation_timestamp.as_ref(), now);
-        match status::decide(current, desired, progress, age)? {
+        let namespace = obj.namespace().unwrap_or_default();
+        let name = obj.name_any();
+        let kind = P::kind(&()).to_string();
+        let key = format!("{kind}/{namespace}/{name}");
+        let cached_version = obj.resource_version();
+        let written = self.written_status(&key, cached_version.as_deref());
+        let current = match written {
+            Some(written) => Some(written),
+            None => current.map(serde_json::to_value).transpose()?,
+        };
+        let desired = serde_json::to_value(desired)?;
+        let age = status::age(obj.meta().creation_timestamp.as_ref(), now);
+        match status::decide(current.as_ref(), &desired, progress, age)? {
             StatusWrite::Unchanged => Ok(Action::await_change()),
             StatusWrite::Hold(wait) => Ok(Action::requeue(wait)),
             StatusWrite::Patch(patch) => {
-                let namespace = parent.namespace().unwrap_or_default();
-                let name = parent.name_any();
                 let api: Api<P> = Api::namespaced(self.client.clone(), &namespace);
-                let kind = P::kind(&()).to_string();
                 let static_kind = match kind.as_str() {
+                    "Number" => "Number",
                     "Tuple" => "Tuple",
                     _ => "Fermat",
                 };
@@ -297,6 +320,17 @@ impl Context {
                         name: name.clone(),
                         source,
                     })?;
+                if let (Ok(mut statuses), Some(seen)) = (self.statuses.lock(), cached_version) {
+                    let since = std::time::Instant::now();
+                    statuses.insert(
+                        key,
+                        WrittenStatus {
+                            seen,
+                            status: desired,
+                            since,
+                        },
+                    );
+                }
                 let message = patch
                     .pointer("/status/conditions/0/message")
                     .and_then(|m| m.as_str())
@@ -304,6 +338,22 @@ impl Context {
                 info!("{kind} {namespace}/{name}: {message}");
                 Ok(Action::await_change())
             }
+        }
+    }
+
+    /// The status we last wrote for `key`, while the cache still shows the object as it was
+    /// before that write (resourceVersion `cached`).
+    fn written_status(&self, key: &str, cached: Option<&str>) -> Option<serde_json::Value> {
+        let mut statuses = self.statuses.lock().ok()?;
+        match statuses.get(key) {
+            Some(w) if Some(w.seen.as_str()) == cached && w.since.elapsed() < IN_FLIGHT_TIMEOUT => {
+                Some(w.status.clone())
+            }
+            Some(_) => {
+                statuses.remove(key);
+                None
+            }
+            None => None,
         }
     }
 
@@ -721,6 +771,7 @@ async fn run_controllers(
         metrics,
         failures: Mutex::default(),
         in_flight: Mutex::default(),
+        statuses: Mutex::default(),
     });
     let config = ControllerConfig::default().concurrency(options.concurrency);
     let number_controller = Controller::for_shared_stream(number_changes, numbers.clone())

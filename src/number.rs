@@ -4,17 +4,14 @@
 use std::sync::Arc;
 
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams};
+use kube::Resource;
 use kube::runtime::controller::Action;
-use kube::{Resource, ResourceExt};
-use tracing::info;
 
 use crate::api::{Number, NumberStatus};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::manager::Context;
 use crate::math;
-use crate::metrics::WriteKind;
-use crate::status::{self, Progress, Readiness, StatusWrite};
+use crate::status::{self, Progress, Readiness};
 
 /// The status a Number should have: a pure function of its spec and previous status.
 pub fn desired_status(number: &Number, now: Timestamp) -> NumberStatus {
@@ -53,33 +50,16 @@ pub async fn reconcile(number: Arc<Number>, ctx: Arc<Context>) -> Result<Action>
     if number.meta().deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    let namespace = number.namespace().unwrap_or_default();
-    let name = number.name_any();
-    let desired = desired_status(&number, Timestamp::now());
-    let decision = status::decide(
+    let now = Timestamp::now();
+    let desired = desired_status(&number, now);
+    ctx.write_status(
+        number.as_ref(),
         number.status.as_ref(),
         &desired,
         Progress::Settled,
-        Default::default(),
-    )?;
-    if let StatusWrite::Patch(patch) = decision {
-        let api: Api<Number> = Api::namespaced(ctx.client.clone(), &namespace);
-        ctx.metrics
-            .write("number", "Number", WriteKind::PatchStatus);
-        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|source| Error::Kube {
-                action: "writing the status of",
-                kind: "Number",
-                namespace: namespace.clone(),
-                name: name.clone(),
-                source,
-            })?;
-        if let Some(condition) = desired.conditions.first() {
-            info!(number = %format!("{namespace}/{name}"), "{}", condition.message);
-        }
-    }
-    Ok(Action::await_change())
+        now,
+    )
+    .await
 }
 
 #[cfg(test)]
