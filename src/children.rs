@@ -282,7 +282,9 @@ where
         {
             Ok(_) => {
                 ctx.expect_change::<C>(&namespace, &name, child.resource_version());
-                corrected.push(format!("{name} (was {:?})", child.child_spec()))
+                let was = serde_json::to_string(child.child_spec())?;
+                let now = serde_json::to_string(spec)?;
+                corrected.push(format!("{name} (spec {was} back to {now})"))
             }
             Err(kube::Error::Api(s)) if s.code == 404 => {}
             Err(e) => return Err(kube_err("correcting", &name)(e)),
@@ -348,12 +350,7 @@ where
     };
     let reports = [
         ("Created", "Create", &created, "created"),
-        (
-            "Corrected",
-            "Correct",
-            &corrected,
-            "put the desired spec back on",
-        ),
+        ("Corrected", "Correct", &corrected, "corrected"),
         ("Adopted", "Adopt", &adopted, "adopted"),
         ("Deleted", "Delete", &deleted, "deleted the unwanted"),
     ];

@@ -29,9 +29,12 @@ pub fn desired_status(number: &Number, now: Timestamp) -> NumberStatus {
         ready: true,
         reason: "Computed",
         message: format!(
-            "{value} is {fizz_buzz}, {}a perfect square, {}prime",
-            if is_square { "" } else { "not " },
-            if is_prime { "" } else { "not " },
+            "fizzbuzz({value}) = {fizz_buzz}; {value} is {} and {}",
+            match math::exact_sqrt(value) {
+                Some(root) => format!("a perfect square ({root}²)"),
+                None => "not a perfect square".to_string(),
+            },
+            if is_prime { "prime" } else { "not prime" },
         ),
     };
     NumberStatus {

@@ -173,6 +173,8 @@ async fn a_tuple_owns_heals_and_shrinks_its_numbers() {
             "no {reason} Event: {events:#?}"
         );
     }
+    // After all that work, a graceful stop still completes.
+    h.stop_manager().await;
 }
 
 #[tokio::test]
