@@ -33,20 +33,12 @@ pub const READY: &str = "Ready";
     shortname = "num",
     category = "math",
     doc = "A Number computes fizzbuzz, whether it is a perfect square, and whether it is prime.",
-    printcolumn(name = "Value", type_ = "integer", json_path = ".spec.value"),
-    printcolumn(name = "FizzBuzz", type_ = "string", json_path = ".status.fizzBuzz"),
-    printcolumn(name = "Square", type_ = "boolean", json_path = ".status.isSquare"),
-    printcolumn(name = "Prime", type_ = "boolean", json_path = ".status.isPrime"),
-    printcolumn(
-        name = "Ready",
-        type_ = "string",
-        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
-    ),
-    printcolumn(
-        name = "Age",
-        type_ = "date",
-        json_path = ".metadata.creationTimestamp"
-    )
+    printcolumn = r#"{"name": "Value", "type": "integer", "jsonPath": ".spec.value"}"#,
+    printcolumn = r#"{"name": "FizzBuzz", "type": "string", "jsonPath": ".status.fizzBuzz"}"#,
+    printcolumn = r#"{"name": "Square", "type": "boolean", "jsonPath": ".status.isSquare"}"#,
+    printcolumn = r#"{"name": "Prime", "type": "boolean", "jsonPath": ".status.isPrime"}"#,
+    printcolumn = r#"{"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct NumberSpec {
@@ -86,32 +78,12 @@ pub struct NumberStatus {
     shortname = "tup",
     category = "math",
     doc = "A Tuple owns one Number per item (named <tuple>-<index>) and reports whether all of them are perfect squares.",
-    printcolumn(name = "Numbers", type_ = "string", json_path = ".spec.numbers"),
-    printcolumn(
-        name = "AllSquares",
-        type_ = "boolean",
-        json_path = ".status.allSquares"
-    ),
-    printcolumn(
-        name = "ReadyNumbers",
-        type_ = "integer",
-        json_path = ".status.readyNumbers"
-    ),
-    printcolumn(
-        name = "Desired",
-        type_ = "integer",
-        json_path = ".status.desiredNumbers"
-    ),
-    printcolumn(
-        name = "Ready",
-        type_ = "string",
-        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
-    ),
-    printcolumn(
-        name = "Age",
-        type_ = "date",
-        json_path = ".metadata.creationTimestamp"
-    )
+    printcolumn = r#"{"name": "Numbers", "type": "string", "jsonPath": ".spec.numbers"}"#,
+    printcolumn = r#"{"name": "AllSquares", "type": "boolean", "jsonPath": ".status.allSquares"}"#,
+    printcolumn = r#"{"name": "ReadyNumbers", "type": "integer", "jsonPath": ".status.readyNumbers"}"#,
+    printcolumn = r#"{"name": "Desired", "type": "integer", "jsonPath": ".status.desiredNumbers"}"#,
+    printcolumn = r#"{"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct TupleSpec {
@@ -153,41 +125,15 @@ pub struct TupleStatus {
     shortname = "fer",
     category = "math",
     doc = "A Fermat owns the Tuples [a, n-a] for a = 1..=n/2 (named <fermat>-<a>-and-<n-a>) and finds the ways to write n as a sum of two positive squares.",
-    printcolumn(name = "Number", type_ = "integer", json_path = ".spec.number"),
-    printcolumn(name = "Prime", type_ = "boolean", json_path = ".status.isPrime"),
-    printcolumn(
-        name = "OneModFour",
-        type_ = "boolean",
-        json_path = ".status.oneModFour"
-    ),
-    printcolumn(
-        name = "TwoSquares",
-        type_ = "boolean",
-        json_path = ".status.twoSquaresFound"
-    ),
-    printcolumn(name = "Found", type_ = "string", json_path = ".status.decompositions"),
-    printcolumn(
-        name = "ReadyTuples",
-        type_ = "integer",
-        json_path = ".status.readyTuples",
-        priority = 1
-    ),
-    printcolumn(
-        name = "Desired",
-        type_ = "integer",
-        json_path = ".status.desiredTuples",
-        priority = 1
-    ),
-    printcolumn(
-        name = "Ready",
-        type_ = "string",
-        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
-    ),
-    printcolumn(
-        name = "Age",
-        type_ = "date",
-        json_path = ".metadata.creationTimestamp"
-    )
+    printcolumn = r#"{"name": "Number", "type": "integer", "jsonPath": ".spec.number"}"#,
+    printcolumn = r#"{"name": "Prime", "type": "boolean", "jsonPath": ".status.isPrime"}"#,
+    printcolumn = r#"{"name": "OneModFour", "type": "boolean", "jsonPath": ".status.oneModFour"}"#,
+    printcolumn = r#"{"name": "TwoSquares", "type": "boolean", "jsonPath": ".status.twoSquaresFound"}"#,
+    printcolumn = r#"{"name": "Found", "type": "string", "jsonPath": ".status.decompositions"}"#,
+    printcolumn = r#"{"name": "ReadyTuples", "type": "integer", "jsonPath": ".status.readyTuples", "priority": 1}"#,
+    printcolumn = r#"{"name": "Desired", "type": "integer", "jsonPath": ".status.desiredTuples", "priority": 1}"#,
+    printcolumn = r#"{"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct FermatSpec {

@@ -243,7 +243,7 @@ where
             kind: C::KIND,
             namespace,
             name,
-            source,
+            source: Box::new(source),
         }
     };
 

@@ -16,7 +16,7 @@ pub enum Error {
         namespace: String,
         name: String,
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     /// An object came from the cache without a field the API server always sets.
     #[error("{kind} has no {field}; is it an object from the API server?")]
@@ -33,10 +33,10 @@ impl Error {
     /// The HTTP status the API server answered with, if it answered.
     pub fn status_code(&self) -> Option<u16> {
         match self {
-            Error::Kube {
-                source: kube::Error::Api(status),
-                ..
-            } => Some(status.code),
+            Error::Kube { source, .. } => match source.as_ref() {
+                kube::Error::Api(status) => Some(status.code),
+                _ => None,
+            },
             _ => None,
         }
     }
@@ -51,10 +51,7 @@ impl Error {
     pub fn kind_label(&self) -> &'static str {
         match self {
             Error::Kube { .. } if self.is_conflict() => "conflict",
-            Error::Kube {
-                source: kube::Error::Api(_),
-                ..
-            } => "api",
+            Error::Kube { .. } if self.status_code().is_some() => "api",
             Error::Kube { .. } => "transport",
             Error::MissingField { .. } => "invalid_object",
             Error::Serialize(_) => "serialize",

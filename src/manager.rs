@@ -94,6 +94,10 @@ struct WrittenStatus {
     since: std::time::Instant,
 }
 
+/// What the cache holds of a parent's children: the objects of the desired names, the
+/// objects it controls, and the names whose last write the cache does not show yet.
+pub type CachedChildren<C> = (HashMap<String, Arc<C>>, Vec<Arc<C>>, HashSet<String>);
+
 /// A write to a child that the watch has not delivered yet.
 struct InFlight {
     /// The child's resourceVersion in the cache when we wrote (`None`: it was absent).
@@ -163,7 +167,7 @@ impl Context {
         store: &Store<C>,
         parent: &P,
         desired: &[Desired<C::Spec>],
-    ) -> (HashMap<String, Arc<C>>, Vec<Arc<C>>, HashSet<String>) {
+    ) -> CachedChildren<C> {
         let namespace = parent.meta().namespace.clone();
         let uid = parent.meta().uid.as_deref();
         let found: HashMap<String, Arc<C>> = desired
@@ -318,7 +322,7 @@ impl Context {
                         kind: static_kind,
                         namespace: namespace.clone(),
                         name: name.clone(),
-                        source,
+                        source: Box::new(source),
                     })?;
                 if let (Ok(mut statuses), Some(seen)) = (self.statuses.lock(), cached_version) {
                     let since = std::time::Instant::now();
