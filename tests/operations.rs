@@ -14,7 +14,7 @@ use math_controller::leader::{self, LeaderElectionConfig};
 use math_controller::manager::{self, Options};
 use math_controller::metrics::Metrics;
 use serde_json::Value;
-use test_apiserver::{TestServer, Verb};
+use test_apiserver::{RequestFilter, TestServer, Verb};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -826,17 +826,55 @@ async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Res
     .await?;
     eventually(t, "Tuple t ready", ready("tuples", "t")).await?;
 
-    // A deleted child comes back (create), twice, so the second Event is a patch of the first.
-    for _ in 0..2 {
-        kubectl_ok(&server, &["delete", "number", "t-0", "-n", NS], None).await?;
-        eventually(t, "t-0 back", || {
+    // A child owned by someone else is a conflict, reported twice: the second Warning is a
+    // patch of the first (an Event series).
+    apply(format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: someone\n  namespace: {NS}\n"
+    ))
+    .await?;
+    let owner_uid = server
+        .object("", "configmaps", Some(NS), "someone")
+        .and_then(|c| {
+            c.pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .ok_or_else(|| anyhow::anyhow!("the ConfigMap has no uid"))?;
+    apply(format!(
+        "apiVersion: math.example.com/v1beta1\nkind: Number\nmetadata:\n  name: c-0\n  namespace: {NS}\n  ownerReferences:\n  - apiVersion: v1\n    kind: ConfigMap\n    name: someone\n    uid: {owner_uid}\n    controller: true\nspec:\n  value: 3\n"
+    ))
+    .await?;
+    for numbers in ["[1]", "[1, 2]"] {
+        apply(format!(
+            "apiVersion: math.example.com/v1beta1\nkind: Tuple\nmetadata:\n  name: c\n  namespace: {NS}\nspec:\n  numbers: {numbers}\n"
+        ))
+        .await?;
+        let generation = if numbers == "[1]" { 1 } else { 2 };
+        eventually(t, "Tuple c reports the conflict", || {
             server
-                .object("math.example.com", "numbers", Some(NS), "t-0")
+                .object("math.example.com", "tuples", Some(NS), "c")
+                .filter(|o| {
+                    o.pointer("/status/observedGeneration") == Some(&generation.into())
+                        && o.pointer("/status/conditions/0/reason") == Some(&"ChildConflict".into())
+                })
                 .map(|_| ())
         })
         .await?;
-        eventually(t, "t ready", ready("tuples", "t")).await?;
     }
+    eventually(t, "the repeated Warning patched", || {
+        (server.count(&RequestFilter::new().verb(Verb::Patch).resource("events")) > 0).then_some(())
+    })
+    .await?;
+
+    // A deleted child comes back (create).
+    kubectl_ok(&server, &["delete", "number", "t-0", "-n", NS], None).await?;
+    eventually(t, "t-0 back", || {
+        server
+            .object("math.example.com", "numbers", Some(NS), "t-0")
+            .map(|_| ())
+    })
+    .await?;
+    eventually(t, "t ready", ready("tuples", "t")).await?;
     // A child edited by hand is corrected (patch).
     kubectl_ok(
         &server,
