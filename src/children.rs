@@ -11,10 +11,13 @@ use std::sync::Arc;
 
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{
     Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
 };
+use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
+use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -24,7 +27,7 @@ use tracing::info;
 use crate::error::{Error, Result};
 use crate::manager::Context;
 use crate::metrics::WriteKind;
-use crate::status::name_list;
+use crate::status::{Progress, Readiness, name_list};
 
 /// Longest object name Kubernetes accepts (a DNS subdomain).
 pub const MAX_NAME_LEN: usize = 253;
@@ -43,6 +46,8 @@ pub trait Child:
     type Spec: PartialEq + Clone + Debug + Serialize;
     /// For logs and Events: "Number", "Tuple".
     const KIND: &'static str;
+    /// The parent's Ready reason while these children are on their way: "WaitingForNumbers".
+    const WAITING_REASON: &'static str;
     /// A new object with this name and spec (the namespace and owner are added by the caller).
     fn build(name: &str, spec: Self::Spec) -> Self;
     fn child_spec(&self) -> &Self::Spec;
@@ -106,6 +111,90 @@ impl<C: Child> Plan<C> {
     pub fn blocked(&self) -> bool {
         !self.conflicts.is_empty() || !self.invalid_names.is_empty()
     }
+}
+
+/// Why a parent is not Ready, if it is not: a child name Kubernetes would refuse or a child
+/// owned by someone else (both need a person: [`Progress::Settled`]), or children still on
+/// their way ([`Progress::Pending`]). `None`: every desired child is done, and the parent may
+/// give its answer.
+pub fn unfinished<C: Child>(plan: &Plan<C>) -> Option<(Readiness, Progress)> {
+    let kinds = format!("{}s", C::KIND);
+    let counts = format!("{}/{} {kinds} ready", plan.ready.len(), plan.desired);
+    let not_ready = |reason, message| Readiness {
+        ready: false,
+        reason,
+        message,
+    };
+    if !plan.invalid_names.is_empty() {
+        let names = name_list(&plan.invalid_names);
+        let message = format!(
+            "{counts}; cannot create {kinds} {names}: names longer than {MAX_NAME_LEN} characters"
+        );
+        Some((not_ready("ChildNameTooLong", message), Progress::Settled))
+    } else if !plan.conflicts.is_empty() {
+        let names: Vec<_> = plan
+            .conflicts
+            .iter()
+            .map(|c| format!("{} (controlled by {})", c.name, c.owner))
+            .collect();
+        let message = format!(
+            "{counts}; {kinds} owned by someone else: {}",
+            name_list(&names)
+        );
+        Some((not_ready("ChildConflict", message), Progress::Settled))
+    } else if !plan.all_ready() || plan.has_writes() {
+        let waiting: Vec<String> = (plan.create.iter().map(|d| d.name.clone()))
+            .chain(
+                plan.correct
+                    .iter()
+                    .chain(&plan.adopt)
+                    .map(|(c, _)| c.name_any()),
+            )
+            .chain(plan.pending.iter().cloned())
+            .chain(
+                plan.delete
+                    .iter()
+                    .map(|c| format!("{} (to delete)", c.name_any())),
+            )
+            .collect();
+        let message = format!("{counts}; waiting for {}", name_list(&waiting));
+        Some((not_ready(C::WAITING_REASON, message), Progress::Pending))
+    } else {
+        None
+    }
+}
+
+/// Reconcile a parent against the cache of its children: compute the plan, carry out its
+/// writes, then write the status that `status` computes from the plan, if it changed.
+pub async fn reconcile<P, C: Child, S>(
+    ctx: &Context,
+    parent: &P,
+    children: &Store<C>,
+    desired: Vec<Desired<C::Spec>>,
+    current: Option<&S>,
+    status: impl FnOnce(&Plan<C>, Timestamp) -> (S, Progress),
+) -> Result<Action>
+where
+    P: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + DeserializeOwned,
+    S: Serialize,
+{
+    if parent.meta().deletion_timestamp.is_some() {
+        // Being deleted: the garbage collector takes the children; recreating them would
+        // fight it.
+        return Ok(Action::await_change());
+    }
+    let (found, owned, in_flight) = ctx.children(children, parent, &desired);
+    let owner_uid = parent.meta().uid.clone().unwrap_or_default();
+    let plan = plan(&owner_uid, desired, &found, &owned, &in_flight);
+    ctx.narrate(parent, &plan);
+    apply(ctx, parent, &plan).await?;
+    let now = Timestamp::now();
+    let (desired_status, progress) = status(&plan, now);
+    ctx.write_status(parent, current, &desired_status, progress, now)
+        .await
 }
 
 /// The UID of the object's controller, if it has one.

@@ -15,7 +15,7 @@ use crate::children::{self, Child, Desired, Plan};
 use crate::error::Result;
 use crate::manager::Context;
 use crate::math;
-use crate::status::{self, Progress, Readiness, name_list};
+use crate::status::{self, Progress, Readiness};
 
 /// The Tuples a Fermat wants: `[a, n-a]` for a = 1..=n/2.
 pub fn desired_tuples(fermat: &Fermat) -> Vec<Desired<TupleSpec>> {
@@ -56,86 +56,26 @@ pub fn desired_status(
     now: Timestamp,
 ) -> (FermatStatus, Progress) {
     let n = fermat.spec.number;
-    let ready = plan.ready.len();
-    let desired = plan.desired;
-    let (readiness, progress, found) = if !plan.invalid_names.is_empty() {
-        let message = format!(
-            "cannot create Tuples {}: names longer than 253 characters",
-            name_list(&plan.invalid_names)
-        );
-        (
-            Readiness {
-                ready: false,
-                reason: "ChildNameTooLong",
-                message,
-            },
-            Progress::Settled,
-            None,
-        )
-    } else if !plan.conflicts.is_empty() {
-        let names: Vec<_> = plan
-            .conflicts
-            .iter()
-            .map(|c| format!("{} (controlled by {})", c.name, c.owner))
-            .collect();
-        let message = format!("Tuples owned by someone else: {}", name_list(&names));
-        (
-            Readiness {
-                ready: false,
-                reason: "ChildConflict",
-                message,
-            },
-            Progress::Settled,
-            None,
-        )
-    } else if plan.all_ready() && !plan.has_writes() {
-        let found = decompositions(&plan.ready);
-        let message = match found.as_slice() {
-            [] => {
-                format!("{ready}/{desired} Tuples ready; {n} is not a sum of two positive squares")
-            }
-            some => format!("{ready}/{desired} Tuples ready; {n} = {}", some.join(" = ")),
-        };
-        (
-            Readiness {
+    let (readiness, progress, found) = match children::unfinished(plan) {
+        Some((readiness, progress)) => (readiness, progress, None),
+        None => {
+            let found = decompositions(&plan.ready);
+            let answer = match found.as_slice() {
+                [] => format!("{n} is not a sum of two positive squares"),
+                some => format!("{n} = {}", some.join(" = ")),
+            };
+            let message = format!(
+                "{}/{} Tuples ready; {answer}",
+                plan.ready.len(),
+                plan.desired
+            );
+            let readiness = Readiness {
                 ready: true,
                 reason: "AllTuplesReady",
                 message,
-            },
-            Progress::Settled,
-            Some(found),
-        )
-    } else {
-        let waiting: Vec<String> = plan
-            .create
-            .iter()
-            .map(|d| d.name.clone())
-            .chain(
-                plan.correct
-                    .iter()
-                    .chain(&plan.adopt)
-                    .map(|(t, _)| t.name_any()),
-            )
-            .chain(plan.pending.iter().cloned())
-            .chain(
-                plan.delete
-                    .iter()
-                    .map(|t| format!("{} (to delete)", t.name_any())),
-            )
-            .collect();
-        let message = format!(
-            "{ready}/{desired} Tuples ready; waiting for {}",
-            name_list(&waiting)
-        );
-        (
-            Readiness {
-                ready: false,
-                reason: "WaitingForTuples",
-                message,
-            },
-            Progress::Pending,
-            None,
-        )
+            };
+            (readiness, Progress::Settled, Some(found))
+        }
     };
     let generation = fermat.meta().generation;
     let previous = fermat
@@ -152,43 +92,24 @@ pub fn desired_status(
         decompositions: found,
         is_prime: Some(math::is_prime(n)),
         one_mod_four: Some(math::is_one_mod_four(n)),
-        ready_tuples: Some(ready as i64),
-        desired_tuples: Some(desired as i64),
+        ready_tuples: Some(plan.ready.len() as i64),
+        desired_tuples: Some(plan.desired as i64),
     };
     (status, progress)
 }
 
 /// Reconcile one Fermat against the Tuple cache.
 pub async fn reconcile(fermat: Arc<Fermat>, ctx: Arc<Context>) -> Result<Action> {
-    if fermat.meta().deletion_timestamp.is_some() {
-        return Ok(Action::await_change());
-    }
     let desired = desired_tuples(&fermat);
-    let (found, owned, in_flight) = ctx.children(&ctx.tuples, fermat.as_ref(), &desired);
-    let plan = children::plan(
-        &fermat.uid().unwrap_or_default(),
-        desired,
-        &found,
-        &owned,
-        &in_flight,
-    );
-    ctx.narrate(fermat.as_ref(), &plan);
-    children::apply(&ctx, fermat.as_ref(), &plan).await?;
-    let now = Timestamp::now();
-    let (status, progress) = desired_status(&fermat, &plan, now);
-    ctx.write_status(
-        fermat.as_ref(),
-        fermat.status.as_ref(),
-        &status,
-        progress,
-        now,
-    )
-    .await
+    let status = |plan: &Plan<Tuple>, now| desired_status(&fermat, plan, now);
+    let current = fermat.status.as_ref();
+    children::reconcile(&ctx, fermat.as_ref(), &ctx.tuples, desired, current, status).await
 }
 
 impl Child for Tuple {
     type Spec = TupleSpec;
     const KIND: &'static str = "Tuple";
+    const WAITING_REASON: &'static str = "WaitingForTuples";
 
     fn build(name: &str, spec: TupleSpec) -> Self {
         Tuple::new(name, spec)

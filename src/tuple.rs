@@ -1,8 +1,8 @@
 //! The Tuple controller: one Number `<tuple>-<index>` per item of `spec.numbers`, and
 //! `allSquares` once every one of them has reported.
 //!
-//! The decisions are the two pure functions at the top; `reconcile` only reads the caches,
-//! hands the plan to [`children::apply`] and writes the status.
+//! The decisions are the two pure functions at the top; [`children::reconcile`] does the
+//! rest for every parent kind: read the cache, plan, write the difference, write the status.
 
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use crate::api::{Number, NumberSpec, Tuple, TupleStatus};
 use crate::children::{self, Child, Desired, Plan};
 use crate::error::Result;
 use crate::manager::Context;
-use crate::status::{self, Progress, Readiness, name_list};
+use crate::status::{self, Progress, Readiness};
 
 /// The Numbers a Tuple wants: `<tuple>-<index>` with `value = numbers[index]`.
 pub fn desired_numbers(tuple: &Tuple) -> Vec<Desired<NumberSpec>> {
@@ -35,91 +35,28 @@ pub fn desired_status(
     plan: &Plan<Number>,
     now: Timestamp,
 ) -> (TupleStatus, Progress) {
-    let ready = plan.ready.len();
-    let desired = plan.desired;
-    let (readiness, progress, all_squares) = if !plan.invalid_names.is_empty() {
-        let message = format!(
-            "cannot create Numbers {}: names longer than 253 characters",
-            name_list(&plan.invalid_names)
-        );
-        (
-            Readiness {
-                ready: false,
-                reason: "ChildNameTooLong",
-                message,
-            },
-            Progress::Settled,
-            None,
-        )
-    } else if !plan.conflicts.is_empty() {
-        let names: Vec<_> = plan
-            .conflicts
-            .iter()
-            .map(|c| format!("{} (controlled by {})", c.name, c.owner))
-            .collect();
-        let message = format!("Numbers owned by someone else: {}", name_list(&names));
-        (
-            Readiness {
-                ready: false,
-                reason: "ChildConflict",
-                message,
-            },
-            Progress::Settled,
-            None,
-        )
-    } else if plan.all_ready() && !plan.has_writes() {
-        let all = plan
-            .ready
-            .iter()
-            .all(|n| n.status.as_ref().and_then(|s| s.is_square) == Some(true));
-        let message = format!(
-            "{ready}/{desired} Numbers ready; {}",
-            if all {
+    let (readiness, progress, all_squares) = match children::unfinished(plan) {
+        Some((readiness, progress)) => (readiness, progress, None),
+        None => {
+            let square = |n: &Arc<Number>| n.status.as_ref().and_then(|s| s.is_square);
+            let all = plan.ready.iter().all(|n| square(n) == Some(true));
+            let answer = if all {
                 "all are squares"
             } else {
                 "not all are squares"
-            }
-        );
-        (
-            Readiness {
+            };
+            let message = format!(
+                "{}/{} Numbers ready; {answer}",
+                plan.ready.len(),
+                plan.desired
+            );
+            let readiness = Readiness {
                 ready: true,
                 reason: "AllNumbersReady",
                 message,
-            },
-            Progress::Settled,
-            Some(all),
-        )
-    } else {
-        let waiting: Vec<String> = plan
-            .create
-            .iter()
-            .map(|d| d.name.clone())
-            .chain(
-                plan.correct
-                    .iter()
-                    .chain(&plan.adopt)
-                    .map(|(n, _)| n.name_any()),
-            )
-            .chain(plan.pending.iter().cloned())
-            .chain(
-                plan.delete
-                    .iter()
-                    .map(|n| format!("{} (to delete)", n.name_any())),
-            )
-            .collect();
-        let message = format!(
-            "{ready}/{desired} Numbers ready; waiting for {}",
-            name_list(&waiting)
-        );
-        (
-            Readiness {
-                ready: false,
-                reason: "WaitingForNumbers",
-                message,
-            },
-            Progress::Pending,
-            None,
-        )
+            };
+            (readiness, Progress::Settled, Some(all))
+        }
     };
     let generation = tuple.meta().generation;
     let previous = tuple
@@ -133,44 +70,24 @@ pub fn desired_status(
             &readiness, generation, previous, now,
         )],
         all_squares,
-        ready_numbers: Some(ready as i64),
-        desired_numbers: Some(desired as i64),
+        ready_numbers: Some(plan.ready.len() as i64),
+        desired_numbers: Some(plan.desired as i64),
     };
     (status, progress)
 }
 
 /// Reconcile one Tuple against the Number cache.
 pub async fn reconcile(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Action> {
-    if tuple.meta().deletion_timestamp.is_some() {
-        // Being deleted: the garbage collector takes the Numbers; recreating them would fight it.
-        return Ok(Action::await_change());
-    }
     let desired = desired_numbers(&tuple);
-    let (found, owned, in_flight) = ctx.children(&ctx.numbers, tuple.as_ref(), &desired);
-    let plan = children::plan(
-        &tuple.uid().unwrap_or_default(),
-        desired,
-        &found,
-        &owned,
-        &in_flight,
-    );
-    ctx.narrate(tuple.as_ref(), &plan);
-    children::apply(&ctx, tuple.as_ref(), &plan).await?;
-    let now = Timestamp::now();
-    let (status, progress) = desired_status(&tuple, &plan, now);
-    ctx.write_status(
-        tuple.as_ref(),
-        tuple.status.as_ref(),
-        &status,
-        progress,
-        now,
-    )
-    .await
+    let status = |plan: &Plan<Number>, now| desired_status(&tuple, plan, now);
+    let current = tuple.status.as_ref();
+    children::reconcile(&ctx, tuple.as_ref(), &ctx.numbers, desired, current, status).await
 }
 
 impl Child for Number {
     type Spec = NumberSpec;
     const KIND: &'static str = "Number";
+    const WAITING_REASON: &'static str = "WaitingForNumbers";
 
     fn build(name: &str, spec: NumberSpec) -> Self {
         Number::new(name, spec)
