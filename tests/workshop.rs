@@ -802,18 +802,51 @@ async fn fermats_0_to_50_find_every_sum_of_two_squares() {
         let s = &fermats[&format!("fermat-{n}")]["status"];
         assert_eq!(s["twoSquaresFound"], s["oneModFour"], "{n}: {s}");
     }
-    // Exactly the children asked for: a Tuple [a, n-a] per a, a Number per item.
-    let tuples = w.items("tuples").await;
-    let desired_tuples: BTreeSet<String> = (0..=50i64)
-        .flat_map(|n| (1..=n / 2).map(move |a| format!("fermat-{n}-{a}-and-{}", n - a)))
+    // Exactly the children asked for, each controlled by its parent: a Tuple [a, n-a] per
+    // a, a Number per item.
+    let desired_tuples: BTreeMap<String, (String, [i64; 2])> = (0..=50i64)
+        .flat_map(|n| {
+            (1..=n / 2).map(move |a| {
+                (
+                    format!("fermat-{n}-{a}-and-{}", n - a),
+                    (format!("fermat-{n}"), [a, n - a]),
+                )
+            })
+        })
         .collect();
+    let tuples = w.items("tuples").await;
     assert_eq!(
-        tuples.keys().cloned().collect::<BTreeSet<_>>(),
-        desired_tuples
+        tuples.keys().collect::<Vec<_>>(),
+        desired_tuples.keys().collect::<Vec<_>>()
     );
-    assert_eq!(w.items("numbers").await.len(), 2 * desired_tuples.len());
-    let f50 = uid(&fermats["fermat-50"]);
-    assert!(controlled_by(&tuples["fermat-50-1-and-49"], &f50));
+    let numbers = w.items("numbers").await;
+    assert_eq!(numbers.len(), 2 * desired_tuples.len());
+    for (name, (fermat, values)) in &desired_tuples {
+        let t = &tuples[name];
+        assert!(controlled_by(t, &uid(&fermats[fermat])), "{t}");
+        assert_eq!(t["spec"]["numbers"], serde_json::json!(values), "{t}");
+        for (i, value) in values.iter().enumerate() {
+            let n = &numbers[&format!("{name}-{i}")];
+            assert!(controlled_by(n, &uid(t)), "{n}");
+            assert_eq!(n["spec"]["value"], *value, "{n}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_fermat_applied_with_kubectl_heals_its_tuples_and_follows_its_number() {
+    let w = Workshop::start().await;
+    w.ok(&["apply", "-f", "samples/fermat-50.yaml"]).await;
+    w.wait("--for=condition=Ready", &["fermat/fermat-50"]).await;
+    let f = w.get("fermat", "fermat-50").await.expect("fermat-50");
+    assert_eq!(
+        f["status"]["decompositions"],
+        serde_json::json!(["1²+7²", "5²+5²"])
+    );
+    let f50 = uid(&f);
+    let tuples = w.items("tuples").await;
+    assert_eq!(tuples.len(), 25);
+    assert!(tuples.values().all(|t| controlled_by(t, &f50)));
 
     // Delete a child Tuple with kubectl: it comes back.
     let old = uid(&tuples["fermat-50-1-and-49"]);
