@@ -428,6 +428,8 @@ where
         }
     }
 
+    // The cache has no order; a sorted list reads better in `kubectl describe`.
+    deleted.sort();
     let parent_name = format!("{namespace}/{}", parent.name_any());
     let kind = P::kind(&());
     let plural = |n: usize| {
@@ -454,7 +456,7 @@ where
             name_list(names)
         );
         info!(%kind, parent = %parent_name, "{note}");
-        ctx.publish(parent, EventType::Normal, reason, action, note)
+        ctx.publish(parent, EventType::Normal, reason, action, note, None)
             .await;
     }
     for conflict in &plan.conflicts {
@@ -465,7 +467,17 @@ where
             conflict.owner
         );
         info!(%kind, parent = %parent_name, "{note}");
-        ctx.publish(parent, EventType::Warning, "ChildConflict", "Adopt", note)
+        // The child as the Event's related object: each conflicting child is a series of its
+        // own, so a second conflict is not folded into the first one's message.
+        let related = k8s_openapi::api::core::v1::ObjectReference {
+            api_version: Some(C::api_version(&()).to_string()),
+            kind: Some(C::KIND.to_string()),
+            name: Some(conflict.name.clone()),
+            namespace: Some(namespace.clone()),
+            ..Default::default()
+        };
+        let (warning, reason) = (EventType::Warning, "ChildConflict");
+        ctx.publish(parent, warning, reason, "Adopt", note, Some(related))
             .await;
     }
     if !plan.invalid_names.is_empty() {
@@ -481,6 +493,7 @@ where
             "ChildNameTooLong",
             "Create",
             note,
+            None,
         )
         .await;
     }

@@ -235,13 +235,14 @@ impl Context {
         reason: &str,
         action: &str,
         note: String,
+        related: Option<k8s_openapi::api::core::v1::ObjectReference>,
     ) {
         let event = Event {
             type_,
             reason: reason.to_string(),
             note: Some(note),
             action: action.to_string(),
-            secondary: None,
+            secondary: related,
         };
         self.metrics
             .write(self.controller_name::<P>(), "Event", WriteKind::Event);
