@@ -546,9 +546,9 @@ fn parent_name<P: Resource<DynamicType = ()>>(child: &str) -> Option<String> {
 /// `P` (for a child that appeared, changed or was deleted) to the parent's controller.
 ///
 /// This is kube-runtime's "shared stream" idea with plain unbounded channels for the
-/// fan-out: kube-runtime 5's shared-store dispatcher forwards neither deletions (so a
-/// `kubectl delete number t-1` would never wake the Tuple) nor, under backpressure, every
-/// change in time, and a watch that waits on a busy controller stalls every other one.
+/// fan-out: kube-runtime 5's shared-store dispatcher does not forward deletions (so a
+/// `kubectl delete number t-1` would never wake the Tuple), and its bounded buffer makes a
+/// watch wait for the slowest controller.
 fn watch_and_fan_out<K, P>(
     api: Api<K>,
     writer: reflector::store::Writer<K>,
