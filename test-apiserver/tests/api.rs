@@ -932,6 +932,187 @@ async fn gc_foreground_orphan_finalizers_preconditions() {
     assert!(n.get("keep").await.is_ok());
 }
 
+/// kube-controller-manager's garbage collector reacts to every change of the owner graph,
+/// not only to owner deletions: a dependent created after its owner was deleted is
+/// collected; an update that points ownerReferences at a missing owner collects the
+/// object; a reference to a missing owner is dropped while another owner lives; a
+/// blocking dependent added while its owner's foreground deletion is pending is deleted
+/// in the foreground and holds the owner; orphan deletion releases a dependent added to
+/// the owner just before it, and the owner goes with its last finalizer.
+#[tokio::test]
+async fn gc_follows_changes_to_the_owner_graph() {
+    let s = server().await;
+    let (f, t, n) = (
+        api(&s, "Fermat", "fermats"),
+        api(&s, "Tuple", "tuples"),
+        api(&s, "Number", "numbers"),
+    );
+    let pp = PostParams::default();
+    let refs_of = |o: &DynamicObject| -> Vec<String> {
+        o.metadata
+            .owner_references
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| r.uid)
+            .collect()
+    };
+    // a dependent created after its owner is gone
+    let fermat = f
+        .create(&pp, &obj("Fermat", "f", json!({"number": 5})))
+        .await
+        .unwrap();
+    f.delete("f", &DeleteParams::default()).await.unwrap();
+    gone(&s, "fermats", "f").await;
+    n.create(
+        &pp,
+        &owned(
+            "Number",
+            "late",
+            json!({"value": 1}),
+            &fermat,
+            "Fermat",
+            false,
+        ),
+    )
+    .await
+    .unwrap();
+    gone(&s, "numbers", "late").await;
+    // ownerReferences changed to a missing owner
+    let tuple = t
+        .create(&pp, &obj("Tuple", "t", json!({"numbers": [1]})))
+        .await
+        .unwrap();
+    n.create(
+        &pp,
+        &owned(
+            "Number",
+            "moved",
+            json!({"value": 1}),
+            &tuple,
+            "Tuple",
+            false,
+        ),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(n.get("moved").await.is_ok(), "a live owner keeps it");
+    n.patch(
+        "moved",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"ownerReferences": [{
+            "apiVersion": "math.example.com/v1beta1", "kind": "Fermat", "name": "f",
+            "uid": fermat.metadata.uid, "controller": true
+        }]}})),
+    )
+    .await
+    .unwrap();
+    gone(&s, "numbers", "moved").await;
+    // a missing owner next to a live one: only the reference goes
+    let mut two = owned("Number", "two", json!({"value": 2}), &tuple, "Tuple", false);
+    let mut missing = two.metadata.owner_references.clone().unwrap();
+    missing[0].uid = "00000000-0000-0000-0000-000000000000".into();
+    missing[0].controller = None;
+    two.metadata
+        .owner_references
+        .as_mut()
+        .unwrap()
+        .extend(missing);
+    n.create(&pp, &two).await.unwrap();
+    let mut dropped = false;
+    for _ in 0..300 {
+        if refs_of(&n.get("two").await.unwrap()) == vec![tuple.metadata.uid.clone().unwrap()] {
+            dropped = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(dropped, "the reference to the missing owner is dropped");
+    // foreground: a blocking dependent added while the owner waits
+    let fg = t
+        .create(&pp, &obj("Tuple", "fg", json!({"numbers": [1]})))
+        .await
+        .unwrap();
+    let mut held = owned("Number", "fg-held", json!({"value": 1}), &fg, "Tuple", true);
+    held.metadata.finalizers = Some(vec!["test/hold".into()]);
+    n.create(&pp, &held).await.unwrap();
+    t.delete("fg", &DeleteParams::foreground()).await.unwrap();
+    n.create(
+        &pp,
+        &owned("Number", "fg-late", json!({"value": 1}), &fg, "Tuple", true),
+    )
+    .await
+    .unwrap();
+    gone(&s, "numbers", "fg-late").await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        n.get("fg-held")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some(),
+        "the held dependent is being deleted"
+    );
+    assert!(
+        t.get("fg").await.is_ok(),
+        "owner waits for the held dependent"
+    );
+    n.patch(
+        "fg-held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    gone(&s, "numbers", "fg-held").await;
+    gone(&s, "tuples", "fg").await;
+    // orphan: every dependent is released, the owner goes with its last finalizer
+    let mut or = obj("Tuple", "or", json!({"numbers": [1]}));
+    or.metadata.finalizers = Some(vec!["test/hold".into()]);
+    let or = t.create(&pp, &or).await.unwrap();
+    for name in ["or-0", "or-1"] {
+        n.create(
+            &pp,
+            &owned("Number", name, json!({"value": 1}), &or, "Tuple", true),
+        )
+        .await
+        .unwrap();
+    }
+    t.delete("or", &DeleteParams::orphan()).await.unwrap();
+    let mut released = false;
+    for _ in 0..300 {
+        let o = t.get("or").await.unwrap();
+        if o.metadata.finalizers == Some(vec!["test/hold".into()]) {
+            released = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        released,
+        "the orphan finalizer is removed, the other one stays"
+    );
+    for name in ["or-0", "or-1"] {
+        assert!(
+            refs_of(&n.get(name).await.unwrap()).is_empty(),
+            "{name} released"
+        );
+    }
+    t.patch(
+        "or",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    gone(&s, "tuples", "or").await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(n.get("or-0").await.is_ok() && n.get("or-1").await.is_ok());
+    assert!(n.get("two").await.is_ok() && t.get("t").await.is_ok());
+}
+
 /// kube-apiserver dryRun=All: validates and answers as if written, persists nothing.
 #[tokio::test]
 async fn dry_run() {
