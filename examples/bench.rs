@@ -217,6 +217,8 @@ async fn spawn_manager(
     server: &TestServer,
 ) -> anyhow::Result<tokio::process::Child> {
     let watches_before = server.count(&RequestFilter::new().verb(Verb::Watch));
+    // The manager's default; BENCH_CONCURRENCY tries others.
+    let concurrency = std::env::var("BENCH_CONCURRENCY").unwrap_or_else(|_| "16".into());
     let child = tokio::process::Command::new(binary)
         .args([
             "--metrics-bind-address",
@@ -224,7 +226,7 @@ async fn spawn_manager(
             "--health-probe-bind-address",
             "0",
             "--concurrency",
-            "16",
+            &concurrency,
         ])
         .env("KUBECONFIG", server.kubeconfig_path())
         .env(
