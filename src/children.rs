@@ -25,8 +25,8 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use tracing::info;
 
+use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::manager::Context;
 use crate::metrics::WriteKind;
 use crate::status::{Progress, Readiness, name_list};
 

@@ -12,8 +12,8 @@ use kube::{Resource, ResourceExt};
 
 use crate::api::{Fermat, FermatStatus, Tuple, TupleSpec};
 use crate::children::{self, Child, Desired, Plan};
+use crate::context::Context;
 use crate::error::Result;
-use crate::manager::Context;
 use crate::math;
 use crate::status::{self, Progress, Readiness};
 

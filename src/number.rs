@@ -8,8 +8,8 @@ use kube::Resource;
 use kube::runtime::controller::Action;
 
 use crate::api::{Number, NumberStatus};
+use crate::context::Context;
 use crate::error::Result;
-use crate::manager::Context;
 use crate::math;
 use crate::status::{self, Progress, Readiness};
 

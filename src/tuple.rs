@@ -12,8 +12,8 @@ use kube::{Resource, ResourceExt};
 
 use crate::api::{Number, NumberSpec, Tuple, TupleStatus};
 use crate::children::{self, Child, Desired, Plan};
+use crate::context::Context;
 use crate::error::Result;
-use crate::manager::Context;
 use crate::status::{self, Progress, Readiness};
 
 /// The Numbers a Tuple wants: `<tuple>-<index>` with `value = numbers[index]`.
