@@ -389,28 +389,40 @@ where
         return Err(error);
     }
 
+    // Corrections and adoptions are conditional merge patches: the resourceVersion we read
+    // makes the server answer 409 if the child changed since, and we look again rather than
+    // overwrite blindly.
+    let patch_child = |child: &Arc<C>, patch: serde_json::Value| {
+        let api = api.clone();
+        let name = child.name_any();
+        ctx.metrics.write(controller, C::KIND, WriteKind::Patch);
+        async move {
+            match api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => Ok(true),
+                Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+                Err(e) => Err(e),
+            }
+        }
+    };
+
     let mut corrected = Vec::new();
     for (child, spec) in &plan.correct {
         let name = child.name_any();
-        // resourceVersion makes the patch conditional: if the child changed since we read
-        // it, the server answers 409 and we look again rather than overwrite blindly.
         let patch = json!({
             "metadata": { "resourceVersion": child.resource_version() },
             "spec": spec,
         });
-        ctx.metrics.write(controller, C::KIND, WriteKind::Patch);
-        match api
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        if patch_child(child, patch)
             .await
+            .map_err(kube_err("correcting", &name))?
         {
-            Ok(_) => {
-                ctx.expect_change::<C>(&namespace, &name, child.resource_version());
-                let was = serde_json::to_string(child.child_spec())?;
-                let now = serde_json::to_string(spec)?;
-                corrected.push(format!("{name} (spec {was} back to {now})"))
-            }
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => return Err(kube_err("correcting", &name)(e)),
+            ctx.expect_change::<C>(&namespace, &name, child.resource_version());
+            let was = serde_json::to_string(child.child_spec())?;
+            let now = serde_json::to_string(spec)?;
+            corrected.push(format!("{name} (spec {was} back to {now})"))
         }
     }
 
@@ -424,17 +436,12 @@ where
             },
             "spec": spec,
         });
-        ctx.metrics.write(controller, C::KIND, WriteKind::Patch);
-        match api
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        if patch_child(child, patch)
             .await
+            .map_err(kube_err("adopting", &name))?
         {
-            Ok(_) => {
-                ctx.expect_change::<C>(&namespace, &name, child.resource_version());
-                adopted.push(name)
-            }
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => return Err(kube_err("adopting", &name)(e)),
+            ctx.expect_change::<C>(&namespace, &name, child.resource_version());
+            adopted.push(name)
         }
     }
 

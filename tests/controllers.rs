@@ -480,26 +480,13 @@ async fn namesakes_in_two_namespaces_do_not_fight() {
     }
     h.start_manager();
     let fermat = |ns: &str| Api::<math_controller::api::Fermat>::namespaced(h.client.clone(), ns);
-    fermat("team-a")
-        .create(
-            &PostParams::default(),
-            &math_controller::api::Fermat::new(
-                "f",
-                math_controller::api::FermatSpec { number: 10 },
-            ),
-        )
-        .await
-        .expect("a");
-    fermat("team-b")
-        .create(
-            &PostParams::default(),
-            &math_controller::api::Fermat::new(
-                "f",
-                math_controller::api::FermatSpec { number: 13 },
-            ),
-        )
-        .await
-        .expect("b");
+    for (ns, number) in [("team-a", 10), ("team-b", 13)] {
+        let f = math_controller::api::Fermat::new("f", math_controller::api::FermatSpec { number });
+        fermat(ns)
+            .create(&PostParams::default(), &f)
+            .await
+            .expect("create Fermat");
+    }
     let a = wait_for(&fermat("team-a"), "f", fermat_ready).await;
     let b = wait_for(&fermat("team-b"), "f", fermat_ready).await;
     assert_eq!(
