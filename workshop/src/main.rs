@@ -1,5 +1,6 @@
 //! `math-workshop`: generate your CRDs, run your controllers, check a stage.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -67,6 +68,7 @@ fn logging(default: &str) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }
 

@@ -120,7 +120,9 @@ impl Kubectl {
     }
 
     /// The command line as the learner would type it (for the report).
+    /// Files written on the spot are shown by their name alone.
     pub fn shown(&self, args: &[&str]) -> String {
-        format!("kubectl {}", args.join(" "))
+        let dir = format!("{}/", self.cache.path().display());
+        format!("kubectl {}", args.join(" ").replace(&dir, ""))
     }
 }
