@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::health::{self, Readiness};
 use crate::leader::{self, LeaderElectionConfig};
 use crate::metrics::{Metrics, ReconcileResult};
+use crate::status::{Outcome, Progress};
 use crate::{fermat, number, tuple};
 
 /// Kept by `kubectl apply` on every object; the manager never reads it.
@@ -35,6 +36,10 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// Exponential backoff of the error policy: 100 ms, 200 ms, ... capped at 5 minutes.
 const BACKOFF_BASE: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(300);
+/// A 409 is retried sooner (it usually only means the cache was a step behind), but through
+/// the same per-object count: 50 ms, 100 ms, ... so that a child whose watch is down is not
+/// hammered 20 times a second.
+const CONFLICT_BACKOFF_BASE: Duration = Duration::from_millis(50);
 
 /// How the manager runs; built from the command line in `main.rs`, or by tests.
 #[derive(Clone, Debug)]
@@ -65,8 +70,17 @@ impl Default for Options {
 
 /// The delay before the `attempt`-th retry (1-based): doubling from 100 ms, capped at 5 min.
 pub fn backoff(attempt: u32) -> Duration {
+    backoff_from(BACKOFF_BASE, attempt)
+}
+
+/// The delay before the `attempt`-th retry after a 409 Conflict: doubling from 50 ms.
+pub fn conflict_backoff(attempt: u32) -> Duration {
+    backoff_from(CONFLICT_BACKOFF_BASE, attempt)
+}
+
+fn backoff_from(base: Duration, attempt: u32) -> Duration {
     let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
-    BACKOFF_BASE.saturating_mul(factor).min(BACKOFF_MAX)
+    base.saturating_mul(factor).min(BACKOFF_MAX)
 }
 
 fn object_key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
@@ -78,13 +92,16 @@ fn object_key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
     )
 }
 
-/// Runs a reconcile with metrics, and turns a 409 Conflict into a quiet, immediate retry:
-/// it only means the cache was a step behind another writer.
+/// Runs a reconcile with metrics, and turns a 409 Conflict into a quiet retry with its own
+/// short backoff: it only means the cache was a step behind another writer.
+///
+/// A reconcile that ends with its object's status not final (waiting for children) counts
+/// as a `requeue`, one that ends final as a `success`.
 async fn observed<K>(
     controller: &'static str,
     obj: Arc<K>,
     ctx: Arc<Context>,
-    reconcile: impl Future<Output = Result<Action>>,
+    reconcile: impl Future<Output = Result<Outcome>>,
 ) -> Result<Action>
 where
     K: Resource<DynamicType = ()>,
@@ -95,15 +112,22 @@ where
     let result = reconcile.await;
     tracing::trace!("{key}: reconcile ends");
     match result {
-        Ok(action) => {
+        Ok(outcome) => {
             ctx.note_success(&key);
-            timer.finish(ReconcileResult::Success);
-            Ok(action)
+            timer.finish(match outcome.progress {
+                Progress::Settled => ReconcileResult::Success,
+                Progress::Pending => ReconcileResult::Requeue,
+            });
+            Ok(match outcome.requeue_after {
+                Some(after) => Action::requeue(after),
+                None => Action::await_change(),
+            })
         }
         Err(error) if error.is_conflict() => {
-            debug!(%error, "{key}: conflict, looking again");
+            let delay = conflict_backoff(ctx.note_failure(&key));
+            debug!(%error, "{key}: conflict, looking again in {delay:?}");
             timer.finish(ReconcileResult::Requeue);
-            Ok(Action::requeue(Duration::from_millis(50)))
+            Ok(Action::requeue(delay))
         }
         Err(error) => {
             timer.finish(ReconcileResult::Error(error.kind_label()));
@@ -547,5 +571,8 @@ mod tests {
         assert_eq!(backoff(2), Duration::from_millis(200));
         assert_eq!(backoff(5), Duration::from_millis(1600));
         assert_eq!(backoff(40), BACKOFF_MAX);
+        assert_eq!(conflict_backoff(1), Duration::from_millis(50));
+        assert_eq!(conflict_backoff(3), Duration::from_millis(200));
+        assert_eq!(conflict_backoff(u32::MAX), BACKOFF_MAX);
     }
 }
