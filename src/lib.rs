@@ -16,3 +16,4 @@ pub mod number;
 pub mod status;
 pub mod telemetry;
 pub mod tuple;
+pub mod watches;
