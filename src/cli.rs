@@ -1,6 +1,7 @@
 //! The command line, as a kubebuilder manager's flags would read.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -50,10 +51,62 @@ pub struct RunArgs {
     /// Name of the Lease.
     #[arg(long, default_value = crate::leader::DEFAULT_LEASE_NAME)]
     pub leader_election_id: String,
+    /// How long a shutdown (SIGTERM, Ctrl-C) waits for the reconciles in flight before it stops
+    /// them half-way; keep it below the pod's terminationGracePeriodSeconds. A second Ctrl-C
+    /// stops at once.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub shutdown_timeout: Duration,
     /// Log lines as text or JSON.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     /// Path to a kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+}
+
+/// A duration as people write it on a command line: `500ms`, `10s`, `2m`, or bare seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration such as 500ms, 10s or 2m"))?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(n)),
+        "" | "s" => Ok(Duration::from_secs(n)),
+        "m" => n
+            .checked_mul(60)
+            .map(Duration::from_secs)
+            .ok_or_else(|| format!("`{text}` is too long")),
+        _ => Err(format!("`{text}`: unknown unit `{unit}` (use ms, s or m)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn durations_parse_as_written() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("10h").is_err());
+        assert!(parse_duration("s").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn the_default_shutdown_timeout_is_the_managers() {
+        let cli = Cli::try_parse_from(["math-controller"]).unwrap();
+        assert_eq!(
+            cli.run.shutdown_timeout,
+            crate::manager::DEFAULT_SHUTDOWN_TIMEOUT
+        );
+    }
 }

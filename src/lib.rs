@@ -13,6 +13,7 @@ pub mod manager;
 pub mod math;
 pub mod metrics;
 pub mod number;
+pub mod shutdown;
 pub mod status;
 pub mod telemetry;
 pub mod tuple;

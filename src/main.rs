@@ -75,6 +75,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         metrics_address: args.metrics_bind_address.0,
         probe_address: args.health_probe_bind_address.0,
         leader_election,
+        shutdown_timeout: args.shutdown_timeout,
     };
     let mut terminate = signal(SignalKind::terminate())?;
     let shutdown = async move {

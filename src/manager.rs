@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::health::{self, Readiness};
 use crate::leader::{self, LeaderElectionConfig};
 use crate::metrics::{Metrics, ReconcileResult};
+use crate::shutdown::{self, Stopped};
 use crate::{fermat, number, tuple};
 
 /// Kept by `kubectl apply` on every object; the manager never reads it.
@@ -35,6 +36,9 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// Exponential backoff of the error policy: 100 ms, 200 ms, ... capped at 5 minutes.
 const BACKOFF_BASE: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(300);
+/// The default bound on a graceful shutdown's wait for the reconciles in flight: below
+/// `deploy/`'s `terminationGracePeriodSeconds` (15 s) with room to release the lease.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How the manager runs; built from the command line in `main.rs`, or by tests.
 #[derive(Clone, Debug)]
@@ -49,6 +53,9 @@ pub struct Options {
     pub probe_address: Option<SocketAddr>,
     /// Lease-based leader election; `None` runs as the only replica.
     pub leader_election: Option<LeaderElectionConfig>,
+    /// How long a shutdown waits for the reconciles in flight before it stops them; keep it
+    /// below the pod's `terminationGracePeriodSeconds`.
+    pub shutdown_timeout: Duration,
 }
 
 impl Default for Options {
@@ -59,6 +66,7 @@ impl Default for Options {
             metrics_address: None,
             probe_address: None,
             leader_election: None,
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
         }
     }
 }
@@ -275,8 +283,9 @@ where
 
 /// Run the manager until `shutdown` resolves (or, with leader election, leadership is lost).
 ///
-/// On shutdown the controllers stop taking work, in-flight reconciles finish, and the lease
-/// is released so that a standby takes over at once.
+/// On shutdown the controllers stop taking work, in-flight reconciles finish (for at most
+/// `options.shutdown_timeout`), and the lease is released so that a standby takes over at once.
+/// A lost lease stops everything at once and is an error ([`Stopped`]), as is a cut-short drain.
 pub async fn run(
     client: Client,
     options: Options,
@@ -348,7 +357,6 @@ pub async fn run(
     };
     readiness.set_ready(false);
 
-    let lost = CancellationToken::new();
     let controllers = run_controllers(
         client,
         &options,
@@ -356,44 +364,36 @@ pub async fn run(
         readiness.clone(),
         stop.clone(),
     );
-    let outcome = match &leadership {
-        Some(leadership) => {
-            let mut controllers = std::pin::pin!(controllers);
-            tokio::select! {
-                _ = &mut controllers => None,
-                _ = leadership.lost() => {
-                    warn!("lost the lease; stopping the controllers");
-                    lost.cancel();
-                    stop.cancel();
-                    controllers.await;
-                    Some(anyhow::anyhow!("leadership lost"))
-                }
-            }
-        }
-        None => {
-            controllers.await;
-            None
+    let lost = async {
+        match &leadership {
+            Some(leadership) => leadership.lost().await,
+            None => std::future::pending().await,
         }
     };
+    let outcome = shutdown::drive(controllers, &stop, lost, options.shutdown_timeout).await;
+    if let Err(stopped) = &outcome {
+        warn!("{stopped}");
+    }
     stop.cancel();
     if let Some(leadership) = leadership {
         metrics.set_leader(false);
-        if !lost.is_cancelled() {
-            match leadership.release().await {
-                Ok(()) => info!("released the lease"),
-                Err(error) => {
+        if !matches!(outcome, Err(Stopped::LeadershipLost)) {
+            match tokio::time::timeout(shutdown::RELEASE_TIMEOUT, leadership.release()).await {
+                Ok(Ok(())) => info!("released the lease"),
+                Ok(Err(error)) => {
                     warn!(%error, "could not release the lease; a standby takes over when it expires")
                 }
+                Err(_) => warn!(
+                    "releasing the lease took longer than {:?}; a standby takes over when it expires",
+                    shutdown::RELEASE_TIMEOUT
+                ),
             }
         }
     }
     for server in servers {
         let _ = server.await;
     }
-    match outcome {
-        Some(error) => Err(error),
-        None => Ok(()),
-    }
+    Ok(outcome?)
 }
 
 /// Build the three watches and three controllers, and drive them until `stop` is cancelled

@@ -403,6 +403,125 @@ async fn a_gracefully_stopped_leader_hands_over_at_once() -> Result<()> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Stopping: a lost lease, a bounded drain
+
+fn status_patches() -> RequestFilter {
+    RequestFilter::new()
+        .verb(Verb::Patch)
+        .resource("numbers")
+        .subresource("status")
+}
+
+/// Waits until the Number controller has a reconcile in flight (here: one whose status write
+/// the server holds back).
+async fn number_reconcile_in_flight(metrics: &Metrics) -> Result<()> {
+    eventually(
+        Duration::from_secs(10),
+        "a Number reconcile in flight",
+        || {
+            (sample(
+                &metrics.encode(),
+                r#"math_controller_reconcile_in_flight{controller="number"}"#,
+            ) == Some(1.0))
+            .then_some(())
+        },
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_loses_the_lease_stops_at_once_without_waiting_for_its_writes() -> Result<()>
+{
+    let server = server().await?;
+    // The status write of n1 takes 8 s: the old leader must not wait for it, nor land it.
+    server.set_latency(status_patches(), Duration::from_secs(8));
+    let lease_duration = Duration::from_secs(3);
+    let a = start(&server, with_election(election("a", lease_duration)));
+    eventually(Duration::from_secs(5), "a to lead", || {
+        a.leads().then_some(())
+    })
+    .await?;
+    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
+    number_reconcile_in_flight(&a.metrics).await?;
+
+    // Another replica takes the lease (as if a's renewals had been lost in the network).
+    let taken = Instant::now();
+    kubectl_ok(
+        &server,
+        &[
+            "patch",
+            "lease",
+            LEASE,
+            "-n",
+            NS,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"holderIdentity":"intruder"}}"#,
+        ],
+        None,
+    )
+    .await?;
+    let result = tokio::time::timeout(lease_duration, a.task)
+        .await
+        .context("run() returns within the lease duration of losing the lease, not when the status write it waits for ends (8 s)")??;
+    let error = result.err().context("losing the lease is an error exit")?;
+    assert!(
+        error.to_string().contains("lost"),
+        "the error says leadership was lost: {error:#}"
+    );
+    assert!(taken.elapsed() < lease_duration);
+    // The write that was in flight was abandoned with the connection: the new leader alone
+    // writes from now on.
+    tokio::time::sleep(Duration::from_secs(9).saturating_sub(taken.elapsed())).await;
+    assert_eq!(
+        number_status(&server, "n1"),
+        None,
+        "the old leader's status write landed after it lost the lease"
+    );
+    assert_eq!(holder(&server).as_deref(), Some("intruder"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_waits_for_the_reconciles_in_flight_at_most_the_shutdown_timeout() -> Result<()>
+{
+    let server = server().await?;
+    // A status write that takes longer than any grace period.
+    server.set_latency(status_patches(), Duration::from_secs(60));
+    let m = start(
+        &server,
+        Options {
+            shutdown_timeout: Duration::from_secs(1),
+            ..with_election(election("a", Duration::from_secs(10)))
+        },
+    );
+    eventually(Duration::from_secs(5), "the manager to lead", || {
+        m.leads().then_some(())
+    })
+    .await?;
+    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
+    number_reconcile_in_flight(&m.metrics).await?;
+
+    let stopping = Instant::now();
+    let result = m.shutdown().await;
+    let took = stopping.elapsed();
+    let error = result
+        .err()
+        .context("a drain cut short by the shutdown timeout is reported as an error exit")?;
+    assert!(
+        error.to_string().contains("shutdown timeout"),
+        "the error names the timeout: {error:#}"
+    );
+    assert!(took < Duration::from_secs(5), "stopping took {took:?}");
+    assert_eq!(
+        holder(&server),
+        None,
+        "the lease is released even when the drain was cut short"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
 // Metrics and probes
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -659,6 +778,15 @@ fn deploy_manifests_are_well_formed_and_match_the_cli() -> Result<()> {
         std::iter::once("math-controller".to_string()).chain(args),
     )?;
     assert!(cli.run.leader_elect);
+    // SIGTERM: the drain and the lease release end before the kubelet's SIGKILL.
+    let grace = pod
+        .termination_grace_period_seconds
+        .context("terminationGracePeriodSeconds")?;
+    let shutdown = cli.run.shutdown_timeout + math_controller::shutdown::RELEASE_TIMEOUT;
+    assert!(
+        shutdown < Duration::from_secs(u64::try_from(grace)?),
+        "--shutdown-timeout plus the lease release ({shutdown:?}) must end within terminationGracePeriodSeconds ({grace} s)"
+    );
     let sc = c
         .security_context
         .clone()
