@@ -56,6 +56,10 @@ pub struct RunArgs {
     /// stops at once.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub shutdown_timeout: Duration,
+    /// How long a request to the API server may wait for its next byte before it fails and is
+    /// retried (watches are ended by the server before this; at least 2s).
+    #[arg(long, default_value = "30s", value_parser = parse_read_timeout)]
+    pub api_read_timeout: Duration,
     /// Log lines as text or JSON.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -85,6 +89,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
+fn parse_read_timeout(text: &str) -> Result<Duration, String> {
+    let timeout = parse_duration(text)?;
+    if timeout < Duration::from_secs(2) {
+        return Err(format!(
+            "`{text}` is too short: a watch needs at least 1 s before the read timeout"
+        ));
+    }
+    Ok(timeout)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +122,10 @@ mod tests {
             cli.run.shutdown_timeout,
             crate::manager::DEFAULT_SHUTDOWN_TIMEOUT
         );
+        assert_eq!(
+            cli.run.api_read_timeout,
+            crate::client::DEFAULT_READ_TIMEOUT
+        );
+        assert!(Cli::try_parse_from(["math-controller", "--api-read-timeout=1s"]).is_err());
     }
 }

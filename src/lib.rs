@@ -4,6 +4,7 @@
 pub mod api;
 pub mod children;
 pub mod cli;
+pub mod client;
 pub mod context;
 pub mod error;
 pub mod fermat;

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::api::{Fermat, Number, Tuple};
+use crate::client;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::health::{self, Readiness};
@@ -56,6 +57,9 @@ pub struct Options {
     /// How long a shutdown waits for the reconciles in flight before it stops them; keep it
     /// below the pod's `terminationGracePeriodSeconds`.
     pub shutdown_timeout: Duration,
+    /// The read timeout the client was built with ([`crate::client::with_read_timeout`]), if
+    /// any: watches ask the API server to end them before it, so that a quiet watch is never cut.
+    pub read_timeout: Option<Duration>,
 }
 
 impl Default for Options {
@@ -67,6 +71,7 @@ impl Default for Options {
             probe_address: None,
             leader_election: None,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            read_timeout: None,
         }
     }
 }
@@ -242,6 +247,7 @@ fn parent_name<P: Resource<DynamicType = ()>>(child: &str) -> Option<String> {
 /// watch wait for the slowest controller.
 fn watch_and_fan_out<K, P>(
     api: Api<K>,
+    config: watcher::Config,
     writer: reflector::store::Writer<K>,
     reader: Store<K>,
     own: mpsc::UnboundedSender<Arc<K>>,
@@ -258,7 +264,7 @@ where
             }
         }
     };
-    watcher(api, watcher::Config::default().any_semantic())
+    watcher(api, config)
         .default_backoff()
         .modify(slim)
         .reflect(writer)
@@ -415,9 +421,15 @@ async fn run_controllers(
     let (fermats_with_news_tx, fermats_with_news) = mpsc::unbounded::<ObjectRef<Fermat>>();
 
     let ns = &options.namespace;
+    // The server ends each watch before the client's read timeout could cut a quiet one.
+    let watch_timeout = client::watch_timeout_seconds(options.read_timeout);
+    let watch_config = watcher::Config::default()
+        .any_semantic()
+        .timeout(watch_timeout);
     let watches = futures::stream::select_all([
         watch_and_fan_out(
             api(&client, ns),
+            watch_config.clone(),
             number_writer,
             numbers.clone(),
             number_changes_tx,
@@ -426,6 +438,7 @@ async fn run_controllers(
         .boxed(),
         watch_and_fan_out(
             api(&client, ns),
+            watch_config.clone(),
             tuple_writer,
             tuples.clone(),
             tuple_changes_tx,
@@ -434,6 +447,7 @@ async fn run_controllers(
         .boxed(),
         watch_and_fan_out::<Fermat, Fermat>(
             api(&client, ns),
+            watch_config.clone(),
             fermat_writer,
             fermats.clone(),
             fermat_changes_tx,

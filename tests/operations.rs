@@ -10,6 +10,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
+use math_controller::client;
 use math_controller::leader::{self, LeaderElectionConfig};
 use math_controller::manager::{self, Options};
 use math_controller::metrics::Metrics;
@@ -44,16 +45,15 @@ struct Running {
 }
 
 fn start(server: &TestServer, options: Options) -> Running {
+    start_with_client(server.client(), options)
+}
+
+fn start_with_client(client: kube::Client, options: Options) -> Running {
     let metrics = Metrics::new();
     let (tx, rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(manager::run(
-        server.client(),
-        options,
-        metrics.clone(),
-        async {
-            let _ = rx.await;
-        },
-    ));
+    let task = tokio::spawn(manager::run(client, options, metrics.clone(), async {
+        let _ = rx.await;
+    }));
     Running {
         metrics,
         stop: Some(tx),
@@ -518,6 +518,67 @@ async fn a_shutdown_waits_for_the_reconciles_in_flight_at_most_the_shutdown_time
         None,
         "the lease is released even when the drain was cut short"
     );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_request_is_cut_by_the_read_timeout_and_watches_end_before_it() -> Result<()> {
+    let server = server().await?;
+    // Watches with nothing to say stay silent for longer than the read timeout.
+    server.set_bookmark_interval(Duration::from_secs(60));
+    let read_timeout = Duration::from_secs(2);
+    let mut config = kube::Config::new(server.url().parse()?);
+    config.default_namespace = NS.to_string();
+    let client = kube::Client::try_from(client::with_read_timeout(config, read_timeout))?;
+    let m = start_with_client(
+        client,
+        Options {
+            read_timeout: Some(read_timeout),
+            ..Options::default()
+        },
+    );
+
+    // n1's status write hangs: the server does not answer for an hour.
+    let n1_status = status_patches().name("n1");
+    server.set_latency(n1_status.clone(), Duration::from_secs(3600));
+    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
+    number_reconcile_in_flight(&m.metrics).await?;
+    tokio::time::sleep(read_timeout + Duration::from_secs(1)).await;
+    // The server answers again: the write that timed out is retried, and lands.
+    server.set_latency(n1_status, Duration::ZERO);
+    eventually(
+        Duration::from_secs(10),
+        "n1 converged after its hung write",
+        || number_converged(&server, "n1").then_some(()),
+    )
+    .await?;
+
+    // Quiet for several read timeouts: the watches still deliver a new Number.
+    tokio::time::sleep(read_timeout * 3).await;
+    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n2", 9))).await?;
+    eventually(Duration::from_secs(10), "n2 converged", || {
+        number_converged(&server, "n2").then_some(())
+    })
+    .await?;
+    let watches: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb == Verb::Watch && !r.user_agent.starts_with("kubectl"))
+        .collect();
+    assert!(!watches.is_empty());
+    for watch in &watches {
+        let timeout = watch
+            .query
+            .split('&')
+            .find_map(|p| p.strip_prefix("timeoutSeconds="))
+            .and_then(|t| t.parse::<u64>().ok())
+            .with_context(|| format!("watch without timeoutSeconds: {}", watch.query))?;
+        assert!(
+            Duration::from_secs(timeout) < read_timeout,
+            "the server must end a watch ({timeout} s) before the client's read timeout ({read_timeout:?}) cuts it"
+        );
+    }
+    m.shutdown().await?;
     Ok(())
 }
 
