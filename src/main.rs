@@ -84,13 +84,33 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         shutdown_timeout: args.shutdown_timeout,
         read_timeout: Some(args.api_read_timeout),
     };
+    let shutdown = first_signal_then_force_on_second(args.shutdown_timeout)?;
+    manager::run(client, options, Metrics::new(), shutdown).await
+}
+
+/// Resolves on the first SIGINT or SIGTERM: the manager then drains (for at most
+/// `--shutdown-timeout`). A second signal ends the process at once with status 130, as a
+/// learner pressing Ctrl-C twice expects.
+fn first_signal_then_force_on_second(
+    shutdown_timeout: std::time::Duration,
+) -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
     let mut terminate = signal(SignalKind::terminate())?;
-    let shutdown = async move {
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
+            _ = interrupt.recv() => {}
             _ = terminate.recv() => {}
         }
-        tracing::info!("shutting down: finishing the reconciles in flight");
-    };
-    manager::run(client, options, Metrics::new(), shutdown).await
+        tracing::info!(
+            "stopping: finishing the reconciles in flight (at most {shutdown_timeout:?}); press Ctrl-C again to stop at once"
+        );
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            tracing::warn!("second signal: exiting at once, abandoning the reconciles in flight");
+            std::process::exit(130);
+        });
+    })
 }

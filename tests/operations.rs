@@ -735,6 +735,91 @@ async fn sigterm_exits_zero_and_releases_the_lease() -> Result<()> {
     Ok(())
 }
 
+/// Polls the binary's /metrics until the Number controller has a reconcile in flight.
+async fn binary_reconcile_in_flight(metrics: SocketAddr) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok((200, text)) = http_get(metrics, "/metrics").await
+            && sample(
+                &text,
+                r#"math_controller_reconcile_in_flight{controller="number"}"#,
+            ) == Some(1.0)
+        {
+            return Ok(());
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "no Number reconcile in flight within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn signal(child: &std::process::Child, signal: &str) -> Result<()> {
+    let kill = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()?;
+    ensure!(kill.success(), "kill {signal} failed");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_ctrl_c_stops_at_once() -> Result<()> {
+    let server = server().await?;
+    // A reconcile that would hold a graceful shutdown for a minute.
+    server.set_latency(status_patches(), Duration::from_secs(60));
+    let metrics = free_port()?;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_math-controller"))
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig_path())
+        .args(["--health-probe-bind-address=0", "--shutdown-timeout=60s"])
+        .arg(format!("--metrics-bind-address={metrics}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let outcome = async {
+        kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
+        binary_reconcile_in_flight(metrics).await?;
+        // The first Ctrl-C drains: the manager waits for the reconcile in flight.
+        signal(&child, "-INT")?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        ensure!(
+            child.try_wait()?.is_none(),
+            "the first Ctrl-C must wait for the reconcile in flight"
+        );
+        // The second one does not wait.
+        signal(&child, "-INT")?;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Ok(status);
+            }
+            ensure!(
+                Instant::now() < deadline,
+                "the manager did not exit within 5 s of the second Ctrl-C"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    .await;
+    if outcome.is_err() {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output()?;
+    let logs = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status = outcome.with_context(|| logs.clone())?;
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "a forced exit is not a clean one: {status:?}\n{logs}"
+    );
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // deploy/
 
