@@ -4,6 +4,7 @@
 pub mod api;
 pub mod children;
 pub mod cli;
+pub mod client;
 pub mod context;
 pub mod error;
 pub mod fermat;
@@ -13,6 +14,7 @@ pub mod manager;
 pub mod math;
 pub mod metrics;
 pub mod number;
+pub mod shutdown;
 pub mod status;
 pub mod telemetry;
 pub mod tuple;

@@ -16,17 +16,20 @@ use futures::channel::mpsc;
 use kube::api::{Api, ListParams};
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::api::{Fermat, Number, Tuple};
+use crate::client;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::health::{self, Readiness};
 use crate::leader::{self, LeaderElectionConfig};
 use crate::metrics::{Metrics, ReconcileResult};
+use crate::shutdown::{self, Stopped};
 use crate::status::{Outcome, Progress};
 use crate::watches::{resync, watch_and_fan_out};
 use crate::{fermat, number, tuple};
@@ -41,6 +44,9 @@ pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(600);
 /// the same per-object count: 50 ms, 100 ms, ... so that a child whose watch is down is not
 /// hammered 20 times a second.
 const CONFLICT_BACKOFF_BASE: Duration = Duration::from_millis(50);
+/// The default bound on a graceful shutdown's wait for the reconciles in flight: below
+/// `deploy/`'s `terminationGracePeriodSeconds` (15 s) with room to release the lease.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How the manager runs; built from the command line in `main.rs`, or by tests.
 #[derive(Clone, Debug)]
@@ -57,6 +63,12 @@ pub struct Options {
     pub leader_election: Option<LeaderElectionConfig>,
     /// Every object is reconciled again about this often (±10 %, see [`resync`]).
     pub sync_period: Duration,
+    /// How long a shutdown waits for the reconciles in flight before it stops them; keep it
+    /// below the pod's `terminationGracePeriodSeconds`.
+    pub shutdown_timeout: Duration,
+    /// The read timeout the client was built with ([`crate::client::with_read_timeout`]), if
+    /// any: watches ask the API server to end them before it, so that a quiet watch is never cut.
+    pub read_timeout: Option<Duration>,
 }
 
 impl Default for Options {
@@ -68,6 +80,8 @@ impl Default for Options {
             probe_address: None,
             leader_election: None,
             sync_period: DEFAULT_SYNC_PERIOD,
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            read_timeout: None,
         }
     }
 }
@@ -214,8 +228,9 @@ pub async fn preflight(client: &Client, namespace: &Option<String>) -> Result<()
 
 /// Run the manager until `shutdown` resolves (or, with leader election, leadership is lost).
 ///
-/// On shutdown the controllers stop taking work, in-flight reconciles finish, and the lease
-/// is released so that a standby takes over at once.
+/// On shutdown the controllers stop taking work, in-flight reconciles finish (for at most
+/// `options.shutdown_timeout`), and the lease is released so that a standby takes over at once.
+/// A lost lease stops everything at once and is an error ([`Stopped`]), as is a cut-short drain.
 pub async fn run(
     client: Client,
     options: Options,
@@ -287,7 +302,6 @@ pub async fn run(
     };
     readiness.set_ready(false);
 
-    let lost = CancellationToken::new();
     let controllers = run_controllers(
         client,
         &options,
@@ -295,44 +309,36 @@ pub async fn run(
         readiness.clone(),
         stop.clone(),
     );
-    let outcome = match &leadership {
-        Some(leadership) => {
-            let mut controllers = std::pin::pin!(controllers);
-            tokio::select! {
-                _ = &mut controllers => None,
-                _ = leadership.lost() => {
-                    warn!("lost the lease; stopping the controllers");
-                    lost.cancel();
-                    stop.cancel();
-                    controllers.await;
-                    Some(anyhow::anyhow!("leadership lost"))
-                }
-            }
-        }
-        None => {
-            controllers.await;
-            None
+    let lost = async {
+        match &leadership {
+            Some(leadership) => leadership.lost().await,
+            None => std::future::pending().await,
         }
     };
+    let outcome = shutdown::drive(controllers, &stop, lost, options.shutdown_timeout).await;
+    if let Err(stopped) = &outcome {
+        warn!("{stopped}");
+    }
     stop.cancel();
     if let Some(leadership) = leadership {
         metrics.set_leader(false);
-        if !lost.is_cancelled() {
-            match leadership.release().await {
-                Ok(()) => info!("released the lease"),
-                Err(error) => {
+        if !matches!(outcome, Err(Stopped::LeadershipLost)) {
+            match tokio::time::timeout(shutdown::RELEASE_TIMEOUT, leadership.release()).await {
+                Ok(Ok(())) => info!("released the lease"),
+                Ok(Err(error)) => {
                     warn!(%error, "could not release the lease; a standby takes over when it expires")
                 }
+                Err(_) => warn!(
+                    "releasing the lease took longer than {:?}; a standby takes over when it expires",
+                    shutdown::RELEASE_TIMEOUT
+                ),
             }
         }
     }
     for server in servers {
         let _ = server.await;
     }
-    match outcome {
-        Some(error) => Err(error),
-        None => Ok(()),
-    }
+    Ok(outcome?)
 }
 
 /// Build the three watches and three controllers, and drive them until `stop` is cancelled
@@ -354,9 +360,15 @@ async fn run_controllers(
     let (fermats_with_news_tx, fermats_with_news) = mpsc::unbounded::<ObjectRef<Fermat>>();
 
     let ns = &options.namespace;
+    // The server ends each watch before the client's read timeout could cut a quiet one.
+    let watch_timeout = client::watch_timeout_seconds(options.read_timeout);
+    let watch_config = watcher::Config::default()
+        .any_semantic()
+        .timeout(watch_timeout);
     let watches = futures::stream::select_all([
         watch_and_fan_out(
             api(&client, ns),
+            watch_config.clone(),
             number_writer,
             numbers.clone(),
             number_changes_tx,
@@ -365,6 +377,7 @@ async fn run_controllers(
         .boxed(),
         watch_and_fan_out(
             api(&client, ns),
+            watch_config.clone(),
             tuple_writer,
             tuples.clone(),
             tuple_changes_tx,
@@ -373,6 +386,7 @@ async fn run_controllers(
         .boxed(),
         watch_and_fan_out::<Fermat, Fermat>(
             api(&client, ns),
+            watch_config.clone(),
             fermat_writer,
             fermats.clone(),
             fermat_changes_tx,

@@ -69,6 +69,7 @@ fn parent_name<P: Resource<DynamicType = ()>>(child: &str) -> Option<String> {
 /// watch wait for the slowest controller.
 pub(crate) fn watch_and_fan_out<K, P>(
     api: Api<K>,
+    config: watcher::Config,
     writer: reflector::store::Writer<K>,
     reader: Store<K>,
     own: mpsc::UnboundedSender<Arc<K>>,
@@ -88,7 +89,7 @@ where
     // What the cache held when a (re)list began: the objects that are not in the new list
     // were deleted while the watch was down, and no Delete event will ever say so.
     let mut before_relist: Vec<Arc<K>> = Vec::new();
-    watcher(api, watcher::Config::default().any_semantic())
+    watcher(api, config)
         .default_backoff()
         .modify(slim)
         .reflect(writer)
