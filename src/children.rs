@@ -189,9 +189,15 @@ where
         // fight it.
         return Ok(Outcome::DONE);
     }
-    let (found, owned, in_flight) = ctx.children(children, parent, &desired);
+    let cached = ctx.children(children, parent, &desired);
     let owner_uid = parent.meta().uid.clone().unwrap_or_default();
-    let plan = plan(&owner_uid, desired, &found, &owned, &in_flight);
+    let plan = plan(
+        &owner_uid,
+        desired,
+        &cached.found,
+        &cached.owned,
+        &cached.in_flight,
+    );
     ctx.narrate(parent, &plan);
     apply(ctx, parent, &plan).await?;
     let now = Timestamp::now();
@@ -199,10 +205,11 @@ where
     let requeue_after = ctx
         .write_status(parent, current, &desired_status, progress, now)
         .await?;
-    Ok(Outcome {
+    let outcome = Outcome {
         requeue_after,
         progress,
-    })
+    };
+    Ok(outcome.requeue_within(cached.recheck_in))
 }
 
 /// The UID of the object's controller, if it has one.

@@ -38,6 +38,8 @@ pub struct Context {
     in_flight: Mutex<HashMap<String, InFlight>>,
     /// Statuses written whose echo the cache has not shown yet (see [`Context::write_status`]).
     statuses: Mutex<HashMap<String, WrittenStatus>>,
+    /// How long a remembered write waits for its echo before the cache is believed again.
+    in_flight_timeout: Duration,
 }
 
 /// A status write that the watch has not delivered yet.
@@ -48,9 +50,19 @@ struct WrittenStatus {
     since: std::time::Instant,
 }
 
-/// What the cache holds of a parent's children: the objects of the desired names, the
-/// objects it controls, and the names whose last write the cache does not show yet.
-pub type CachedChildren<C> = (HashMap<String, Arc<C>>, Vec<Arc<C>>, HashSet<String>);
+/// What the cache holds of a parent's children.
+pub struct CachedChildren<C> {
+    /// The objects of the desired names, in the parent's namespace, whoever controls them.
+    pub found: HashMap<String, Arc<C>>,
+    /// The objects the parent controls (by UID), in its namespace.
+    pub owned: Vec<Arc<C>>,
+    /// The names whose last write the cache does not show yet.
+    pub in_flight: HashSet<String>,
+    /// When the first of those writes times out: the parent must look again by then even if
+    /// no watch event comes (a child created and deleted before its echo leaves the cache
+    /// exactly as remembered, and nothing else would wake the parent).
+    pub recheck_in: Option<Duration>,
+}
 
 /// A write to a child that the watch has not delivered yet.
 struct InFlight {
@@ -61,7 +73,7 @@ struct InFlight {
 
 /// How long a write may go unseen before the cache is believed again regardless: a safety
 /// net for a lost watch event; the watch normally delivers within milliseconds.
-const IN_FLIGHT_TIMEOUT: Duration = Duration::from_secs(30);
+pub const IN_FLIGHT_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Context {
     /// A context over the three caches, with its own Event recorder.
@@ -85,7 +97,14 @@ impl Context {
             failures: Mutex::default(),
             in_flight: Mutex::default(),
             statuses: Mutex::default(),
+            in_flight_timeout: IN_FLIGHT_TIMEOUT,
         }
+    }
+
+    /// The same context with another in-flight timeout (tests shorten it).
+    pub fn with_in_flight_timeout(mut self, timeout: Duration) -> Self {
+        self.in_flight_timeout = timeout;
+        self
     }
 
     /// The `controller` label of metrics for a parent kind.
@@ -120,21 +139,26 @@ impl Context {
         }
     }
 
-    /// Whether a write to this child is still on its way to the cache; forgets it once seen.
-    fn is_in_flight<C: Child>(&self, namespace: &str, name: &str, cached: Option<&Arc<C>>) -> bool {
-        let Ok(mut in_flight) = self.in_flight.lock() else {
-            return false;
-        };
+    /// How much longer a write to this child may still be on its way to the cache (`None`:
+    /// it is not, or no longer); forgets it once seen or timed out.
+    fn in_flight_for<C: Child>(
+        &self,
+        namespace: &str,
+        name: &str,
+        cached: Option<&Arc<C>>,
+    ) -> Option<Duration> {
+        let mut in_flight = self.in_flight.lock().ok()?;
         let key = format!("{}/{namespace}/{name}", C::KIND);
-        let Some(write) = in_flight.get(&key) else {
-            return false;
-        };
+        let write = in_flight.get(&key)?;
         let cached_version = cached.and_then(|c| c.resource_version());
-        if write.seen == cached_version && write.since.elapsed() < IN_FLIGHT_TIMEOUT {
-            return true;
+        let left = self.in_flight_timeout.checked_sub(write.since.elapsed());
+        match left {
+            Some(left) if write.seen == cached_version && !left.is_zero() => Some(left),
+            _ => {
+                in_flight.remove(&key);
+                None
+            }
         }
-        in_flight.remove(&key);
-        false
     }
 
     /// From the cache, the objects of the desired names in the parent's namespace, the
@@ -163,18 +187,28 @@ impl Context {
             })
             .collect::<Vec<_>>();
         let ns = namespace.as_deref().unwrap_or_default();
-        let in_flight = desired
+        let mut in_flight = HashSet::new();
+        let mut recheck_in: Option<Duration> = None;
+        let names = desired
             .iter()
             .map(|d| (d.name.as_str(), found.get(&d.name)))
             .chain(
                 owned
                     .iter()
                     .map(|c| (c.meta().name.as_deref().unwrap_or_default(), Some(c))),
-            )
-            .filter(|(name, cached)| self.is_in_flight::<C>(ns, name, *cached))
-            .map(|(name, _)| name.to_string())
-            .collect();
-        (found, owned, in_flight)
+            );
+        for (name, cached) in names {
+            if let Some(left) = self.in_flight_for::<C>(ns, name, cached) {
+                in_flight.insert(name.to_string());
+                recheck_in = Some(recheck_in.map_or(left, |r| r.min(left)));
+            }
+        }
+        CachedChildren {
+            found,
+            owned,
+            in_flight,
+            recheck_in,
+        }
     }
 
     /// Log, in words, what a parent wants, what it found and what it is about to do.
@@ -330,7 +364,10 @@ impl Context {
     fn written_status(&self, key: &str, cached: Option<&str>) -> Option<serde_json::Value> {
         let mut statuses = self.statuses.lock().ok()?;
         match statuses.get(key) {
-            Some(w) if Some(w.seen.as_str()) == cached && w.since.elapsed() < IN_FLIGHT_TIMEOUT => {
+            Some(w)
+                if Some(w.seen.as_str()) == cached
+                    && w.since.elapsed() < self.in_flight_timeout =>
+            {
                 Some(w.status.clone())
             }
             Some(_) => {

@@ -76,6 +76,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         probe_address: args.health_probe_bind_address.0,
         leader_election,
         sync_period: args.sync_period,
+        ..Options::default()
     };
     let mut terminate = signal(SignalKind::terminate())?;
     let shutdown = async move {

@@ -57,6 +57,9 @@ pub struct Options {
     pub leader_election: Option<LeaderElectionConfig>,
     /// Every object is reconciled again about this often (±10 %, see [`resync`]).
     pub sync_period: Duration,
+    /// How long a write may go unseen by the watch before the cache is believed again
+    /// (see [`Context::expect_change`]); tests shorten it.
+    pub in_flight_timeout: Duration,
 }
 
 impl Default for Options {
@@ -68,6 +71,7 @@ impl Default for Options {
             probe_address: None,
             leader_election: None,
             sync_period: DEFAULT_SYNC_PERIOD,
+            in_flight_timeout: crate::context::IN_FLIGHT_TIMEOUT,
         }
     }
 }
@@ -384,7 +388,10 @@ async fn run_controllers(
     .for_each(|()| futures::future::ready(()));
 
     let caches = (numbers.clone(), tuples.clone(), fermats.clone());
-    let ctx = Arc::new(Context::new(client.clone(), caches, metrics));
+    let ctx = Arc::new(
+        Context::new(client.clone(), caches, metrics)
+            .with_in_flight_timeout(options.in_flight_timeout),
+    );
     let config = ControllerConfig::default().concurrency(options.concurrency);
     let number_controller = Controller::for_shared_stream(number_changes, numbers.clone())
         .reconcile_all_on(resync(options.sync_period))

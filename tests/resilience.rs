@@ -130,3 +130,43 @@ async fn a_periodic_resync_writes_nothing_on_a_converged_cluster() {
     assert_eq!(h.object_writes(), writes, "a resync writes nothing");
     h.stop_manager().await;
 }
+
+/// Item 2: a child created and deleted before the parent's next reconcile (its ADDED and
+/// DELETED both arrive while the parent is busy publishing an Event) looks exactly like the
+/// remembered "absent"; the parent must look again once the write's timeout has passed.
+#[tokio::test]
+async fn a_child_deleted_before_its_echo_comes_back() {
+    let mut h = Harness::without_manager().await;
+    h.start_manager_with(Options {
+        in_flight_timeout: Duration::from_secs(3),
+        ..Options::default()
+    });
+    let events = RequestFilter::new().resource("events");
+    h.server.set_latency(events.clone(), Duration::from_secs(2));
+    h.create_tuple("t", vec![4]).await;
+    let first = eventually(
+        "t-0 to be created",
+        || async {
+            Some(
+                h.server
+                    .object("math.example.com", "numbers", Some("default"), "t-0"),
+            )
+        },
+        |n| n.is_some(),
+    )
+    .await;
+    h.numbers()
+        .delete("t-0", &DeleteParams::default())
+        .await
+        .expect("delete t-0 at once");
+    h.server.set_latency(events, Duration::ZERO);
+    let uid = |v: &serde_json::Value| v.pointer("/metadata/uid").cloned();
+    let first_uid = first.as_ref().and_then(uid);
+    let back = wait_for(&h.numbers(), "t-0", |n| {
+        n.metadata.uid.as_ref().map(|u| serde_json::json!(u)) != first_uid && number_ready(n)
+    })
+    .await;
+    assert_eq!(back.spec.value, 4);
+    wait_for(&h.tuples(), "t", tuple_ready).await;
+    h.stop_manager().await;
+}
