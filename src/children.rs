@@ -175,14 +175,14 @@ pub async fn reconcile<P, C: Child, S>(
     children: &Store<C>,
     desired: Vec<Desired<C::Spec>>,
     current: Option<&S>,
-    status: impl FnOnce(&Plan<C>, Timestamp) -> (S, Progress),
+    status: impl FnOnce(&Plan<C>, Option<&S>, Timestamp) -> (S, Progress),
 ) -> Result<Outcome>
 where
     P: Resource<DynamicType = (), Scope = NamespaceResourceScope>
         + Clone
         + Debug
         + DeserializeOwned,
-    S: Serialize,
+    S: Serialize + DeserializeOwned + Clone,
 {
     if parent.meta().deletion_timestamp.is_some() {
         // Being deleted: the garbage collector takes the children; recreating them would
@@ -201,9 +201,10 @@ where
     ctx.narrate(parent, &plan);
     apply(ctx, parent, &plan).await?;
     let now = Timestamp::now();
-    let (desired_status, progress) = status(&plan, now);
+    let known = ctx.known_status(parent, current);
+    let (desired_status, progress) = status(&plan, known.as_ref(), now);
     let requeue_after = ctx
-        .write_status(parent, current, &desired_status, progress, now)
+        .write_status(parent, known.as_ref(), &desired_status, progress, now)
         .await?;
     let outcome = Outcome {
         requeue_after,

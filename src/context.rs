@@ -75,6 +75,16 @@ struct InFlight {
 /// net for a lost watch event; the watch normally delivers within milliseconds.
 pub const IN_FLIGHT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The key of an object's remembered status write.
+fn status_key<P: Resource<DynamicType = ()>>(obj: &P) -> String {
+    format!(
+        "{}/{}/{}",
+        P::kind(&()),
+        obj.namespace().unwrap_or_default(),
+        obj.name_any()
+    )
+}
+
 impl Context {
     /// A context over the three caches, with its own Event recorder.
     pub fn new(
@@ -281,12 +291,26 @@ impl Context {
         }
     }
 
-    /// Write an object's status if [`status::decide`] says it is due; answers when to look
-    /// again (`None`: on the next watch event).
+    /// The object's status as far as we know: the one we wrote last, while the cache still
+    /// shows the object as it was before that write; else the cached one (`cached`).
     ///
-    /// The status we wrote last is remembered until the cache shows it: a reconcile that runs
-    /// in between (a second child reported meanwhile) compares against what we wrote, not
-    /// against the stale cache, and so does not write the same status twice.
+    /// A reconcile that runs between a status write and its echo (a second child reported
+    /// meanwhile) builds on what we wrote, not on the stale cache: the `Ready` condition keeps
+    /// the `lastTransitionTime` we wrote, and the same status is not written twice.
+    pub fn known_status<P, S>(&self, obj: &P, cached: Option<&S>) -> Option<S>
+    where
+        P: Resource<DynamicType = ()>,
+        S: Clone + DeserializeOwned,
+    {
+        let key = status_key(obj);
+        self.written_status(&key, obj.resource_version().as_deref())
+            .and_then(|written| serde_json::from_value(written).ok())
+            .or_else(|| cached.cloned())
+    }
+
+    /// Write an object's status if [`status::decide`] says it is due; answers when to look
+    /// again (`None`: on the next watch event). `current` is the status as far as we know
+    /// ([`Context::known_status`]); what we write is remembered until the cache shows it.
     pub async fn write_status<P, S>(
         &self,
         obj: &P,
@@ -305,13 +329,9 @@ impl Context {
         let namespace = obj.namespace().unwrap_or_default();
         let name = obj.name_any();
         let kind = P::kind(&()).to_string();
-        let key = format!("{kind}/{namespace}/{name}");
+        let key = status_key(obj);
         let cached_version = obj.resource_version();
-        let written = self.written_status(&key, cached_version.as_deref());
-        let current = match written {
-            Some(written) => Some(written),
-            None => current.map(serde_json::to_value).transpose()?,
-        };
+        let current = current.map(serde_json::to_value).transpose()?;
         let desired = serde_json::to_value(desired)?;
         let age = status::age(obj.meta().creation_timestamp.as_ref(), now);
         match status::decide(current.as_ref(), &desired, progress, age)? {

@@ -7,8 +7,9 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use math_controller::manager::Options;
+use serde_json::json;
 use test_apiserver::{RequestFilter, Verb};
 
 fn reconciles(metrics: &math_controller::metrics::Metrics, controller: &str, result: &str) -> f64 {
@@ -169,4 +170,57 @@ async fn a_child_deleted_before_its_echo_comes_back() {
     assert_eq!(back.spec.value, 4);
     wait_for(&h.tuples(), "t", tuple_ready).await;
     h.stop_manager().await;
+}
+
+/// Item 5: a reconcile between a status write and its echo builds on the status it wrote,
+/// so `lastTransitionTime` stays and the same answer is not written a second time.
+#[tokio::test]
+async fn a_status_is_written_once_even_when_its_echo_is_late() {
+    let mut h = Harness::without_manager().await;
+    // The Tuples' watch (not their list) is held back: t's own status write is not echoed.
+    let tuple_watch = RequestFilter::new().verb(Verb::Watch).resource("tuples");
+    h.server
+        .set_latency(tuple_watch.clone(), Duration::from_secs(6));
+    h.create_tuple("t", vec![4]).await;
+    h.start_manager();
+    let ready = |t: &Option<serde_json::Value>| {
+        t.as_ref()
+            .and_then(|t| t.pointer("/status/conditions/0/status"))
+            .is_some_and(|s| s == "True")
+    };
+    eventually(
+        "t's answer on the server",
+        || async {
+            Some(
+                h.server
+                    .object("math.example.com", "tuples", Some("default"), "t"),
+            )
+        },
+        ready,
+    )
+    .await;
+    // More than a second later, before the echo, a change of t-0 wakes t again.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    h.numbers()
+        .patch(
+            "t-0",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}})),
+        )
+        .await
+        .expect("label t-0");
+    h.server.set_latency(tuple_watch.clone(), Duration::ZERO);
+    eventually(
+        "the Tuples' watch to be served",
+        || async { Some(h.server.count(&tuple_watch)) },
+        |n| *n >= 1,
+    )
+    .await;
+    wait_for(&h.tuples(), "t", tuple_ready).await;
+    h.stop_manager().await;
+    let status_writes = RequestFilter::new()
+        .verb(Verb::Patch)
+        .resource("tuples")
+        .subresource("status");
+    assert_eq!(h.server.count(&status_writes), 1, "t's status written once");
 }
