@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
@@ -18,6 +18,7 @@ use tracing::{debug, info, warn};
 use crate::api::{Fermat, Number, Tuple};
 use crate::children::{self, Child, Desired, Plan};
 use crate::error::{Error, Result};
+use crate::memory::Memory;
 use crate::metrics::{Metrics, WriteKind};
 use crate::status::{self, Progress, StatusWrite};
 
@@ -33,21 +34,21 @@ pub struct Context {
     pub recorder: Recorder,
     pub metrics: Metrics,
     /// Consecutive failures per object, for the error policy's exponential backoff.
-    failures: Mutex<HashMap<String, u32>>,
-    /// Children written to whose change the cache has not shown yet (see [`Context::expect_change`]).
-    in_flight: Mutex<HashMap<String, InFlight>>,
+    failures: Memory<u32>,
+    /// Children written to whose change the cache has not shown yet (see
+    /// [`Context::expect_change`]): the child's resourceVersion in the cache when we wrote
+    /// (`None`: it was absent).
+    in_flight: Memory<Option<String>>,
     /// Statuses written whose echo the cache has not shown yet (see [`Context::write_status`]).
-    statuses: Mutex<HashMap<String, WrittenStatus>>,
-    /// How long a remembered write waits for its echo before the cache is believed again.
-    in_flight_timeout: Duration,
+    statuses: Memory<WrittenStatus>,
 }
 
 /// A status write that the watch has not delivered yet.
+#[derive(Clone)]
 struct WrittenStatus {
     /// The object's resourceVersion in the cache when we wrote.
     seen: String,
     status: serde_json::Value,
-    since: std::time::Instant,
 }
 
 /// What the cache holds of a parent's children.
@@ -64,12 +65,9 @@ pub struct CachedChildren<C> {
     pub recheck_in: Option<Duration>,
 }
 
-/// A write to a child that the watch has not delivered yet.
-struct InFlight {
-    /// The child's resourceVersion in the cache when we wrote (`None`: it was absent).
-    seen: Option<String>,
-    since: std::time::Instant,
-}
+/// How long a failure is remembered for the backoff after the last one: twice the longest
+/// backoff, so an object that keeps failing keeps its count.
+const FAILURE_MEMORY: Duration = Duration::from_secs(600);
 
 /// How long a write may go unseen before the cache is believed again regardless: a safety
 /// net for a lost watch event; the watch normally delivers within milliseconds.
@@ -103,17 +101,17 @@ impl Context {
             numbers,
             tuples,
             fermats,
+            failures: Memory::new("failures", metrics.clone(), FAILURE_MEMORY),
+            in_flight: Memory::new("child_writes", metrics.clone(), IN_FLIGHT_TIMEOUT),
+            statuses: Memory::new("status_writes", metrics.clone(), IN_FLIGHT_TIMEOUT),
             metrics,
-            failures: Mutex::default(),
-            in_flight: Mutex::default(),
-            statuses: Mutex::default(),
-            in_flight_timeout: IN_FLIGHT_TIMEOUT,
         }
     }
 
     /// The same context with another in-flight timeout (tests shorten it).
     pub fn with_in_flight_timeout(mut self, timeout: Duration) -> Self {
-        self.in_flight_timeout = timeout;
+        self.in_flight = Memory::new("child_writes", self.metrics.clone(), timeout);
+        self.statuses = Memory::new("status_writes", self.metrics.clone(), timeout);
         self
     }
 
@@ -140,13 +138,8 @@ impl Context {
     /// (a duplicate create answered 409, a second correction): it waits instead. This is
     /// what controller-runtime users know as "expectations".
     pub fn expect_change<C: Child>(&self, namespace: &str, name: &str, seen: Option<String>) {
-        if let Ok(mut in_flight) = self.in_flight.lock() {
-            let since = std::time::Instant::now();
-            in_flight.insert(
-                format!("{}/{namespace}/{name}", C::KIND),
-                InFlight { seen, since },
-            );
-        }
+        self.in_flight
+            .insert(format!("{}/{namespace}/{name}", C::KIND), seen);
     }
 
     /// How much longer a write to this child may still be on its way to the cache (`None`:
@@ -157,18 +150,13 @@ impl Context {
         name: &str,
         cached: Option<&Arc<C>>,
     ) -> Option<Duration> {
-        let mut in_flight = self.in_flight.lock().ok()?;
         let key = format!("{}/{namespace}/{name}", C::KIND);
-        let write = in_flight.get(&key)?;
-        let cached_version = cached.and_then(|c| c.resource_version());
-        let left = self.in_flight_timeout.checked_sub(write.since.elapsed());
-        match left {
-            Some(left) if write.seen == cached_version && !left.is_zero() => Some(left),
-            _ => {
-                in_flight.remove(&key);
-                None
-            }
+        let (seen, left) = self.in_flight.get(&key)?;
+        if seen == cached.and_then(|c| c.resource_version()) {
+            return Some(left);
         }
+        self.in_flight.remove(&key);
+        None
     }
 
     /// From the cache, the objects of the desired names in the parent's namespace, the
@@ -358,16 +346,9 @@ impl Context {
                         name: name.clone(),
                         source: Box::new(source),
                     })?;
-                if let (Ok(mut statuses), Some(seen)) = (self.statuses.lock(), cached_version) {
-                    let since = std::time::Instant::now();
-                    statuses.insert(
-                        key,
-                        WrittenStatus {
-                            seen,
-                            status: desired,
-                            since,
-                        },
-                    );
+                if let Some(seen) = cached_version {
+                    let status = desired;
+                    self.statuses.insert(key, WrittenStatus { seen, status });
                 }
                 let message = patch
                     .pointer("/status/conditions/0/message")
@@ -382,36 +363,36 @@ impl Context {
     /// The status we last wrote for `key`, while the cache still shows the object as it was
     /// before that write (resourceVersion `cached`).
     fn written_status(&self, key: &str, cached: Option<&str>) -> Option<serde_json::Value> {
-        let mut statuses = self.statuses.lock().ok()?;
-        match statuses.get(key) {
-            Some(w)
-                if Some(w.seen.as_str()) == cached
-                    && w.since.elapsed() < self.in_flight_timeout =>
-            {
-                Some(w.status.clone())
-            }
-            Some(_) => {
-                statuses.remove(key);
-                None
-            }
-            None => None,
+        let (written, _) = self.statuses.get(key)?;
+        if Some(written.seen.as_str()) == cached {
+            return Some(written.status);
         }
+        self.statuses.remove(key);
+        None
+    }
+
+    /// Forget what outlived its time to live; run periodically by the manager (every
+    /// [`Context::sweep_period`]) so that entries of objects nobody looks up again (deleted
+    /// children, deleted parents) do not pile up.
+    pub(crate) fn sweep(&self) {
+        self.in_flight.expire();
+        self.statuses.expire();
+        self.failures.expire();
+    }
+
+    /// How often [`Context::sweep`] should run.
+    pub(crate) fn sweep_period(&self) -> Duration {
+        self.in_flight.ttl()
     }
 
     pub(crate) fn note_success(&self, key: &str) {
-        if let Ok(mut failures) = self.failures.lock() {
-            failures.remove(key);
-        }
+        self.failures.remove(key);
     }
 
+    /// Count one more consecutive failure of `key`; answers the count.
     pub(crate) fn note_failure(&self, key: &str) -> u32 {
-        match self.failures.lock() {
-            Ok(mut failures) => {
-                let count = failures.entry(key.to_string()).or_default();
-                *count = count.saturating_add(1);
-                *count
-            }
-            Err(_) => 1,
-        }
+        self.failures.update(key, |count| {
+            count.copied().unwrap_or_default().saturating_add(1)
+        })
     }
 }

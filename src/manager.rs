@@ -450,8 +450,18 @@ async fn run_controllers(
             debug!("controllers stopped");
         }
     };
+    // What the context remembers expires, so that its memory stays bounded.
+    let sweeps = async {
+        let mut ticks = tokio::time::interval(ctx.sweep_period());
+        loop {
+            tokio::select! {
+                _ = ticks.tick() => ctx.sweep(),
+                _ = stop.cancelled() => return,
+            }
+        }
+    };
     // The watches run until `stop`; the controllers until their graceful shutdown completes.
-    tokio::join!(controllers, async {
+    tokio::join!(controllers, sweeps, async {
         watches.await;
         debug!("watches stopped");
     });

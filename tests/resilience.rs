@@ -224,3 +224,45 @@ async fn a_status_is_written_once_even_when_its_echo_is_late() {
         .subresource("status");
     assert_eq!(h.server.count(&status_writes), 1, "t's status written once");
 }
+
+/// Item 6: what the manager remembers of its writes expires, also for children that are gone
+/// (a Tuple shrunk from 20 Numbers to 2), so its memory stays bounded.
+#[tokio::test]
+async fn remembered_writes_expire() {
+    let mut h = Harness::without_manager().await;
+    let metrics = h.start_manager_observed(Options {
+        in_flight_timeout: Duration::from_secs(1),
+        ..Options::default()
+    });
+    h.create_tuple("t", (1..=20).collect()).await;
+    wait_for(&h.tuples(), "t", tuple_ready).await;
+    h.tuples()
+        .patch(
+            "t",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"numbers": [1, 2]}})),
+        )
+        .await
+        .expect("shrink t");
+    wait_for(&h.tuples(), "t", |t| {
+        tuple_ready(t) && t.metadata.generation == Some(2)
+    })
+    .await;
+    wait_gone(&h.numbers(), "t-19").await;
+    let remembered = |memory: &str| {
+        let series = format!(r#"math_controller_remembered_entries{{memory="{memory}"}}"#);
+        sample(&metrics.encode(), &series)
+    };
+    eventually(
+        "every remembered entry to expire",
+        || async {
+            Some(
+                ["child_writes", "status_writes", "failures"]
+                    .map(|m| remembered(m).unwrap_or(f64::NAN)),
+            )
+        },
+        |entries| entries.iter().all(|n| *n == 0.0),
+    )
+    .await;
+    h.stop_manager().await;
+}
