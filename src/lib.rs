@@ -12,6 +12,7 @@ pub mod health;
 pub mod leader;
 pub mod manager;
 pub mod math;
+pub mod memory;
 pub mod metrics;
 pub mod number;
 pub mod shutdown;
