@@ -16,7 +16,6 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{
     Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
 };
-use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
@@ -28,7 +27,7 @@ use tracing::info;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::metrics::WriteKind;
-use crate::status::{Progress, Readiness, name_list};
+use crate::status::{Outcome, Progress, Readiness, name_list};
 
 /// How many create requests one reconcile keeps in flight.
 const WRITES_IN_FLIGHT: usize = 32;
@@ -177,7 +176,7 @@ pub async fn reconcile<P, C: Child, S>(
     desired: Vec<Desired<C::Spec>>,
     current: Option<&S>,
     status: impl FnOnce(&Plan<C>, Timestamp) -> (S, Progress),
-) -> Result<Action>
+) -> Result<Outcome>
 where
     P: Resource<DynamicType = (), Scope = NamespaceResourceScope>
         + Clone
@@ -188,7 +187,7 @@ where
     if parent.meta().deletion_timestamp.is_some() {
         // Being deleted: the garbage collector takes the children; recreating them would
         // fight it.
-        return Ok(Action::await_change());
+        return Ok(Outcome::DONE);
     }
     let (found, owned, in_flight) = ctx.children(children, parent, &desired);
     let owner_uid = parent.meta().uid.clone().unwrap_or_default();
@@ -197,8 +196,13 @@ where
     apply(ctx, parent, &plan).await?;
     let now = Timestamp::now();
     let (desired_status, progress) = status(&plan, now);
-    ctx.write_status(parent, current, &desired_status, progress, now)
-        .await
+    let requeue_after = ctx
+        .write_status(parent, current, &desired_status, progress, now)
+        .await?;
+    Ok(Outcome {
+        requeue_after,
+        progress,
+    })
 }
 
 /// The UID of the object's controller, if it has one.

@@ -51,6 +51,10 @@ pub struct RunArgs {
     /// Name of the Lease.
     #[arg(long, default_value = crate::leader::DEFAULT_LEASE_NAME)]
     pub leader_election_id: String,
+    /// Reconcile every object again this often, whatever the watches say (±10 %): `600s`,
+    /// `10m`, `1h`. A safety net that costs no write on a converged cluster.
+    #[arg(long, default_value = "10m", value_parser = parse_sync_period)]
+    pub sync_period: Duration,
     /// How long a shutdown (SIGTERM, Ctrl-C) waits for the reconciles in flight before it stops
     /// them half-way; keep it below the pod's terminationGracePeriodSeconds. A second Ctrl-C
     /// stops at once.
@@ -68,7 +72,8 @@ pub struct RunArgs {
     pub kubeconfig: Option<PathBuf>,
 }
 
-/// A duration as people write it on a command line: `500ms`, `10s`, `2m`, or bare seconds.
+/// A duration as people write it on a command line: `500ms`, `10s`, `2m`, `1h`, or bare
+/// seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
@@ -77,18 +82,37 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let (digits, unit) = text.split_at(split);
     let n: u64 = digits
         .parse()
-        .map_err(|_| format!("`{text}` is not a duration such as 500ms, 10s or 2m"))?;
+        .map_err(|_| format!("`{text}` is not a duration such as 500ms, 10s, 2m or 1h"))?;
+    let too_long = || format!("`{text}` is too long");
     match unit {
         "ms" => Ok(Duration::from_millis(n)),
         "" | "s" => Ok(Duration::from_secs(n)),
         "m" => n
             .checked_mul(60)
             .map(Duration::from_secs)
-            .ok_or_else(|| format!("`{text}` is too long")),
-        _ => Err(format!("`{text}`: unknown unit `{unit}` (use ms, s or m)")),
+            .ok_or_else(too_long),
+        "h" => n
+            .checked_mul(3600)
+            .map(Duration::from_secs)
+            .ok_or_else(too_long),
+        _ => Err(format!(
+            "`{text}`: unknown unit `{unit}` (use ms, s, m or h)"
+        )),
     }
 }
 
+/// The resync period: a duration, and more than zero (zero would reconcile in a busy loop).
+fn parse_sync_period(text: &str) -> Result<Duration, String> {
+    let period = parse_duration(text)?;
+    if period.is_zero() {
+        return Err(format!(
+            "`{text}` is not a positive duration like 90s, 10m or 1h"
+        ));
+    }
+    Ok(period)
+}
+
+/// The read timeout: at least 2 s, so that a watch can be ended by the server before it.
 fn parse_read_timeout(text: &str) -> Result<Duration, String> {
     let timeout = parse_duration(text)?;
     if timeout < Duration::from_secs(2) {
@@ -109,10 +133,14 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
         assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("10h").is_err());
-        assert!(parse_duration("s").is_err());
-        assert!(parse_duration("-1s").is_err());
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        for bad in ["", "s", "m", "10d", "-1s", "1.5m"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert!(parse_sync_period("0").is_err());
+        assert_eq!(parse_sync_period("10m"), Ok(Duration::from_secs(600)));
     }
 
     #[test]

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
@@ -248,7 +247,8 @@ impl Context {
         }
     }
 
-    /// Write an object's status if [`status::decide`] says it is due.
+    /// Write an object's status if [`status::decide`] says it is due; answers when to look
+    /// again (`None`: on the next watch event).
     ///
     /// The status we wrote last is remembered until the cache shows it: a reconcile that runs
     /// in between (a second child reported meanwhile) compares against what we wrote, not
@@ -260,7 +260,7 @@ impl Context {
         desired: &S,
         progress: Progress,
         now: Timestamp,
-    ) -> Result<Action>
+    ) -> Result<Option<Duration>>
     where
         P: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
             + Clone
@@ -281,8 +281,8 @@ impl Context {
         let desired = serde_json::to_value(desired)?;
         let age = status::age(obj.meta().creation_timestamp.as_ref(), now);
         match status::decide(current.as_ref(), &desired, progress, age)? {
-            StatusWrite::Unchanged => Ok(Action::await_change()),
-            StatusWrite::Hold(wait) => Ok(Action::requeue(wait)),
+            StatusWrite::Unchanged => Ok(None),
+            StatusWrite::Hold(wait) => Ok(Some(wait)),
             StatusWrite::Patch(patch) => {
                 let api: Api<P> = Api::namespaced(self.client.clone(), &namespace);
                 let static_kind = match kind.as_str() {
@@ -320,7 +320,7 @@ impl Context {
                     .and_then(|m| m.as_str())
                     .unwrap_or("status updated");
                 info!("{kind} {namespace}/{name}: {message}");
-                Ok(Action::await_change())
+                Ok(None)
             }
         }
     }

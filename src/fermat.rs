@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use k8s_openapi::jiff::Timestamp;
-use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
 use crate::api::{Fermat, FermatStatus, Tuple, TupleSpec};
@@ -15,7 +14,7 @@ use crate::children::{self, Child, Desired, Plan};
 use crate::context::Context;
 use crate::error::Result;
 use crate::math;
-use crate::status::{self, Progress, Readiness};
+use crate::status::{self, Outcome, Progress, Readiness};
 
 /// The Tuples a Fermat wants: `[a, n-a]` for a = 1..=n/2.
 pub fn desired_tuples(fermat: &Fermat) -> Vec<Desired<TupleSpec>> {
@@ -99,7 +98,7 @@ pub fn desired_status(
 }
 
 /// Reconcile one Fermat against the Tuple cache.
-pub async fn reconcile(fermat: Arc<Fermat>, ctx: Arc<Context>) -> Result<Action> {
+pub async fn reconcile(fermat: Arc<Fermat>, ctx: Arc<Context>) -> Result<Outcome> {
     let desired = desired_tuples(&fermat);
     let status = |plan: &Plan<Tuple>, now| desired_status(&fermat, plan, now);
     let current = fermat.status.as_ref();

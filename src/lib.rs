@@ -18,3 +18,4 @@ pub mod shutdown;
 pub mod status;
 pub mod telemetry;
 pub mod tuple;
+pub mod watches;

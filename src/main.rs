@@ -82,6 +82,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         metrics_address: args.metrics_bind_address.0,
         probe_address: args.health_probe_bind_address.0,
         leader_election,
+        sync_period: args.sync_period,
         shutdown_timeout: args.shutdown_timeout,
         read_timeout: Some(args.api_read_timeout),
     };

@@ -5,13 +5,12 @@ use std::sync::Arc;
 
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
-use kube::runtime::controller::Action;
 
 use crate::api::{Number, NumberStatus};
 use crate::context::Context;
 use crate::error::Result;
 use crate::math;
-use crate::status::{self, Progress, Readiness};
+use crate::status::{self, Outcome, Progress, Readiness};
 
 /// The status a Number should have: a pure function of its spec and previous status.
 pub fn desired_status(number: &Number, now: Timestamp) -> NumberStatus {
@@ -49,20 +48,25 @@ pub fn desired_status(number: &Number, now: Timestamp) -> NumberStatus {
 }
 
 /// Reconcile one Number: compute, compare, write the status if it differs.
-pub async fn reconcile(number: Arc<Number>, ctx: Arc<Context>) -> Result<Action> {
+pub async fn reconcile(number: Arc<Number>, ctx: Arc<Context>) -> Result<Outcome> {
     if number.meta().deletion_timestamp.is_some() {
-        return Ok(Action::await_change());
+        return Ok(Outcome::DONE);
     }
     let now = Timestamp::now();
     let desired = desired_status(&number, now);
-    ctx.write_status(
-        number.as_ref(),
-        number.status.as_ref(),
-        &desired,
-        Progress::Settled,
-        now,
-    )
-    .await
+    let requeue_after = ctx
+        .write_status(
+            number.as_ref(),
+            number.status.as_ref(),
+            &desired,
+            Progress::Settled,
+            now,
+        )
+        .await?;
+    Ok(Outcome {
+        requeue_after,
+        progress: Progress::Settled,
+    })
 }
 
 #[cfg(test)]

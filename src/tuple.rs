@@ -7,14 +7,13 @@
 use std::sync::Arc;
 
 use k8s_openapi::jiff::Timestamp;
-use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
 use crate::api::{Number, NumberSpec, Tuple, TupleStatus};
 use crate::children::{self, Child, Desired, Plan};
 use crate::context::Context;
 use crate::error::Result;
-use crate::status::{self, Progress, Readiness};
+use crate::status::{self, Outcome, Progress, Readiness};
 
 /// The Numbers a Tuple wants: `<tuple>-<index>` with `value = numbers[index]`.
 pub fn desired_numbers(tuple: &Tuple) -> Vec<Desired<NumberSpec>> {
@@ -77,7 +76,7 @@ pub fn desired_status(
 }
 
 /// Reconcile one Tuple against the Number cache.
-pub async fn reconcile(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Action> {
+pub async fn reconcile(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Outcome> {
     let desired = desired_numbers(&tuple);
     let status = |plan: &Plan<Number>, now| desired_status(&tuple, plan, now);
     let current = tuple.status.as_ref();

@@ -426,7 +426,7 @@ impl TestServer {
 
     /// Ends every open watch now (clients see the stream end, as on an apiserver restart).
     pub fn close_watches(&self) {
-        self.inner.shared.state().watchers.clear();
+        self.inner.shared.state().watch.watchers.clear();
     }
 
     /// Every resourceVersion issued so far now answers 410 Gone (watch: an ERROR event
