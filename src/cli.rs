@@ -45,7 +45,7 @@ pub struct RunArgs {
     /// Hold a coordination.k8s.io Lease so that only one replica reconciles.
     #[arg(long)]
     pub leader_elect: bool,
-    /// Namespace of the Lease (default: the pod's namespace, else the kubeconfig's).
+    /// Namespace of the Lease (default in a cluster: the pod's namespace; required outside one).
     #[arg(long)]
     pub leader_election_namespace: Option<String>,
     /// Name of the Lease.

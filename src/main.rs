@@ -65,16 +65,17 @@ async fn client(
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     telemetry::init(args.log_format);
+    // Checked before connecting: a missing Lease namespace is a mistake on the command line.
+    let leader_election = if args.leader_elect {
+        Some(LeaderElectionConfig::from_env(
+            &args.leader_election_id,
+            args.leader_election_namespace.as_deref(),
+        )?)
+    } else {
+        None
+    };
     let client = client(args.kubeconfig.as_deref(), args.api_read_timeout).await?;
     manager::preflight(&client, &args.namespace).await?;
-    let leader_election = args.leader_elect.then(|| {
-        let mut config = LeaderElectionConfig::from_env(&client);
-        config.lease_name = args.leader_election_id.clone();
-        if let Some(namespace) = &args.leader_election_namespace {
-            config.namespace = namespace.clone();
-        }
-        config
-    });
     let options = Options {
         namespace: args.namespace,
         concurrency: args.concurrency,

@@ -735,6 +735,60 @@ async fn sigterm_exits_zero_and_releases_the_lease() -> Result<()> {
     Ok(())
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_election_outside_a_cluster_needs_the_lease_namespace() -> Result<()> {
+    let server = server().await?;
+    // `cargo run -- --leader-elect` on a laptop: no pod namespace to default to, and the
+    // kubeconfig's namespace would put the Lease where the Deployment's replicas do not look.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_math-controller"))
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig_path())
+        .args([
+            "--leader-elect",
+            "--leader-election-id",
+            LEASE,
+            "--metrics-bind-address=0",
+            "--health-probe-bind-address=0",
+        ])
+        .env_remove("POD_NAMESPACE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let out = child.wait_with_output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let status = status.with_context(|| {
+        format!(
+            "the manager ran (lease holder: {:?}) instead of refusing to start\n{stderr}",
+            holder(&server)
+        )
+    })?;
+    assert!(!status.success(), "{status:?}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line:\n{stderr}");
+    assert!(
+        lines[0].contains("--leader-election-namespace"),
+        "the error names the flag: {stderr}"
+    );
+    assert!(
+        server
+            .objects("coordination.k8s.io", "leases", None)
+            .is_empty(),
+        "no Lease was taken"
+    );
+    Ok(())
+}
+
 /// Polls the binary's /metrics until the Number controller has a reconcile in flight.
 async fn binary_reconcile_in_flight(metrics: SocketAddr) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -1054,6 +1108,15 @@ fn granted(docs: &[Value]) -> Result<BTreeSet<Grant>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Result<()> {
     let server = server().await?;
+    // As on OpenShift and hardened clusters: blockOwnerDeletion on a child's ownerReference
+    // needs `update` on the owner's finalizers, checked against deploy/'s rules.
+    let rules: Vec<Value> = of_kind(&deploy_documents()?, "ClusterRole")
+        .into_iter()
+        .chain(of_kind(&deploy_documents()?, "Role"))
+        .filter_map(|role| role.get("rules").and_then(Value::as_array).cloned())
+        .flatten()
+        .collect();
+    server.enforce_owner_references(&rules)?;
     let m = start(
         &server,
         with_election(election("rbac", Duration::from_secs(10))),
@@ -1238,6 +1301,13 @@ async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Res
             None => r.resource.clone(),
         };
         used.insert((r.group.clone(), resource, r.verb.as_str().to_string()));
+    }
+    // What the admission check needed the manager's account to be allowed (kubectl's own
+    // writes, the ConfigMap-owned Number, set no blockOwnerDeletion).
+    for check in server.authorization_checks() {
+        if check.allowed {
+            used.insert((check.group.clone(), check.combined_resource(), check.verb));
+        }
     }
     let granted = granted(&deploy_documents()?)?;
     let missing: Vec<_> = used.difference(&granted).collect();
