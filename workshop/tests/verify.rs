@@ -55,7 +55,10 @@ fn solution_passes(stage: u8) {
         ran.stdout,
         ran.stderr
     );
-    assert!(passed >= 10, "stage {stage}'s check has {passed} expectations only");
+    assert!(
+        passed >= 10,
+        "stage {stage}'s check has {passed} expectations only"
+    );
     assert!(!ran.stdout.contains('✗'), "{}", ran.stdout);
 }
 
