@@ -15,4 +15,5 @@ pub mod metrics;
 pub mod number;
 pub mod status;
 pub mod telemetry;
+pub mod tree;
 pub mod tuple;
