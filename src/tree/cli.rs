@@ -134,6 +134,11 @@ pub async fn run(cli: Cli) -> Result<(), PluginError> {
             "--watch draws on a terminal; -o json prints once".into(),
         ));
     }
+    if args.watch && !std::io::stdout().is_terminal() {
+        return Err(PluginError::Usage(
+            "--watch draws in a terminal and this output is not one: drop --watch to print the tree once".into(),
+        ));
+    }
     let conn = load::connect(cli.global.kubeconfig, cli.global.context).await?;
     let namespace = cli
         .global

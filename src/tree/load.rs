@@ -38,7 +38,7 @@ pub enum PluginError {
     Api { kind: &'static str, detail: String },
     #[error("{0}")]
     Usage(String),
-    #[error("the live view needs a terminal: {0}")]
+    #[error("the terminal failed: {0}")]
     Terminal(#[from] std::io::Error),
 }
 

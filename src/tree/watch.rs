@@ -29,6 +29,8 @@ use super::{Kind, Object, Objects, Target, build};
 /// The shortest time between two frames: a burst of watch events (a Fermat of 20000
 /// creating 30000 objects) becomes a few redraws a second, not one per event.
 pub const FRAME: Duration = Duration::from_millis(100);
+/// How often an idle view redraws, for its clock and ages.
+const TICK: Duration = Duration::from_secs(1);
 
 /// What a watch reports, for any kind.
 pub enum Update {
@@ -254,11 +256,10 @@ impl Watch {
             let deadline = if dirty {
                 last_draw + FRAME
             } else {
-                // Nothing new: wake only when a highlight fades.
-                model
-                    .tracker
-                    .next_expiry()
-                    .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600))
+                // Nothing new from the cluster: redraw when a highlight fades, and once a
+                // second for the clock and the ages (from the caches, no request).
+                let tick = last_draw + TICK;
+                model.tracker.next_expiry().map_or(tick, |at| at.min(tick))
             };
             tokio::select! {
                 Some(update) = updates.next() => {
