@@ -18,5 +18,6 @@ pub mod number;
 pub mod shutdown;
 pub mod status;
 pub mod telemetry;
+pub mod tree;
 pub mod tuple;
 pub mod watches;
