@@ -57,7 +57,7 @@ fn number(name: &str, value: i64, owner: Option<(&str, &str)>) -> Number {
     let mut n = Number::new(name, NumberSpec { value });
     meta(&mut n, name);
     n.metadata.owner_references = owner.map(|(name, uid)| owned_by("Tuple", name, uid));
-    n.status = Some(number::desired_status(&n, Timestamp::UNIX_EPOCH));
+    n.status = Some(number::desired_status(&n, None, Timestamp::UNIX_EPOCH));
     n
 }
 
@@ -72,7 +72,7 @@ fn tuple(name: &str, numbers: Vec<i64>, owner: Option<(&str, &str)>) -> (Tuple, 
         .collect();
     let arcs: Vec<Arc<Number>> = kids.iter().cloned().map(Arc::new).collect();
     let plan = plan_of(&uid, tuple::desired_numbers(&t), &arcs);
-    t.status = Some(tuple::desired_status(&t, &plan, Timestamp::UNIX_EPOCH).0);
+    t.status = Some(tuple::desired_status(&t, &plan, None, Timestamp::UNIX_EPOCH).0);
     (t, kids)
 }
 
@@ -88,7 +88,7 @@ fn fermat(name: &str, n: i64) -> Objects {
         objects.numbers.extend(numbers.into_iter().map(Arc::new));
     }
     let plan = plan_of(&uid, fermat::desired_tuples(&f), &objects.tuples);
-    f.status = Some(fermat::desired_status(&f, &plan, Timestamp::UNIX_EPOCH).0);
+    f.status = Some(fermat::desired_status(&f, &plan, None, Timestamp::UNIX_EPOCH).0);
     objects.fermats.push(Arc::new(f));
     objects
 }
@@ -391,7 +391,7 @@ fn the_tracker_sees_a_child_go_come_back_and_become_ready() {
         }]
     );
 
-    back.status = Some(number::desired_status(&back, Timestamp::UNIX_EPOCH));
+    back.status = Some(number::desired_status(&back, None, Timestamp::UNIX_EPOCH));
     let t2 = start + Duration::from_secs(2);
     tracker.observe(
         Seen::Applied,
