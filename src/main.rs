@@ -70,9 +70,10 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         config
     });
     let options = Options {
+        metrics_address: args.metrics_address(),
+        metrics_secure: args.metrics_security(),
         namespace: args.namespace,
         concurrency: args.concurrency,
-        metrics_address: args.metrics_bind_address.0,
         probe_address: args.health_probe_bind_address.0,
         leader_election,
     };

@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::health::{self, Readiness};
 use crate::leader::{self, LeaderElectionConfig};
 use crate::metrics::{Metrics, ReconcileResult};
+use crate::metrics_auth::{self, SecureMetrics};
 use crate::{fermat, number, tuple};
 
 /// Kept by `kubectl apply` on every object; the manager never reads it.
@@ -45,6 +46,9 @@ pub struct Options {
     pub concurrency: u16,
     /// Where `/metrics` is served; `None` disables it.
     pub metrics_address: Option<SocketAddr>,
+    /// Serve `/metrics` over HTTPS to bearers the cluster authorizes (`--metrics-secure`);
+    /// `None` serves plain HTTP to anyone.
+    pub metrics_secure: Option<SecureMetrics>,
     /// Where `/healthz` and `/readyz` are served; `None` disables them.
     pub probe_address: Option<SocketAddr>,
     /// Lease-based leader election; `None` runs as the only replica.
@@ -57,6 +61,7 @@ impl Default for Options {
             namespace: None,
             concurrency: 16,
             metrics_address: None,
+            metrics_secure: None,
             probe_address: None,
             leader_election: None,
         }
@@ -305,13 +310,20 @@ pub async fn run(
     }
     if let Some(address) = options.metrics_address {
         let listener = health::bind(address).await?;
-        let router = health::metrics_router(metrics.clone());
-        servers.push(tokio::spawn(health::serve_on(
-            listener,
-            "metrics",
-            router,
-            stop.clone().cancelled_owned(),
-        )));
+        let shutdown = stop.clone().cancelled_owned();
+        servers.push(match &options.metrics_secure {
+            None => {
+                let router = health::metrics_router(metrics.clone());
+                tokio::spawn(health::serve_on(listener, "metrics", router, shutdown))
+            }
+            Some(secure) => tokio::spawn(metrics_auth::serve(
+                listener,
+                metrics.clone(),
+                client.clone(),
+                secure.clone(),
+                shutdown,
+            )?),
+        });
     }
 
     let leadership = match &options.leader_election {
