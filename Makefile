@@ -5,6 +5,7 @@ CARGO ?= cargo
 KUBECTL ?= kubectl
 
 .PHONY: help install uninstall run samples unsamples crds test fmt lint bench testserver
+.PHONY: workshop-crds workshop-install workshop-run workshop-check workshop-verify
 
 help: ## Show the targets.
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -43,5 +44,28 @@ bench: ## Measure convergence, write counts and healing against the test API ser
 
 testserver: ## Start the in-memory test API server; it prints a KUBECONFIG to use with kubectl.
 	$(CARGO) run --locked -p test-apiserver
+
+# The learner track (workshop/): see workshop/README.md.
+STAGE ?= 1
+WORKSHOP = $(CARGO) run --locked -p math-workshop --
+
+workshop-crds: ## Workshop: write the CRDs generated from your types (workshop/src/exercises) to workshop/crds/.
+	$(WORKSHOP) crds --dir workshop/crds
+
+workshop-install: workshop-crds ## Workshop: install your CRDs into the current cluster (they replace the manager's).
+	$(KUBECTL) apply -f workshop/crds/
+
+workshop-run: ## Workshop: run your controllers of stages 1..STAGE against the current kubeconfig (make workshop-run STAGE=2).
+	$(WORKSHOP) run --stage $(STAGE)
+
+workshop-check: ## Workshop: check stage STAGE on a fresh test API server (CLUSTER=1: on the current cluster).
+	$(WORKSHOP) check $(STAGE) $(if $(CLUSTER),--cluster)
+
+workshop-verify: ## Workshop: every stage's check passes on the solutions, and fails (without crashing) on the starter.
+	@for stage in 1 2 3; do \
+	  $(WORKSHOP) check $$stage --solution || { echo "stage $$stage: the reference solution fails its check"; exit 1; }; \
+	  $(WORKSHOP) check $$stage --timeout 3; rc=$$?; \
+	  [ $$rc -eq 1 ] || { echo "stage $$stage: the starter should fail its check with exit 1, not $$rc"; exit 1; }; \
+	done; echo "workshop-verify: 3 stages pass on the solutions and fail on the starter"
 
 -include hack/ops.mk

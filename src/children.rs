@@ -16,7 +16,6 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{
     Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
 };
-use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
@@ -28,7 +27,7 @@ use tracing::info;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::metrics::WriteKind;
-use crate::status::{Progress, Readiness, name_list};
+use crate::status::{Outcome, Progress, Readiness, name_list};
 
 /// How many create requests one reconcile keeps in flight.
 const WRITES_IN_FLIGHT: usize = 32;
@@ -176,29 +175,42 @@ pub async fn reconcile<P, C: Child, S>(
     children: &Store<C>,
     desired: Vec<Desired<C::Spec>>,
     current: Option<&S>,
-    status: impl FnOnce(&Plan<C>, Timestamp) -> (S, Progress),
-) -> Result<Action>
+    status: impl FnOnce(&Plan<C>, Option<&S>, Timestamp) -> (S, Progress),
+) -> Result<Outcome>
 where
     P: Resource<DynamicType = (), Scope = NamespaceResourceScope>
         + Clone
         + Debug
         + DeserializeOwned,
-    S: Serialize,
+    S: Serialize + DeserializeOwned + Clone,
 {
     if parent.meta().deletion_timestamp.is_some() {
         // Being deleted: the garbage collector takes the children; recreating them would
         // fight it.
-        return Ok(Action::await_change());
+        return Ok(Outcome::DONE);
     }
-    let (found, owned, in_flight) = ctx.children(children, parent, &desired);
+    let cached = ctx.children(children, parent, &desired);
     let owner_uid = parent.meta().uid.clone().unwrap_or_default();
-    let plan = plan(&owner_uid, desired, &found, &owned, &in_flight);
+    let plan = plan(
+        &owner_uid,
+        desired,
+        &cached.found,
+        &cached.owned,
+        &cached.in_flight,
+    );
     ctx.narrate(parent, &plan);
     apply(ctx, parent, &plan).await?;
     let now = Timestamp::now();
-    let (desired_status, progress) = status(&plan, now);
-    ctx.write_status(parent, current, &desired_status, progress, now)
-        .await
+    let known = ctx.known_status(parent, current);
+    let (desired_status, progress) = status(&plan, known.as_ref(), now);
+    let requeue_after = ctx
+        .write_status(parent, known.as_ref(), &desired_status, progress, now)
+        .await?;
+    let outcome = Outcome {
+        requeue_after,
+        progress,
+    };
+    Ok(outcome.requeue_within(cached.recheck_in))
 }
 
 /// The UID of the object's controller, if it has one.

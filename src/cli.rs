@@ -1,6 +1,7 @@
 //! The command line, as a kubebuilder manager's flags would read.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -53,12 +54,25 @@ pub struct RunArgs {
     /// Hold a coordination.k8s.io Lease so that only one replica reconciles.
     #[arg(long)]
     pub leader_elect: bool,
-    /// Namespace of the Lease (default: the pod's namespace, else the kubeconfig's).
+    /// Namespace of the Lease (default in a cluster: the pod's namespace; required outside one).
     #[arg(long)]
     pub leader_election_namespace: Option<String>,
     /// Name of the Lease.
     #[arg(long, default_value = crate::leader::DEFAULT_LEASE_NAME)]
     pub leader_election_id: String,
+    /// Reconcile every object again this often, whatever the watches say (±10 %): `600s`,
+    /// `10m`, `1h`. A safety net that costs no write on a converged cluster.
+    #[arg(long, default_value = "10m", value_parser = parse_sync_period)]
+    pub sync_period: Duration,
+    /// How long a shutdown (SIGTERM, Ctrl-C) waits for the reconciles in flight before it stops
+    /// them half-way; keep it below the pod's terminationGracePeriodSeconds. A second Ctrl-C
+    /// stops at once.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub shutdown_timeout: Duration,
+    /// How long a request to the API server may wait for its next byte before it fails and is
+    /// retried (watches are ended by the server before this; at least 2s).
+    #[arg(long, default_value = "30s", value_parser = parse_read_timeout)]
+    pub api_read_timeout: Duration,
     /// Log lines as text or JSON.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -90,9 +104,91 @@ impl RunArgs {
     }
 }
 
+/// A duration as people write it on a command line: `500ms`, `10s`, `2m`, `1h`, or bare
+/// seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration such as 500ms, 10s, 2m or 1h"))?;
+    let too_long = || format!("`{text}` is too long");
+    match unit {
+        "ms" => Ok(Duration::from_millis(n)),
+        "" | "s" => Ok(Duration::from_secs(n)),
+        "m" => n
+            .checked_mul(60)
+            .map(Duration::from_secs)
+            .ok_or_else(too_long),
+        "h" => n
+            .checked_mul(3600)
+            .map(Duration::from_secs)
+            .ok_or_else(too_long),
+        _ => Err(format!(
+            "`{text}`: unknown unit `{unit}` (use ms, s, m or h)"
+        )),
+    }
+}
+
+/// The resync period: a duration, and more than zero (zero would reconcile in a busy loop).
+fn parse_sync_period(text: &str) -> Result<Duration, String> {
+    let period = parse_duration(text)?;
+    if period.is_zero() {
+        return Err(format!(
+            "`{text}` is not a positive duration like 90s, 10m or 1h"
+        ));
+    }
+    Ok(period)
+}
+
+/// The read timeout: at least 2 s, so that a watch can be ended by the server before it.
+fn parse_read_timeout(text: &str) -> Result<Duration, String> {
+    let timeout = parse_duration(text)?;
+    if timeout < Duration::from_secs(2) {
+        return Err(format!(
+            "`{text}` is too short: a watch needs at least 1 s before the read timeout"
+        ));
+    }
+    Ok(timeout)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn durations_parse_as_written() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        for bad in ["", "s", "m", "10d", "-1s", "1.5m"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert!(parse_sync_period("0").is_err());
+        assert_eq!(parse_sync_period("10m"), Ok(Duration::from_secs(600)));
+    }
+
+    #[test]
+    fn the_default_shutdown_timeout_is_the_managers() {
+        let cli = Cli::try_parse_from(["math-controller"]).unwrap();
+        assert_eq!(
+            cli.run.shutdown_timeout,
+            crate::manager::DEFAULT_SHUTDOWN_TIMEOUT
+        );
+        assert_eq!(
+            cli.run.api_read_timeout,
+            crate::client::DEFAULT_READ_TIMEOUT
+        );
+        assert!(Cli::try_parse_from(["math-controller", "--api-read-timeout=1s"]).is_err());
+    }
+
 
     fn run(args: &[&str]) -> RunArgs {
         Cli::try_parse_from(std::iter::once("math-controller").chain(args.iter().copied()))

@@ -8,7 +8,7 @@ use math_controller::cli::{Cli, Command, RunArgs};
 use math_controller::leader::LeaderElectionConfig;
 use math_controller::manager::{self, Options};
 use math_controller::metrics::Metrics;
-use math_controller::{api, telemetry};
+use math_controller::{api, client, telemetry};
 use tokio::signal::unix::{SignalKind, signal};
 
 #[tokio::main]
@@ -41,7 +41,10 @@ fn print_crds(dir: Option<std::path::PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Client> {
+async fn client(
+    kubeconfig: Option<&std::path::Path>,
+    read_timeout: std::time::Duration,
+) -> anyhow::Result<kube::Client> {
     let config = match kubeconfig {
         Some(path) => {
             let kubeconfig = Kubeconfig::read_from(path)
@@ -54,21 +57,25 @@ async fn client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Cl
             )
         })?,
     };
-    Ok(kube::Client::try_from(config)?)
+    Ok(kube::Client::try_from(client::with_read_timeout(
+        config,
+        read_timeout,
+    ))?)
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     telemetry::init(args.log_format);
-    let client = client(args.kubeconfig.as_deref()).await?;
+    // Checked before connecting: a missing Lease namespace is a mistake on the command line.
+    let leader_election = if args.leader_elect {
+        Some(LeaderElectionConfig::from_env(
+            &args.leader_election_id,
+            args.leader_election_namespace.as_deref(),
+        )?)
+    } else {
+        None
+    };
+    let client = client(args.kubeconfig.as_deref(), args.api_read_timeout).await?;
     manager::preflight(&client, &args.namespace).await?;
-    let leader_election = args.leader_elect.then(|| {
-        let mut config = LeaderElectionConfig::from_env(&client);
-        config.lease_name = args.leader_election_id.clone();
-        if let Some(namespace) = &args.leader_election_namespace {
-            config.namespace = namespace.clone();
-        }
-        config
-    });
     let options = Options {
         metrics_address: args.metrics_address(),
         metrics_secure: args.metrics_security(),
@@ -76,14 +83,38 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         concurrency: args.concurrency,
         probe_address: args.health_probe_bind_address.0,
         leader_election,
+        sync_period: args.sync_period,
+        shutdown_timeout: args.shutdown_timeout,
+        read_timeout: Some(args.api_read_timeout),
+        ..Options::default()
     };
+    let shutdown = first_signal_then_force_on_second(args.shutdown_timeout)?;
+    manager::run(client, options, Metrics::new(), shutdown).await
+}
+
+/// Resolves on the first SIGINT or SIGTERM: the manager then drains (for at most
+/// `--shutdown-timeout`). A second signal ends the process at once with status 130, as a
+/// learner pressing Ctrl-C twice expects.
+fn first_signal_then_force_on_second(
+    shutdown_timeout: std::time::Duration,
+) -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
     let mut terminate = signal(SignalKind::terminate())?;
-    let shutdown = async move {
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
+            _ = interrupt.recv() => {}
             _ = terminate.recv() => {}
         }
-        tracing::info!("shutting down: finishing the reconciles in flight");
-    };
-    manager::run(client, options, Metrics::new(), shutdown).await
+        tracing::info!(
+            "stopping: finishing the reconciles in flight (at most {shutdown_timeout:?}); press Ctrl-C again to stop at once"
+        );
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            tracing::warn!("second signal: exiting at once, abandoning the reconciles in flight");
+            std::process::exit(130);
+        });
+    })
 }

@@ -11,31 +11,43 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use futures::channel::mpsc;
-use futures::{Stream, StreamExt};
 use kube::api::{Api, ListParams};
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::api::{Fermat, Number, Tuple};
+use crate::client;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::health::{self, Readiness};
 use crate::leader::{self, LeaderElectionConfig};
 use crate::metrics::{Metrics, ReconcileResult};
 use crate::metrics_auth::{self, SecureMetrics};
+use crate::shutdown::{self, Stopped};
+use crate::status::{Outcome, Progress};
+use crate::watches::{resync, watch_and_fan_out};
 use crate::{fermat, number, tuple};
 
-/// Kept by `kubectl apply` on every object; the manager never reads it.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// Exponential backoff of the error policy: 100 ms, 200 ms, ... capped at 5 minutes.
 const BACKOFF_BASE: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(300);
+/// How often every object is reconciled again, regardless of watch events (controller-runtime's
+/// SyncPeriod, which defaults to 10 hours; ours is shorter since a resync costs no request).
+pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(600);
+/// A 409 is retried sooner (it usually only means the cache was a step behind), but through
+/// the same per-object count: 50 ms, 100 ms, ... so that a child whose watch is down is not
+/// hammered 20 times a second.
+const CONFLICT_BACKOFF_BASE: Duration = Duration::from_millis(50);
+/// The default bound on a graceful shutdown's wait for the reconciles in flight: below
+/// `deploy/`'s `terminationGracePeriodSeconds` (15 s) with room to release the lease.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How the manager runs; built from the command line in `main.rs`, or by tests.
 #[derive(Clone, Debug)]
@@ -53,6 +65,17 @@ pub struct Options {
     pub probe_address: Option<SocketAddr>,
     /// Lease-based leader election; `None` runs as the only replica.
     pub leader_election: Option<LeaderElectionConfig>,
+    /// Every object is reconciled again about this often (±10 %, see [`resync`]).
+    pub sync_period: Duration,
+    /// How long a shutdown waits for the reconciles in flight before it stops them; keep it
+    /// below the pod's `terminationGracePeriodSeconds`.
+    pub shutdown_timeout: Duration,
+    /// The read timeout the client was built with ([`crate::client::with_read_timeout`]), if
+    /// any: watches ask the API server to end them before it, so that a quiet watch is never cut.
+    pub read_timeout: Option<Duration>,
+    /// How long a write may go unseen by the watch before the cache is believed again
+    /// (see [`Context::expect_change`]); tests shorten it.
+    pub in_flight_timeout: Duration,
 }
 
 impl Default for Options {
@@ -64,14 +87,27 @@ impl Default for Options {
             metrics_secure: None,
             probe_address: None,
             leader_election: None,
+            sync_period: DEFAULT_SYNC_PERIOD,
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            read_timeout: None,
+            in_flight_timeout: crate::context::IN_FLIGHT_TIMEOUT,
         }
     }
 }
 
 /// The delay before the `attempt`-th retry (1-based): doubling from 100 ms, capped at 5 min.
 pub fn backoff(attempt: u32) -> Duration {
+    backoff_from(BACKOFF_BASE, attempt)
+}
+
+/// The delay before the `attempt`-th retry after a 409 Conflict: doubling from 50 ms.
+pub fn conflict_backoff(attempt: u32) -> Duration {
+    backoff_from(CONFLICT_BACKOFF_BASE, attempt)
+}
+
+fn backoff_from(base: Duration, attempt: u32) -> Duration {
     let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
-    BACKOFF_BASE.saturating_mul(factor).min(BACKOFF_MAX)
+    base.saturating_mul(factor).min(BACKOFF_MAX)
 }
 
 fn object_key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
@@ -83,13 +119,16 @@ fn object_key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
     )
 }
 
-/// Runs a reconcile with metrics, and turns a 409 Conflict into a quiet, immediate retry:
-/// it only means the cache was a step behind another writer.
+/// Runs a reconcile with metrics, and turns a 409 Conflict into a quiet retry with its own
+/// short backoff: it only means the cache was a step behind another writer.
+///
+/// A reconcile that ends with its object's status not final (waiting for children) counts
+/// as a `requeue`, one that ends final as a `success`.
 async fn observed<K>(
     controller: &'static str,
     obj: Arc<K>,
     ctx: Arc<Context>,
-    reconcile: impl Future<Output = Result<Action>>,
+    reconcile: impl Future<Output = Result<Outcome>>,
 ) -> Result<Action>
 where
     K: Resource<DynamicType = ()>,
@@ -100,15 +139,22 @@ where
     let result = reconcile.await;
     tracing::trace!("{key}: reconcile ends");
     match result {
-        Ok(action) => {
+        Ok(outcome) => {
             ctx.note_success(&key);
-            timer.finish(ReconcileResult::Success);
-            Ok(action)
+            timer.finish(match outcome.progress {
+                Progress::Settled => ReconcileResult::Success,
+                Progress::Pending => ReconcileResult::Requeue,
+            });
+            Ok(match outcome.requeue_after {
+                Some(after) => Action::requeue(after),
+                None => Action::await_change(),
+            })
         }
         Err(error) if error.is_conflict() => {
-            debug!(%error, "{key}: conflict, looking again");
+            let delay = conflict_backoff(ctx.note_failure(&key));
+            debug!(%error, "{key}: conflict, looking again in {delay:?}");
             timer.finish(ReconcileResult::Requeue);
-            Ok(Action::requeue(Duration::from_millis(50)))
+            Ok(Action::requeue(delay))
         }
         Err(error) => {
             timer.finish(ReconcileResult::Error(error.kind_label()));
@@ -128,13 +174,6 @@ fn error_policy<K: Resource<DynamicType = ()>>(
     let delay = backoff(attempt);
     warn!(%error, attempt, "{key}: reconcile failed; retrying in {delay:?}");
     Action::requeue(delay)
-}
-
-/// Drop what the manager never reads before it reaches the cache: managedFields and the
-/// last-applied annotation are often larger than the object itself.
-fn slim<K: Resource>(obj: &mut K) {
-    obj.managed_fields_mut().clear();
-    obj.annotations_mut().remove(LAST_APPLIED);
 }
 
 fn api<K>(client: &Client, namespace: &Option<String>) -> Api<K>
@@ -196,92 +235,11 @@ pub async fn preflight(client: &Client, namespace: &Option<String>) -> Result<()
     Ok(())
 }
 
-/// The owners of kind `P` named in a child's ownerReferences, as cache keys, and the parent
-/// whose desired child carries this name: a deleted object that somebody else controlled
-/// (a conflict) frees the name, and that parent must hear of it to create its own.
-fn owners<P: Resource<DynamicType = ()>, C: Resource>(child: &C) -> Vec<ObjectRef<P>> {
-    let namespace = child.namespace();
-    let by_name = parent_name::<P>(&child.name_any())
-        .map(|name| ObjectRef::new(&name).within(namespace.as_deref().unwrap_or_default()));
-    child
-        .owner_references()
-        .iter()
-        .filter_map(|r| ObjectRef::from_owner_ref(namespace.as_deref(), r, ()))
-        .chain(by_name)
-        .collect()
-}
-
-/// The name of the parent of kind `P` that wants a child of this name: `<tuple>-<index>`
-/// for a Tuple, `<fermat>-<a>-and-<b>` for a Fermat.
-fn parent_name<P: Resource<DynamicType = ()>>(child: &str) -> Option<String> {
-    fn strip_number(name: &str) -> Option<&str> {
-        let (rest, digits) = name.rsplit_once('-')?;
-        (!rest.is_empty() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
-            .then_some(rest)
-    }
-    match P::kind(&()).as_ref() {
-        "Tuple" => strip_number(child).map(str::to_string),
-        "Fermat" => strip_number(child)
-            .and_then(|rest| rest.strip_suffix("-and"))
-            .and_then(strip_number)
-            .map(str::to_string),
-        _ => None,
-    }
-}
-
-/// One watch of kind `K`: it feeds the cache behind `reader`, and hands every change to the
-/// controllers that care: the object itself to `K`'s own controller, and its owners of kind
-/// `P` (for a child that appeared, changed or was deleted) to the parent's controller.
-///
-/// This is kube-runtime's "shared stream" idea with plain unbounded channels for the
-/// fan-out: kube-runtime 5's shared-store dispatcher does not forward deletions (so a
-/// `kubectl delete number t-1` would never wake the Tuple), and its bounded buffer makes a
-/// watch wait for the slowest controller.
-fn watch_and_fan_out<K, P>(
-    api: Api<K>,
-    writer: reflector::store::Writer<K>,
-    reader: Store<K>,
-    own: mpsc::UnboundedSender<Arc<K>>,
-    parents: Option<mpsc::UnboundedSender<ObjectRef<P>>>,
-) -> impl Stream<Item = ()> + Send
-where
-    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
-    P: Resource<DynamicType = ()> + 'static,
-{
-    let tell_parents = move |obj: &K| {
-        if let Some(tx) = &parents {
-            for owner in owners::<P, K>(obj) {
-                let _ = tx.unbounded_send(owner);
-            }
-        }
-    };
-    watcher(api, watcher::Config::default().any_semantic())
-        .default_backoff()
-        .modify(slim)
-        .reflect(writer)
-        .map(move |event| match event {
-            Ok(watcher::Event::Apply(obj)) => {
-                tell_parents(&obj);
-                let _ = own.unbounded_send(Arc::new(obj));
-            }
-            Ok(watcher::Event::Delete(obj)) => tell_parents(&obj),
-            // A (re)list is complete and the cache swapped in: everything is news, including
-            // what vanished while the watch was down, which the parents find out by looking.
-            Ok(watcher::Event::InitDone) => {
-                for obj in reader.state() {
-                    tell_parents(&obj);
-                    let _ = own.unbounded_send(obj);
-                }
-            }
-            Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
-            Err(error) => warn!(%error, "watching {}s failed; retrying with backoff", K::kind(&())),
-        })
-}
-
 /// Run the manager until `shutdown` resolves (or, with leader election, leadership is lost).
 ///
-/// On shutdown the controllers stop taking work, in-flight reconciles finish, and the lease
-/// is released so that a standby takes over at once.
+/// On shutdown the controllers stop taking work, in-flight reconciles finish (for at most
+/// `options.shutdown_timeout`), and the lease is released so that a standby takes over at once.
+/// A lost lease stops everything at once and is an error ([`Stopped`]), as is a cut-short drain.
 pub async fn run(
     client: Client,
     options: Options,
@@ -360,7 +318,6 @@ pub async fn run(
     };
     readiness.set_ready(false);
 
-    let lost = CancellationToken::new();
     let controllers = run_controllers(
         client,
         &options,
@@ -368,44 +325,36 @@ pub async fn run(
         readiness.clone(),
         stop.clone(),
     );
-    let outcome = match &leadership {
-        Some(leadership) => {
-            let mut controllers = std::pin::pin!(controllers);
-            tokio::select! {
-                _ = &mut controllers => None,
-                _ = leadership.lost() => {
-                    warn!("lost the lease; stopping the controllers");
-                    lost.cancel();
-                    stop.cancel();
-                    controllers.await;
-                    Some(anyhow::anyhow!("leadership lost"))
-                }
-            }
-        }
-        None => {
-            controllers.await;
-            None
+    let lost = async {
+        match &leadership {
+            Some(leadership) => leadership.lost().await,
+            None => std::future::pending().await,
         }
     };
+    let outcome = shutdown::drive(controllers, &stop, lost, options.shutdown_timeout).await;
+    if let Err(stopped) = &outcome {
+        warn!("{stopped}");
+    }
     stop.cancel();
     if let Some(leadership) = leadership {
         metrics.set_leader(false);
-        if !lost.is_cancelled() {
-            match leadership.release().await {
-                Ok(()) => info!("released the lease"),
-                Err(error) => {
+        if !matches!(outcome, Err(Stopped::LeadershipLost)) {
+            match tokio::time::timeout(shutdown::RELEASE_TIMEOUT, leadership.release()).await {
+                Ok(Ok(())) => info!("released the lease"),
+                Ok(Err(error)) => {
                     warn!(%error, "could not release the lease; a standby takes over when it expires")
                 }
+                Err(_) => warn!(
+                    "releasing the lease took longer than {:?}; a standby takes over when it expires",
+                    shutdown::RELEASE_TIMEOUT
+                ),
             }
         }
     }
     for server in servers {
         let _ = server.await;
     }
-    match outcome {
-        Some(error) => Err(error),
-        None => Ok(()),
-    }
+    Ok(outcome?)
 }
 
 /// Build the three watches and three controllers, and drive them until `stop` is cancelled
@@ -427,9 +376,15 @@ async fn run_controllers(
     let (fermats_with_news_tx, fermats_with_news) = mpsc::unbounded::<ObjectRef<Fermat>>();
 
     let ns = &options.namespace;
+    // The server ends each watch before the client's read timeout could cut a quiet one.
+    let watch_timeout = client::watch_timeout_seconds(options.read_timeout);
+    let watch_config = watcher::Config::default()
+        .any_semantic()
+        .timeout(watch_timeout);
     let watches = futures::stream::select_all([
         watch_and_fan_out(
             api(&client, ns),
+            watch_config.clone(),
             number_writer,
             numbers.clone(),
             number_changes_tx,
@@ -438,6 +393,7 @@ async fn run_controllers(
         .boxed(),
         watch_and_fan_out(
             api(&client, ns),
+            watch_config.clone(),
             tuple_writer,
             tuples.clone(),
             tuple_changes_tx,
@@ -446,6 +402,7 @@ async fn run_controllers(
         .boxed(),
         watch_and_fan_out::<Fermat, Fermat>(
             api(&client, ns),
+            watch_config.clone(),
             fermat_writer,
             fermats.clone(),
             fermat_changes_tx,
@@ -457,9 +414,13 @@ async fn run_controllers(
     .for_each(|()| futures::future::ready(()));
 
     let caches = (numbers.clone(), tuples.clone(), fermats.clone());
-    let ctx = Arc::new(Context::new(client.clone(), caches, metrics));
+    let ctx = Arc::new(
+        Context::new(client.clone(), caches, metrics)
+            .with_in_flight_timeout(options.in_flight_timeout),
+    );
     let config = ControllerConfig::default().concurrency(options.concurrency);
     let number_controller = Controller::for_shared_stream(number_changes, numbers.clone())
+        .reconcile_all_on(resync(options.sync_period))
         .with_config(config.clone())
         .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(
@@ -469,6 +430,7 @@ async fn run_controllers(
         )
         .for_each(log_result("number"));
     let tuple_controller = Controller::for_shared_stream(tuple_changes, tuples.clone())
+        .reconcile_all_on(resync(options.sync_period))
         .reconcile_on(tuples_with_news)
         .with_config(config.clone())
         .graceful_shutdown_on(stop.clone().cancelled_owned())
@@ -479,6 +441,7 @@ async fn run_controllers(
         )
         .for_each(log_result("tuple"));
     let fermat_controller = Controller::for_shared_stream(fermat_changes, fermats.clone())
+        .reconcile_all_on(resync(options.sync_period))
         .reconcile_on(fermats_with_news)
         .with_config(config)
         .graceful_shutdown_on(stop.clone().cancelled_owned())
@@ -513,8 +476,18 @@ async fn run_controllers(
             debug!("controllers stopped");
         }
     };
+    // What the context remembers expires, so that its memory stays bounded.
+    let sweeps = async {
+        let mut ticks = tokio::time::interval(ctx.sweep_period());
+        loop {
+            tokio::select! {
+                _ = ticks.tick() => ctx.sweep(),
+                _ = stop.cancelled() => return,
+            }
+        }
+    };
     // The watches run until `stop`; the controllers until their graceful shutdown completes.
-    tokio::join!(controllers, async {
+    tokio::join!(controllers, sweeps, async {
         watches.await;
         debug!("watches stopped");
     });
@@ -538,26 +511,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_child_name_leads_to_the_parent_that_wants_it() {
-        assert_eq!(parent_name::<Tuple>("t-0").as_deref(), Some("t"));
-        assert_eq!(
-            parent_name::<Tuple>("f-1-and-49-1").as_deref(),
-            Some("f-1-and-49")
-        );
-        assert_eq!(parent_name::<Tuple>("number-sample"), None);
-        assert_eq!(
-            parent_name::<Fermat>("fermat-50-1-and-49").as_deref(),
-            Some("fermat-50")
-        );
-        assert_eq!(parent_name::<Fermat>("t-1"), None);
-        assert_eq!(parent_name::<Fermat>("-1-and-2"), None);
-    }
-
-    #[test]
     fn backoff_doubles_and_is_capped() {
         assert_eq!(backoff(1), Duration::from_millis(100));
         assert_eq!(backoff(2), Duration::from_millis(200));
         assert_eq!(backoff(5), Duration::from_millis(1600));
         assert_eq!(backoff(40), BACKOFF_MAX);
+        assert_eq!(conflict_backoff(1), Duration::from_millis(50));
+        assert_eq!(conflict_backoff(3), Duration::from_millis(200));
+        assert_eq!(conflict_backoff(u32::MAX), BACKOFF_MAX);
     }
 }

@@ -35,6 +35,34 @@ pub enum Progress {
     Pending,
 }
 
+/// How a reconcile ended, before it becomes kube-runtime's `Action`: when to look again
+/// (`None`: on the next watch event), and whether the object's status is final.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub requeue_after: Option<Duration>,
+    pub progress: Progress,
+}
+
+impl Outcome {
+    /// Final for now: nothing to do until a watch event brings news.
+    pub const DONE: Outcome = Outcome {
+        requeue_after: None,
+        progress: Progress::Settled,
+    };
+
+    /// The earlier of this outcome's requeue and `after`.
+    pub fn requeue_within(self, after: Option<Duration>) -> Outcome {
+        let requeue_after = match (self.requeue_after, after) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Outcome {
+            requeue_after,
+            ..self
+        }
+    }
+}
+
 /// The `Ready` condition for `generation`, keeping `lastTransitionTime` from `previous` when
 /// the condition's status did not flip, as the API conventions ask. Keeping it also makes an
 /// unchanged status compare equal, so nothing is written.

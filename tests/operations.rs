@@ -10,6 +10,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
+use math_controller::client;
 use math_controller::leader::{self, LeaderElectionConfig};
 use math_controller::manager::{self, Options};
 use math_controller::metrics::Metrics;
@@ -48,16 +49,15 @@ struct Running {
 }
 
 fn start(server: &TestServer, options: Options) -> Running {
+    start_with_client(server.client(), options)
+}
+
+fn start_with_client(client: kube::Client, options: Options) -> Running {
     let metrics = Metrics::new();
     let (tx, rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(manager::run(
-        server.client(),
-        options,
-        metrics.clone(),
-        async {
-            let _ = rx.await;
-        },
-    ));
+    let task = tokio::spawn(manager::run(client, options, metrics.clone(), async {
+        let _ = rx.await;
+    }));
     Running {
         metrics,
         stop: Some(tx),
@@ -407,6 +407,186 @@ async fn a_gracefully_stopped_leader_hands_over_at_once() -> Result<()> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Stopping: a lost lease, a bounded drain
+
+fn status_patches() -> RequestFilter {
+    RequestFilter::new()
+        .verb(Verb::Patch)
+        .resource("numbers")
+        .subresource("status")
+}
+
+/// Waits until the Number controller has a reconcile in flight (here: one whose status write
+/// the server holds back).
+async fn number_reconcile_in_flight(metrics: &Metrics) -> Result<()> {
+    eventually(
+        Duration::from_secs(10),
+        "a Number reconcile in flight",
+        || {
+            (sample(
+                &metrics.encode(),
+                r#"math_controller_reconcile_in_flight{controller="number"}"#,
+            ) == Some(1.0))
+            .then_some(())
+        },
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_loses_the_lease_stops_at_once_without_waiting_for_its_writes() -> Result<()>
+{
+    let server = server().await?;
+    // The status write of n1 takes 8 s: the old leader must not wait for it, nor land it.
+    server.set_latency(status_patches(), Duration::from_secs(8));
+    let lease_duration = Duration::from_secs(3);
+    let a = start(&server, with_election(election("a", lease_duration)));
+    eventually(Duration::from_secs(5), "a to lead", || {
+        a.leads().then_some(())
+    })
+    .await?;
+    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
+    number_reconcile_in_flight(&a.metrics).await?;
+
+    // Another replica takes the lease (as if a's renewals had been lost in the network).
+    let taken = Instant::now();
+    kubectl_ok(
+        &server,
+        &[
+            "patch",
+            "lease",
+            LEASE,
+            "-n",
+            NS,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"holderIdentity":"intruder"}}"#,
+        ],
+        None,
+    )
+    .await?;
+    let result = tokio::time::timeout(lease_duration, a.task)
+        .await
+        .context("run() returns within the lease duration of losing the lease, not when the status write it waits for ends (8 s)")??;
+    let error = result.err().context("losing the lease is an error exit")?;
+    assert!(
+        error.to_string().contains("lost"),
+        "the error says leadership was lost: {error:#}"
+    );
+    assert!(taken.elapsed() < lease_duration);
+    // The write that was in flight was abandoned with the connection: the new leader alone
+    // writes from now on.
+    tokio::time::sleep(Duration::from_secs(9).saturating_sub(taken.elapsed())).await;
+    assert_eq!(
+        number_status(&server, "n1"),
+        None,
+        "the old leader's status write landed after it lost the lease"
+    );
+    assert_eq!(holder(&server).as_deref(), Some("intruder"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_waits_for_the_reconciles_in_flight_at_most_the_shutdown_timeout() -> Result<()>
+{
+    let server = server().await?;
+    // A status write that takes longer than any grace period.
+    server.set_latency(status_patches(), Duration::from_secs(60));
+    let m = start(
+        &server,
+        Options {
+            shutdown_timeout: Duration::from_secs(1),
+            ..with_election(election("a", Duration::from_secs(10)))
+        },
+    );
+    eventually(Duration::from_secs(5), "the manager to lead", || {
+        m.leads().then_some(())
+    })
+    .await?;
+    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
+    number_reconcile_in_flight(&m.metrics).await?;
+
+    let stopping = Instant::now();
+    let result = m.shutdown().await;
+    let took = stopping.elapsed();
+    let error = result
+        .err()
+        .context("a drain cut short by the shutdown timeout is reported as an error exit")?;
+    assert!(
+        error.to_string().contains("shutdown timeout"),
+        "the error names the timeout: {error:#}"
+    );
+    assert!(took < Duration::from_secs(5), "stopping took {took:?}");
+    assert_eq!(
+        holder(&server),
+        None,
+        "the lease is released even when the drain was cut short"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_request_is_cut_by_the_read_timeout_and_watches_end_before_it() -> Result<()> {
+    let server = server().await?;
+    // Watches with nothing to say stay silent for longer than the read timeout.
+    server.set_bookmark_interval(Duration::from_secs(60));
+    let read_timeout = Duration::from_secs(2);
+    let mut config = kube::Config::new(server.url().parse()?);
+    config.default_namespace = NS.to_string();
+    let client = kube::Client::try_from(client::with_read_timeout(config, read_timeout))?;
+    let m = start_with_client(
+        client,
+        Options {
+            read_timeout: Some(read_timeout),
+            ..Options::default()
+        },
+    );
+
+    // n1's status write hangs: the server does not answer for an hour.
+    let n1_status = status_patches().name("n1");
+    server.set_latency(n1_status.clone(), Duration::from_secs(3600));
+    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
+    number_reconcile_in_flight(&m.metrics).await?;
+    tokio::time::sleep(read_timeout + Duration::from_secs(1)).await;
+    // The server answers again: the write that timed out is retried, and lands.
+    server.set_latency(n1_status, Duration::ZERO);
+    eventually(
+        Duration::from_secs(10),
+        "n1 converged after its hung write",
+        || number_converged(&server, "n1").then_some(()),
+    )
+    .await?;
+
+    // Quiet for several read timeouts: the watches still deliver a new Number.
+    tokio::time::sleep(read_timeout * 3).await;
+    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n2", 9))).await?;
+    eventually(Duration::from_secs(10), "n2 converged", || {
+        number_converged(&server, "n2").then_some(())
+    })
+    .await?;
+    let watches: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb == Verb::Watch && !r.user_agent.starts_with("kubectl"))
+        .collect();
+    assert!(!watches.is_empty());
+    for watch in &watches {
+        let timeout = watch
+            .query
+            .split('&')
+            .find_map(|p| p.strip_prefix("timeoutSeconds="))
+            .and_then(|t| t.parse::<u64>().ok())
+            .with_context(|| format!("watch without timeoutSeconds: {}", watch.query))?;
+        assert!(
+            Duration::from_secs(timeout) < read_timeout,
+            "the server must end a watch ({timeout} s) before the client's read timeout ({read_timeout:?}) cuts it"
+        );
+    }
+    m.shutdown().await?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
 // Metrics and probes
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -559,6 +739,145 @@ async fn sigterm_exits_zero_and_releases_the_lease() -> Result<()> {
     Ok(())
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_election_outside_a_cluster_needs_the_lease_namespace() -> Result<()> {
+    let server = server().await?;
+    // `cargo run -- --leader-elect` on a laptop: no pod namespace to default to, and the
+    // kubeconfig's namespace would put the Lease where the Deployment's replicas do not look.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_math-controller"))
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig_path())
+        .args([
+            "--leader-elect",
+            "--leader-election-id",
+            LEASE,
+            "--metrics-bind-address=0",
+            "--health-probe-bind-address=0",
+        ])
+        .env_remove("POD_NAMESPACE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let out = child.wait_with_output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let status = status.with_context(|| {
+        format!(
+            "the manager ran (lease holder: {:?}) instead of refusing to start\n{stderr}",
+            holder(&server)
+        )
+    })?;
+    assert!(!status.success(), "{status:?}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line:\n{stderr}");
+    assert!(
+        lines[0].contains("--leader-election-namespace"),
+        "the error names the flag: {stderr}"
+    );
+    assert!(
+        server
+            .objects("coordination.k8s.io", "leases", None)
+            .is_empty(),
+        "no Lease was taken"
+    );
+    Ok(())
+}
+
+/// Polls the binary's /metrics until the Number controller has a reconcile in flight.
+async fn binary_reconcile_in_flight(metrics: SocketAddr) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok((200, text)) = http_get(metrics, "/metrics").await
+            && sample(
+                &text,
+                r#"math_controller_reconcile_in_flight{controller="number"}"#,
+            ) == Some(1.0)
+        {
+            return Ok(());
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "no Number reconcile in flight within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn signal(child: &std::process::Child, signal: &str) -> Result<()> {
+    let kill = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()?;
+    ensure!(kill.success(), "kill {signal} failed");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_ctrl_c_stops_at_once() -> Result<()> {
+    let server = server().await?;
+    // A reconcile that would hold a graceful shutdown for a minute.
+    server.set_latency(status_patches(), Duration::from_secs(60));
+    let metrics = free_port()?;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_math-controller"))
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig_path())
+        .args(["--health-probe-bind-address=0", "--shutdown-timeout=60s"])
+        .arg(format!("--metrics-bind-address={metrics}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let outcome = async {
+        kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
+        binary_reconcile_in_flight(metrics).await?;
+        // The first Ctrl-C drains: the manager waits for the reconcile in flight.
+        signal(&child, "-INT")?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        ensure!(
+            child.try_wait()?.is_none(),
+            "the first Ctrl-C must wait for the reconcile in flight"
+        );
+        // The second one does not wait.
+        signal(&child, "-INT")?;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Ok(status);
+            }
+            ensure!(
+                Instant::now() < deadline,
+                "the manager did not exit within 5 s of the second Ctrl-C"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    .await;
+    if outcome.is_err() {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output()?;
+    let logs = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status = outcome.with_context(|| logs.clone())?;
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "a forced exit is not a clean one: {status:?}\n{logs}"
+    );
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // deploy/
 
@@ -664,6 +983,15 @@ fn deploy_manifests_are_well_formed_and_match_the_cli() -> Result<()> {
         std::iter::once("math-controller".to_string()).chain(args),
     )?;
     assert!(cli.run.leader_elect);
+    // SIGTERM: the drain and the lease release end before the kubelet's SIGKILL.
+    let grace = pod
+        .termination_grace_period_seconds
+        .context("terminationGracePeriodSeconds")?;
+    let shutdown = cli.run.shutdown_timeout + math_controller::shutdown::RELEASE_TIMEOUT;
+    assert!(
+        shutdown < Duration::from_secs(u64::try_from(grace)?),
+        "--shutdown-timeout plus the lease release ({shutdown:?}) must end within terminationGracePeriodSeconds ({grace} s)"
+    );
     let sc = c
         .security_context
         .clone()
@@ -815,6 +1143,15 @@ fn granted(docs: &[Value]) -> Result<BTreeSet<Grant>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Result<()> {
     let server = server().await?;
+    // As on OpenShift and hardened clusters: blockOwnerDeletion on a child's ownerReference
+    // needs `update` on the owner's finalizers, checked against deploy/'s rules.
+    let rules: Vec<Value> = of_kind(&deploy_documents()?, "ClusterRole")
+        .into_iter()
+        .chain(of_kind(&deploy_documents()?, "Role"))
+        .filter_map(|role| role.get("rules").and_then(Value::as_array).cloned())
+        .flatten()
+        .collect();
+    server.enforce_owner_references(&rules)?;
     let metrics_address = free_port()?;
     let m = start(
         &server,
@@ -1023,6 +1360,13 @@ async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Res
             None => r.resource.clone(),
         };
         used.insert((r.group.clone(), resource, r.verb.as_str().to_string()));
+    }
+    // What the admission check needed the manager's account to be allowed (kubectl's own
+    // writes, the ConfigMap-owned Number, set no blockOwnerDeletion).
+    for check in server.authorization_checks() {
+        if check.allowed {
+            used.insert((check.group.clone(), check.combined_resource(), check.verb));
+        }
     }
     let granted = granted(&deploy_documents()?)?;
     let missing: Vec<_> = used.difference(&granted).collect();

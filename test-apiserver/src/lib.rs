@@ -20,6 +20,7 @@
 //! ```
 
 mod auth;
+mod admission;
 mod events;
 mod openapi;
 mod proto;
@@ -34,6 +35,7 @@ mod table;
 mod util;
 
 pub use auth::UserInfo;
+pub use admission::{AuthorizationCheck, PolicyRule};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -431,7 +433,7 @@ impl TestServer {
 
     /// Ends every open watch now (clients see the stream end, as on an apiserver restart).
     pub fn close_watches(&self) {
-        self.inner.shared.state().watchers.clear();
+        self.inner.shared.state().watch.watchers.clear();
     }
 
     /// Every resourceVersion issued so far now answers 410 Gone (watch: an ERROR event
@@ -443,6 +445,29 @@ impl TestServer {
     /// Changes how often watches get BOOKMARK events.
     pub fn set_bookmark_interval(&self, interval: Duration) {
         *lock(&self.inner.shared.bookmark_interval) = interval;
+    }
+
+    /// Turns on kube-apiserver's OwnerReferencesPermissionEnforcement admission plugin for
+    /// the rest of the server's life: setting `blockOwnerDeletion: true` on an ownerReference
+    /// needs `update` on the owner's `finalizers`, changing ownerReferences on an update needs
+    /// `delete` on the object, else 403. `rules` (RBAC PolicyRules as JSON, e.g. a ClusterRole's
+    /// `rules`) are what the one user of this server may do, in every namespace.
+    pub fn enforce_owner_references(&self, rules: &[Value]) -> anyhow::Result<()> {
+        let rules = rules
+            .iter()
+            .map(|r| serde_json::from_value(r.clone()))
+            .collect::<Result<Vec<PolicyRule>, _>>()?;
+        self.inner
+            .shared
+            .state()
+            .admission
+            .enforce_owner_references(rules);
+        Ok(())
+    }
+
+    /// The questions admission plugins asked the authorizer, with the answers, in order.
+    pub fn authorization_checks(&self) -> Vec<AuthorizationCheck> {
+        self.inner.shared.state().admission.checks().to_vec()
     }
 
     /// The current global resourceVersion.

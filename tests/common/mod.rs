@@ -74,16 +74,24 @@ impl Harness {
     }
 
     pub fn start_manager_with(&mut self, options: Options) {
+        self.start_manager_observed(options);
+    }
+
+    /// Start the manager and hand back its metrics, to read them as `/metrics` would show.
+    pub fn start_manager_observed(&mut self, options: Options) -> Metrics {
         assert!(self.manager.is_none(), "one manager at a time in a harness");
         let (stop, stopped) = oneshot::channel::<()>();
         let client = self.server.client();
+        let metrics = Metrics::new();
+        let observed = metrics.clone();
         let task = tokio::spawn(async move {
-            manager::run(client, options, Metrics::new(), async move {
+            manager::run(client, options, observed, async move {
                 let _ = stopped.await;
             })
             .await
         });
         self.manager = Some((stop, task));
+        metrics
     }
 
     /// Stop the manager gracefully and wait for it to exit.
@@ -155,6 +163,14 @@ impl Harness {
         self.server
             .count(&RequestFilter::new().verb(verb).resource(resource))
     }
+}
+
+/// The value of the sample whose series (name and labels) is exactly `series` in the
+/// OpenMetrics text of [`Metrics::encode`].
+pub fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
 /// Poll `get` until `done` holds, or fail the test with the last value seen.

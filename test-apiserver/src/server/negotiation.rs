@@ -1,0 +1,132 @@
+//! Content negotiation: the view a client asks for in `Accept` (the object,
+//! `PartialObjectMetadata` or a `Table`), the matching `Content-Type`, response shapes,
+//! `Status` error bodies, and decoding request bodies (JSON, YAML, the protobuf subset).
+
+use super::routing::Target;
+use crate::registry::ResourceType;
+use crate::status::{ApiError, ApiResult};
+use crate::table;
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::Response;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum View {
+    Full,
+    Metadata,
+    Table,
+}
+
+pub(super) fn json_response(code: u16, v: &Value, content_type: &str) -> Response {
+    let mut r = Response::new(Body::from(v.to_string()));
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+    if let Ok(h) = HeaderValue::from_str(content_type) {
+        r.headers_mut().insert(header::CONTENT_TYPE, h);
+    }
+    r
+}
+
+pub(super) fn error_response(e: &ApiError) -> Response {
+    let mut r = json_response(e.code, &e.to_status(), "application/json");
+    if e.code == 429 || e.code == 503 {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    r
+}
+
+pub(super) fn view_of(headers: &HeaderMap) -> View {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    // The first acceptable media type wins.
+    for part in accept.split(',') {
+        let p = part.replace(' ', "");
+        if p.contains("as=Table") && p.contains("g=meta.k8s.io") && p.contains("v=v1;")
+            || p.contains("as=Table") && p.ends_with("v=v1")
+            || p.contains("as=Table;v=v1")
+        {
+            return View::Table;
+        }
+        if p.contains("as=PartialObjectMetadata") && p.contains("v=v1") {
+            return View::Metadata;
+        }
+        if p.starts_with("application/json") && !p.contains("as=") {
+            return View::Full;
+        }
+        if p.starts_with("*/*") || p.starts_with("application/yaml") {
+            return View::Full;
+        }
+    }
+    View::Full
+}
+
+pub(super) fn decode_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    if ct.contains("protobuf")
+        && let Some(v) = crate::proto::decode(body)
+    {
+        return Ok(v);
+    }
+    if ct.contains("protobuf") || ct.contains("cbor") {
+        return Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; got {ct}"
+            ),
+        ));
+    }
+    if ct.contains("yaml") {
+        serde_yaml::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
+    } else {
+        serde_json::from_slice(body).map_err(|e| {
+            ApiError::bad_request(format!(
+                "the body of the request could not be decoded as JSON: {e}"
+            ))
+        })
+    }
+}
+
+pub(super) fn list_kind(rt: &ResourceType) -> String {
+    format!("{}List", rt.kind)
+}
+
+pub(super) fn content_type(view: View, list: bool) -> &'static str {
+    match (view, list) {
+        (View::Table, _) => "application/json;as=Table;v=v1;g=meta.k8s.io",
+        (View::Metadata, true) => {
+            "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+        }
+        (View::Metadata, false) => "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+        (View::Full, _) => "application/json",
+    }
+}
+
+pub(super) fn render_one(
+    t: &Target,
+    view: View,
+    obj: &Value,
+    q: &HashMap<String, String>,
+) -> Value {
+    match view {
+        View::Full => obj.clone(),
+        View::Metadata => table::partial(obj),
+        View::Table => table::table(
+            &t.rt,
+            std::slice::from_ref(obj),
+            json!({"resourceVersion": crate::util::rv_of(obj)}),
+            q.get("includeObject")
+                .map(String::as_str)
+                .unwrap_or("Metadata"),
+            true,
+        ),
+    }
+}

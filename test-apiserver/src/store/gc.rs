@@ -1,0 +1,502 @@
+//! The garbage collector, kube-controller-manager's, as a component of its own: it keeps
+//! an owner-UID → dependents graph current on every write ([`State::gc_track`], called by
+//! storage) and queues what a write touched; [`State::gc_pass`] (run by `gc_loop` in
+//! `lib.rs`) deletes dependents whose owners are gone (background / foreground
+//! propagation), removes the `orphan` and `foregroundDeletion` finalizers when their work
+//! is done, and drops references to owners that no longer exist.
+
+use super::storage::to_view;
+use super::{Key, State};
+use crate::util::{self, meta_mut, uid_of};
+use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
+
+/// What the garbage collector knows without scanning the store, maintained by `put` and
+/// `remove_key` (the only places that change `State::objects`). kube-controller-manager's
+/// GC works the same way: a graph of owner → dependents fed by watch events, and queues
+/// (`attemptToDelete`, `attemptToOrphan`) of the nodes an event made worth a look.
+///
+/// Invariant (checked by the tests with [`State::gc_plan_everything`]): between passes,
+/// every object for which a full scan would find something to do is queued.
+#[derive(Default)]
+pub(super) struct GcIndex {
+    /// uid → key of the stored object with that uid.
+    uids: HashMap<String, Key>,
+    /// owner uid → the objects (any namespace) whose ownerReferences name that uid.
+    dependents: HashMap<String, BTreeSet<Key>>,
+    /// Objects whose ownerReferences need another look: they were created, their
+    /// ownerReferences, deletionTimestamp or finalizers changed, or an owner they name
+    /// appeared, disappeared or started a foreground/orphan deletion.
+    dirty_dependents: BTreeSet<Key>,
+    /// Owner uids whose `orphan`/`foregroundDeletion` finalizer needs another look: the
+    /// owner entered such a deletion, or the set of references to it changed.
+    dirty_owners: BTreeSet<String>,
+}
+
+/// What the garbage collector does to one dependent.
+#[derive(Debug)]
+enum GcAction {
+    /// Delete it with this propagation policy (its owners are all gone).
+    Delete(Key, &'static str),
+    /// Remove the ownerReferences with these uids.
+    DropRefs(Key, Vec<String>),
+}
+
+/// An owner's deletion state as its dependents see it: (foreground, orphan).
+fn owner_state(o: &Value) -> (bool, bool) {
+    if !util::is_deleting(o) {
+        return (false, false);
+    }
+    let fins = util::finalizers_of(o);
+    (
+        fins.iter().any(|f| f == "foregroundDeletion"),
+        fins.iter().any(|f| f == "orphan"),
+    )
+}
+
+fn owner_refs_value(obj: &Value) -> Option<&Value> {
+    obj.get("metadata").and_then(|m| m.get("ownerReferences"))
+}
+
+/// The owner uids an object's ownerReferences name ("" for a reference without one).
+fn ref_uids(obj: &Value) -> Vec<String> {
+    owner_refs_value(obj)
+        .and_then(Value::as_array)
+        .map(|refs| {
+            refs.iter()
+                .map(|r| {
+                    r.get("uid")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+fn owner_refs(obj: &Value) -> Vec<Value> {
+    obj.get("metadata")
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+impl State {
+    /// Keeps the garbage collector's indexes current and queues what a write made worth
+    /// its attention. `old`/`new` are the stored object before/after (None: absent).
+    pub(super) fn gc_track(&mut self, key: &Key, old: Option<&Value>, new: Option<&Value>) {
+        let gc = &mut self.gc;
+        // The object as an owner.
+        let old_uid = old.map(uid_of);
+        let new_uid = new.map(uid_of);
+        let mut owner_changed: Vec<&str> = vec![];
+        if old_uid != new_uid {
+            if let Some(u) = old_uid {
+                if gc.uids.get(u) == Some(key) {
+                    gc.uids.remove(u);
+                }
+                owner_changed.push(u);
+            }
+            if let Some(u) = new_uid {
+                gc.uids.insert(u.to_string(), key.clone());
+                owner_changed.push(u);
+            }
+        } else if let Some(u) = new_uid
+            && old.map(owner_state) != new.map(owner_state)
+        {
+            owner_changed.push(u);
+        }
+        for u in owner_changed {
+            if let Some(ds) = gc.dependents.get(u) {
+                gc.dirty_dependents.extend(ds.iter().cloned());
+            }
+            gc.dirty_owners.insert(u.to_string());
+        }
+        if let (Some(n), Some(u)) = (new, new_uid)
+            && owner_state(n) != (false, false)
+        {
+            gc.dirty_owners.insert(u.to_string());
+        }
+        // The object as a dependent.
+        let old_refs = old.and_then(owner_refs_value);
+        let new_refs = new.and_then(owner_refs_value);
+        let refs_changed = old_refs != new_refs;
+        if refs_changed {
+            for u in old.map(ref_uids).unwrap_or_default() {
+                if let Some(ds) = gc.dependents.get_mut(&u) {
+                    ds.remove(key);
+                    if ds.is_empty() {
+                        gc.dependents.remove(&u);
+                    }
+                }
+                gc.dirty_owners.insert(u);
+            }
+            for u in new.map(ref_uids).unwrap_or_default() {
+                gc.dependents
+                    .entry(u.clone())
+                    .or_default()
+                    .insert(key.clone());
+                gc.dirty_owners.insert(u);
+            }
+        }
+        if let Some(n) = new
+            && new_refs.is_some()
+            && (refs_changed
+                || old.is_none_or(|o| {
+                    util::is_deleting(o) != util::is_deleting(n)
+                        || util::finalizers_of(o) != util::finalizers_of(n)
+                }))
+        {
+            gc.dirty_dependents.insert(key.clone());
+        }
+    }
+
+    /// What the garbage collector would do for these dependents and owners, computed from
+    /// the current state (nothing changes while planning): actions on dependents, then
+    /// finalizers to remove from owners.
+    fn gc_plan(
+        &self,
+        dependents: &BTreeSet<Key>,
+        owners: &BTreeSet<String>,
+    ) -> (Vec<GcAction>, Vec<(Key, &'static str)>) {
+        // uid -> (owner key, deleting in foreground, being orphaned)
+        let owner = |uid: &str| -> Option<(&Key, bool, bool)> {
+            let k = self.gc.uids.get(uid)?;
+            let (fg, orphan) = owner_state(self.objects.get(k)?);
+            Some((k, fg, orphan))
+        };
+        let mut actions = vec![];
+        for k in dependents {
+            let Some(o) = self.objects.get(k) else {
+                continue;
+            };
+            let refs = owner_refs(o);
+            if refs.is_empty() {
+                continue;
+            }
+            let mut solid = 0;
+            let mut dangling = vec![];
+            let mut waiting = vec![];
+            let mut waiting_block = false;
+            for r in &refs {
+                let uid = r.get("uid").and_then(Value::as_str).unwrap_or("");
+                match owner(uid) {
+                    Some((ok, fg, orphan)) if ok.ns.is_empty() || ok.ns == k.ns => {
+                        if orphan {
+                            // handled below: the reference is removed
+                            solid += 1;
+                        } else if fg {
+                            waiting.push(uid.to_string());
+                            if r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true) {
+                                waiting_block = true;
+                            }
+                        } else {
+                            solid += 1;
+                        }
+                    }
+                    _ => dangling.push(uid.to_string()),
+                }
+            }
+            if solid > 0 {
+                if !dangling.is_empty() || !waiting.is_empty() {
+                    let mut drop = dangling;
+                    drop.extend(waiting);
+                    actions.push(GcAction::DropRefs(k.clone(), drop));
+                }
+            } else if util::is_deleting(o) {
+                continue;
+            } else if !waiting.is_empty() && waiting_block {
+                actions.push(GcAction::Delete(k.clone(), "Foreground"));
+            } else {
+                let fins = util::finalizers_of(o);
+                let policy = if fins.iter().any(|f| f == "orphan") {
+                    "Orphan"
+                } else if fins.iter().any(|f| f == "foregroundDeletion") {
+                    "Foreground"
+                } else {
+                    "Background"
+                };
+                actions.push(GcAction::Delete(k.clone(), policy));
+            }
+        }
+        // Owners being orphaned / foreground-deleted.
+        let mut finalize = vec![];
+        let none = BTreeSet::new();
+        for uid in owners {
+            let Some((k, fg, orphan)) = owner(uid) else {
+                continue;
+            };
+            let deps = self.gc.dependents.get(uid).unwrap_or(&none);
+            if orphan {
+                for dk in deps {
+                    actions.push(GcAction::DropRefs(dk.clone(), vec![uid.clone()]));
+                }
+                finalize.push((k.clone(), "orphan"));
+            } else if fg {
+                let blocked = deps.iter().filter_map(|dk| self.objects.get(dk)).any(|d| {
+                    owner_refs(d).iter().any(|r| {
+                        r.get("uid").and_then(Value::as_str) == Some(uid)
+                            && r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true)
+                    })
+                });
+                if !blocked {
+                    finalize.push((k.clone(), "foregroundDeletion"));
+                }
+            }
+        }
+        (actions, finalize)
+    }
+
+    /// What a garbage-collector pass over every stored object would do (the tests check
+    /// that it is nothing once the queued work is done).
+    #[cfg(test)]
+    fn gc_plan_everything(&self) -> (Vec<GcAction>, Vec<(Key, &'static str)>) {
+        let keys: BTreeSet<Key> = self.objects.keys().cloned().collect();
+        let uids: BTreeSet<String> = self
+            .objects
+            .values()
+            .map(|o| uid_of(o).to_string())
+            .collect();
+        self.gc_plan(&keys, &uids)
+    }
+
+    /// Whether the garbage collector has queued work.
+    pub fn gc_pending(&self) -> bool {
+        !self.gc.dirty_dependents.is_empty() || !self.gc.dirty_owners.is_empty()
+    }
+
+    /// Deletes whatever is pending: the garbage collector of kube-controller-manager,
+    /// approximated. Looks only at what writes since the last pass queued (see
+    /// [`GcIndex`]); what it changes queues the next pass's work. Returns true if it
+    /// changed anything.
+    pub fn gc_pass(&mut self) -> bool {
+        if !self.gc_pending() {
+            return false;
+        }
+        let dependents = std::mem::take(&mut self.gc.dirty_dependents);
+        let owners = std::mem::take(&mut self.gc.dirty_owners);
+        let (actions, finalize) = self.gc_plan(&dependents, &owners);
+        let mut changed = false;
+        for a in actions {
+            match a {
+                GcAction::Delete(k, policy) => {
+                    if let (Some(o), Some(rt)) = (
+                        self.objects.get(&k).cloned(),
+                        self.registry.find_storage(&k.storage).cloned(),
+                    ) {
+                        let o = to_view(&rt, &o);
+                        self.delete_internal(&rt, o, policy);
+                        changed = true;
+                    }
+                }
+                GcAction::DropRefs(k, uids) => {
+                    if let (Some(o), Some(rt)) = (
+                        self.objects.get(&k).cloned(),
+                        self.registry.find_storage(&k.storage).cloned(),
+                    ) {
+                        let mut n = to_view(&rt, &o);
+                        let refs: Vec<Value> = owner_refs(&n)
+                            .into_iter()
+                            .filter(|r| {
+                                !uids.iter().any(|u| {
+                                    r.get("uid").and_then(Value::as_str) == Some(u.as_str())
+                                })
+                            })
+                            .collect();
+                        let m = meta_mut(&mut n);
+                        if refs.is_empty() {
+                            m.remove("ownerReferences");
+                        } else {
+                            m.insert("ownerReferences".into(), Value::Array(refs));
+                        }
+                        self.put(&rt, n);
+                        changed = true;
+                    }
+                }
+            }
+        }
+        for (k, fin) in finalize {
+            if let (Some(o), Some(rt)) = (
+                self.objects.get(&k).cloned(),
+                self.registry.find_storage(&k.storage).cloned(),
+            ) {
+                let mut n = to_view(&rt, &o);
+                let fins: Vec<String> = util::finalizers_of(&n)
+                    .into_iter()
+                    .filter(|f| f != fin)
+                    .collect();
+                let empty = fins.is_empty();
+                util::set_finalizers(&mut n, fins);
+                if empty {
+                    self.remove_key(&k);
+                } else {
+                    self.put(&rt, n);
+                }
+                changed = true;
+            }
+        }
+        changed
+    }
+}
+
+#[cfg(test)]
+mod gc_tests {
+    use super::super::{DeleteOpts, PatchType, WriteOpts};
+    use super::*;
+    use serde_json::json;
+
+    /// A small deterministic generator (xorshift64*), so failures reproduce.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    fn opts() -> WriteOpts {
+        WriteOpts {
+            manager: "test".into(),
+            ..Default::default()
+        }
+    }
+
+    /// Runs passes until the queues are empty, then checks that a pass over every object
+    /// (what the collector did before it kept indexes) would find nothing either.
+    fn settle(st: &mut State) {
+        for _ in 0..1000 {
+            if !st.gc_pass() {
+                break;
+            }
+        }
+        assert!(!st.gc_pending(), "queued work left after the passes");
+        let (actions, finalize) = st.gc_plan_everything();
+        assert!(
+            actions.is_empty() && finalize.is_empty(),
+            "a full pass would still act: {actions:?} {finalize:?}"
+        );
+    }
+
+    fn uids(st: &State) -> Vec<String> {
+        st.objects.values().map(|o| uid_of(o).to_string()).collect()
+    }
+
+    /// kube-controller-manager's garbage collector keeps a graph of owners and dependents
+    /// up to date from watch events and only processes the nodes an event touched; the
+    /// store's incremental collector must reach the same result as a pass over every
+    /// object after any mix of creates, ownerReference and finalizer changes, and
+    /// background / foreground / orphan deletions (namespaced and cluster-scoped owners,
+    /// owners in other namespaces, owner UIDs that never existed or no longer exist).
+    #[test]
+    fn incremental_gc_matches_a_full_scan() {
+        for seed in 1..=40u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+            let mut st = State::default();
+            let ns_rt = st.rt_of("", "namespaces").unwrap();
+            st.create(
+                &ns_rt,
+                None,
+                json!({"metadata": {"name": "other"}}),
+                &opts(),
+            )
+            .unwrap();
+            settle(&mut st);
+            let cm = st.rt_of("", "configmaps").unwrap();
+            let cr = st
+                .rt_of("rbac.authorization.k8s.io", "clusterroles")
+                .unwrap();
+            let mut gone_uids: Vec<String> = vec!["never-existed".into()];
+            for _ in 0..300 {
+                let all = uids(&st);
+                let pick_uid = |rng: &mut Rng| -> String {
+                    if rng.below(5) == 0 {
+                        gone_uids[rng.below(gone_uids.len())].clone()
+                    } else {
+                        all[rng.below(all.len())].clone()
+                    }
+                };
+                let nrefs = rng.below(3);
+                let refs: Vec<Value> = (0..nrefs)
+                    .map(|i| {
+                        json!({"apiVersion": "v1", "kind": "ConfigMap", "name": format!("o{i}"),
+                               "uid": pick_uid(&mut rng), "blockOwnerDeletion": rng.below(2) == 0})
+                    })
+                    .collect();
+                let (rt, ns) = if rng.below(4) == 0 {
+                    (&cr, None)
+                } else {
+                    (&cm, Some(["default", "other"][rng.below(2)]))
+                };
+                let name = format!("o-{}", rng.below(12));
+                match rng.below(6) {
+                    0 | 1 => {
+                        let mut meta = json!({"name": name});
+                        if nrefs > 0 {
+                            meta["ownerReferences"] = json!(refs);
+                        }
+                        if rng.below(4) == 0 {
+                            meta["finalizers"] = json!(["test/hold"]);
+                        }
+                        let _ = st.create(rt, ns, json!({"metadata": meta}), &opts());
+                    }
+                    2 => {
+                        let patch = if nrefs == 0 {
+                            json!({"metadata": {"ownerReferences": null}})
+                        } else {
+                            json!({"metadata": {"ownerReferences": refs}})
+                        };
+                        let _ = st.patch(
+                            rt,
+                            ns,
+                            &name,
+                            None,
+                            PatchType::Merge,
+                            patch.to_string().as_bytes(),
+                            false,
+                            &opts(),
+                        );
+                    }
+                    3 => {
+                        let patch = json!({"metadata": {"finalizers": null}});
+                        let _ = st.patch(
+                            rt,
+                            ns,
+                            &name,
+                            None,
+                            PatchType::Merge,
+                            patch.to_string().as_bytes(),
+                            false,
+                            &opts(),
+                        );
+                    }
+                    _ => {
+                        let policy = ["Background", "Foreground", "Orphan"][rng.below(3)];
+                        if let Ok(o) = st.get(rt, ns, &name) {
+                            gone_uids.push(uid_of(&o).to_string());
+                        }
+                        let _ = st.delete(
+                            rt,
+                            ns,
+                            &name,
+                            &DeleteOpts {
+                                propagation: Some(policy.into()),
+                                ..Default::default()
+                            },
+                        );
+                    }
+                }
+                // Sometimes let several writes pile up before the collector runs.
+                if rng.below(3) == 0 {
+                    settle(&mut st);
+                }
+            }
+            settle(&mut st);
+        }
+    }
+}

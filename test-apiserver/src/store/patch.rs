@@ -1,0 +1,260 @@
+//! PATCH: JSON merge patch, JSON patch (RFC 6902), strategic merge patch (approximated,
+//! built-ins only) and server-side apply (create when missing, field-manager conflicts).
+//! The result goes through the same update path as a PUT (`rest.rs`).
+
+use super::strategy::normalize_body;
+use super::{State, WriteOpts};
+use crate::registry::ResourceType;
+use crate::ssa::{self, Scope};
+use crate::status::{ApiError, ApiResult, Cause};
+use crate::util::{self, meta_mut, name_of, uid_of};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PatchType {
+    Merge,
+    Json,
+    Strategic,
+    Apply,
+}
+
+impl State {
+    /// PATCH (merge, json, strategic-merge approximated as merge, server-side apply).
+    #[allow(clippy::too_many_arguments)]
+    pub fn patch(
+        &mut self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        sub: Option<&str>,
+        ptype: PatchType,
+        body: &[u8],
+        force: bool,
+        opts: &WriteOpts,
+    ) -> ApiResult<(Value, u16)> {
+        let old = self.get(rt, ns, name);
+        if ptype == PatchType::Apply {
+            if opts.manager.is_empty() {
+                return Err(ApiError::invalid(
+                    "PatchOptions",
+                    "meta.k8s.io",
+                    "",
+                    vec![Cause::required(
+                        "fieldManager",
+                        "is required for apply patch",
+                    )],
+                ));
+            }
+            let cfg: Value = serde_yaml::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+            if !cfg.is_object() {
+                return Err(ApiError::bad_request("apply patch must be an object"));
+            }
+            let cfg_name = name_of(&cfg);
+            if !cfg_name.is_empty() && cfg_name != name {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({cfg_name}) does not match the name on the URL ({name})"
+                )));
+            }
+            let scope = if sub == Some("status") {
+                Scope::Status
+            } else {
+                Scope::Main {
+                    exclude_status: rt.status_subresource,
+                }
+            };
+            let mut cfg = cfg;
+            if let Some(k) = cfg.get("kind").and_then(Value::as_str)
+                && k != rt.kind
+            {
+                return Err(ApiError::bad_request(format!(
+                    "the kind in the apply configuration ({k}) does not match the resource ({})",
+                    rt.kind
+                )));
+            }
+            match old {
+                Err(e) if e.code == 404 => {
+                    if sub.is_some() {
+                        return Err(e);
+                    }
+                    meta_mut(&mut cfg).insert("name".into(), json!(name));
+                    if rt.namespaced {
+                        meta_mut(&mut cfg).insert("namespace".into(), json!(ns.unwrap_or("")));
+                    }
+                    let created =
+                        ssa::apply(None, &cfg, &opts.manager, force, scope, &rt.api_version())
+                            .map_err(|c| conflict_error(rt, name, c))?;
+                    let created = normalize_body(rt, created)?;
+                    let v = self.create_prepared(rt, created, opts, Some(()))?;
+                    return Ok((v, 201));
+                }
+                Err(e) => return Err(e),
+                Ok(old) => {
+                    if let Some(rv) = util::meta_str(&cfg, "resourceVersion")
+                        && rv != util::rv_of(&old)
+                    {
+                        return Err(ApiError::stale(&rt.plural, &rt.group, name));
+                    }
+                    let new = ssa::apply(
+                        Some(&old),
+                        &cfg,
+                        &opts.manager,
+                        force,
+                        scope,
+                        &rt.api_version(),
+                    )
+                    .map_err(|c| conflict_error(rt, name, c))?;
+                    let v = self.finish_update(rt, old, new, sub, opts, true)?;
+                    return Ok((v, 200));
+                }
+            }
+        }
+        let old = old?;
+        let patch: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+        let mut new = old.clone();
+        match ptype {
+            PatchType::Json => {
+                let p: json_patch::Patch = serde_json::from_value(patch).map_err(|e| {
+                    ApiError::bad_request(format!("error decoding json patch: {e}"))
+                })?;
+                json_patch::patch(&mut new, &p).map_err(|e| {
+                    ApiError::new(
+                        422,
+                        "Invalid",
+                        format!(
+                            "the server rejected our request due to an error in our request: {e}"
+                        ),
+                    )
+                })?;
+            }
+            PatchType::Merge => {
+                if !patch.is_object() {
+                    return Err(ApiError::bad_request(
+                        "error decoding patch: merge patch must be a JSON object",
+                    ));
+                }
+                json_patch::merge(&mut new, &patch);
+            }
+            PatchType::Strategic => {
+                if !patch.is_object() {
+                    return Err(ApiError::bad_request(
+                        "error decoding patch: strategic merge patch must be a JSON object",
+                    ));
+                }
+                strategic_merge(&mut new, &patch);
+            }
+            PatchType::Apply => unreachable!("handled above"),
+        }
+        if util::rv_of(&new) != util::rv_of(&old) && !util::rv_of(&new).is_empty() {
+            return Err(ApiError::stale(&rt.plural, &rt.group, name));
+        }
+        if util::uid_of(&new) != util::uid_of(&old) && !util::uid_of(&new).is_empty() {
+            return Err(ApiError::conflict(
+                &rt.plural,
+                &rt.group,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                    uid_of(&new),
+                    uid_of(&old)
+                ),
+            ));
+        }
+        let v = self.finish_update(rt, old, new, sub, opts, false)?;
+        Ok((v, 200))
+    }
+}
+
+fn conflict_error(rt: &ResourceType, name: &str, conflicts: Vec<ssa::Conflict>) -> ApiError {
+    let n = conflicts.len();
+    let msg = if n == 1 {
+        format!(
+            "Apply failed with 1 conflict: conflict with \"{}\": {}",
+            conflicts[0].manager, conflicts[0].path
+        )
+    } else {
+        let mut by: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for c in &conflicts {
+            by.entry(c.manager.clone())
+                .or_default()
+                .push(c.path.clone());
+        }
+        let parts: Vec<String> = by
+            .iter()
+            .map(|(m, ps)| {
+                format!(
+                    "conflicts with \"{m}\":\n{}",
+                    ps.iter()
+                        .map(|p| format!("- {p}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                )
+            })
+            .collect();
+        format!("Apply failed with {n} conflicts: {}", parts.join("\n"))
+    };
+    let mut d = json!({"name": name, "kind": rt.plural});
+    if !rt.group.is_empty() {
+        d["group"] = json!(rt.group);
+    }
+    d["causes"] = Value::Array(
+        conflicts
+            .iter()
+            .map(|c| json!({"reason": "FieldManagerConflict", "message": format!("conflict with \"{}\"", c.manager), "field": c.path}))
+            .collect(),
+    );
+    ApiError {
+        code: 409,
+        reason: "Conflict".into(),
+        message: msg,
+        details: Some(d),
+    }
+}
+
+/// Strategic merge patch approximated as a JSON merge patch; `$patch: replace|delete`
+/// on maps and `$setElementOrder`/`$retainKeys`/`$deleteFromPrimitiveList` directives
+/// are honoured or ignored as documented in the README.
+fn strategic_merge(target: &mut Value, patch: &Value) {
+    let Some(p) = patch.as_object() else {
+        *target = patch.clone();
+        return;
+    };
+    if let Some(d) = p.get("$patch").and_then(Value::as_str) {
+        if d == "replace" {
+            let mut clean = patch.clone();
+            if let Some(m) = clean.as_object_mut() {
+                m.remove("$patch");
+            }
+            *target = clean;
+            return;
+        }
+        if d == "delete" {
+            *target = Value::Null;
+            return;
+        }
+    }
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let Some(t) = target.as_object_mut() else {
+        return;
+    };
+    for (k, v) in p {
+        if k.starts_with('$') {
+            continue;
+        }
+        if v.is_null() {
+            t.remove(k);
+        } else if v.is_object() {
+            let entry = t.entry(k.clone()).or_insert(Value::Null);
+            strategic_merge(entry, v);
+            if entry.is_null() {
+                t.remove(k);
+            }
+        } else {
+            t.insert(k.clone(), v.clone());
+        }
+    }
+}

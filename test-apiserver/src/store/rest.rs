@@ -1,0 +1,467 @@
+//! The REST verbs' semantics (kube-apiserver's generic registry `Store`): create (names,
+//! generateName, system metadata), update (optimistic concurrency, the status
+//! subresource, generation, no-op writes), delete (preconditions, propagation policies,
+//! finalizers and `deletionTimestamp`) and deletecollection. Patches are in `patch.rs`,
+//! per-kind validation and defaulting in `strategy.rs`.
+
+use super::State;
+use super::storage::to_view;
+use super::strategy::{builtin_defaults, normalize_body};
+use crate::registry::ResourceType;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::ssa::{self, Scope};
+use crate::status::{ApiError, ApiResult, Cause};
+use crate::util::{self, meta_mut, name_of, now, uid_of};
+use serde_json::{Value, json};
+
+/// Options common to writes.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOpts {
+    pub dry_run: bool,
+    pub manager: String,
+    /// `Strict` rejects unknown fields (400), otherwise they are pruned.
+    pub field_validation: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOpts {
+    pub propagation: Option<String>,
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+    pub dry_run: bool,
+}
+
+fn strip_for_generation(v: &Value, status_sub: bool) -> Value {
+    let mut c = v.clone();
+    if let Some(m) = c.as_object_mut() {
+        m.remove("metadata");
+        if status_sub {
+            m.remove("status");
+        }
+    }
+    c
+}
+
+fn strip_volatile(v: &Value) -> Value {
+    let mut c = v.clone();
+    if let Some(m) = c.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("managedFields");
+        m.remove("resourceVersion");
+    }
+    c
+}
+
+impl State {
+    /// POST.
+    pub fn create(
+        &mut self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        body: Value,
+        opts: &WriteOpts,
+    ) -> ApiResult<Value> {
+        let mut obj = normalize_body(rt, body)?;
+        let body_ns = util::meta_str(&obj, "namespace").map(String::from);
+        if rt.namespaced {
+            let ns = match (ns, body_ns.as_deref()) {
+                (Some(p), Some(b)) if !b.is_empty() && p != b => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+                (Some(p), _) => p.to_string(),
+                (None, Some(b)) if !b.is_empty() => b.to_string(),
+                _ => {
+                    return Err(ApiError::bad_request(
+                        "the server could not find the requested resource",
+                    ));
+                }
+            };
+            meta_mut(&mut obj).insert("namespace".into(), json!(ns));
+        } else {
+            meta_mut(&mut obj).remove("namespace");
+        }
+        self.create_prepared(rt, obj, opts, None)
+    }
+
+    /// Create path shared with server-side apply (`managed` = fields already recorded).
+    pub(super) fn create_prepared(
+        &mut self,
+        rt: &ResourceType,
+        mut obj: Value,
+        opts: &WriteOpts,
+        applied: Option<()>,
+    ) -> ApiResult<Value> {
+        let ns = util::meta_str(&obj, "namespace").map(String::from);
+        let mut name = name_of(&obj).to_string();
+        if name.is_empty() {
+            let gen_name = util::meta_str(&obj, "generateName")
+                .unwrap_or("")
+                .to_string();
+            if gen_name.is_empty() {
+                return Err(ApiError::invalid(
+                    &rt.kind,
+                    &rt.group,
+                    "",
+                    vec![Cause::required(
+                        "metadata.name",
+                        "name or generateName is required",
+                    )],
+                ));
+            }
+            loop {
+                let candidate = format!("{gen_name}{}", util::random_suffix());
+                if !self
+                    .objects
+                    .contains_key(&State::key(rt, ns.as_deref(), &candidate))
+                {
+                    name = candidate;
+                    break;
+                }
+            }
+            meta_mut(&mut obj).insert("name".into(), json!(name));
+        }
+        if let Some(ns) = &ns
+            && !self.namespace_exists(ns)
+        {
+            return Err(ApiError::not_found("namespaces", "", ns));
+        }
+        {
+            let m = meta_mut(&mut obj);
+            for k in [
+                "uid",
+                "resourceVersion",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "selfLink",
+            ] {
+                m.remove(k);
+            }
+            m.insert("uid".into(), json!(util::new_uid()));
+            m.insert("creationTimestamp".into(), json!(now()));
+            if rt.generation {
+                m.insert("generation".into(), json!(1));
+            } else {
+                m.remove("generation");
+            }
+        }
+        if rt.status_subresource
+            && rt.plural != "namespaces"
+            && let Some(m) = obj.as_object_mut()
+        {
+            m.remove("status");
+        }
+        builtin_defaults(rt, &mut obj, None);
+        self.validate_common(rt, &mut obj, opts, true)?;
+        self.admission.validate(&self.registry, rt, None, &obj)?;
+        if self
+            .objects
+            .contains_key(&State::key(rt, ns.as_deref(), &name))
+        {
+            return Err(ApiError::already_exists(&rt.plural, &rt.group, &name));
+        }
+        if applied.is_none() {
+            ssa::record_update(
+                None,
+                &mut obj,
+                &opts.manager,
+                Scope::Main {
+                    exclude_status: false,
+                },
+                &rt.api_version(),
+            );
+        }
+        if opts.dry_run {
+            return Ok(obj);
+        }
+        Ok(self.put(rt, obj))
+    }
+
+    /// PUT (main resource or `status`).
+    pub fn update(
+        &mut self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        sub: Option<&str>,
+        body: Value,
+        opts: &WriteOpts,
+    ) -> ApiResult<Value> {
+        let old = self.get(rt, ns, name)?;
+        let body = normalize_body(rt, body)?;
+        let body_name = name_of(&body);
+        if !body_name.is_empty() && body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let body_rv = util::rv_of(&body).to_string();
+        if body_rv.is_empty() {
+            if rt.crd.is_some() {
+                return Err(ApiError::invalid(
+                    &rt.kind,
+                    &rt.group,
+                    name,
+                    vec![Cause::invalid(
+                        "metadata.resourceVersion",
+                        "0x0",
+                        "must be specified for an update",
+                    )],
+                ));
+            }
+        } else if body_rv != util::rv_of(&old) {
+            return Err(ApiError::stale(&rt.plural, &rt.group, name));
+        }
+        self.finish_update(rt, old, body, sub, opts, false)
+    }
+
+    /// Applies the subresource rules, system metadata, validation, generation and
+    /// managedFields, then stores (or deletes, when finalizers are gone).
+    pub(super) fn finish_update(
+        &mut self,
+        rt: &ResourceType,
+        old: Value,
+        incoming: Value,
+        sub: Option<&str>,
+        opts: &WriteOpts,
+        applied: bool,
+    ) -> ApiResult<Value> {
+        let scope = if sub == Some("status") {
+            Scope::Status
+        } else {
+            Scope::Main {
+                exclude_status: rt.status_subresource,
+            }
+        };
+        let mut new = match scope {
+            Scope::Status => {
+                let mut n = old.clone();
+                if let Some(m) = n.as_object_mut() {
+                    match incoming.get("status") {
+                        Some(s) => {
+                            m.insert("status".into(), s.clone());
+                        }
+                        None => {
+                            m.remove("status");
+                        }
+                    }
+                }
+                if applied
+                    && let Some(mf) = incoming
+                        .get("metadata")
+                        .and_then(|m| m.get("managedFields"))
+                {
+                    meta_mut(&mut n).insert("managedFields".into(), mf.clone());
+                }
+                n
+            }
+            Scope::Main { exclude_status } => {
+                let mut n = incoming.clone();
+                if exclude_status && let Some(m) = n.as_object_mut() {
+                    match old.get("status") {
+                        Some(s) => {
+                            m.insert("status".into(), s.clone());
+                        }
+                        None => {
+                            m.remove("status");
+                        }
+                    }
+                }
+                n
+            }
+        };
+        // System metadata is kept from the stored object.
+        {
+            let old_meta = old.get("metadata").cloned().unwrap_or(json!({}));
+            let m = meta_mut(&mut new);
+            for k in [
+                "name",
+                "namespace",
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+                "resourceVersion",
+            ] {
+                match old_meta.get(k) {
+                    Some(v) => {
+                        m.insert(k.into(), v.clone());
+                    }
+                    None => {
+                        m.remove(k);
+                    }
+                }
+            }
+            if m.get("generateName").is_none()
+                && let Some(g) = old_meta.get("generateName")
+            {
+                m.insert("generateName".into(), g.clone());
+            }
+        }
+        if let Some(m) = new.as_object_mut() {
+            m.insert("apiVersion".into(), json!(rt.api_version()));
+            m.insert("kind".into(), json!(rt.kind));
+        }
+        builtin_defaults(rt, &mut new, Some(&old));
+        self.validate_common(rt, &mut new, opts, false)?;
+        self.admission
+            .validate(&self.registry, rt, Some(&old), &new)?;
+        if rt.generation
+            && strip_for_generation(&old, rt.status_subresource)
+                != strip_for_generation(&new, rt.status_subresource)
+        {
+            let g = old
+                .get("metadata")
+                .and_then(|m| m.get("generation"))
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            meta_mut(&mut new).insert("generation".into(), json!(g + 1));
+        }
+        if !applied {
+            ssa::record_update(
+                Some(&old),
+                &mut new,
+                &opts.manager,
+                scope,
+                &rt.api_version(),
+            );
+        }
+        if strip_volatile(&old) == strip_volatile(&new) {
+            return Ok(old);
+        }
+        if opts.dry_run {
+            return Ok(new);
+        }
+        let stored = self.put(rt, new);
+        if util::is_deleting(&stored) && util::finalizers_of(&stored).is_empty() {
+            let key = State::key(rt, util::meta_str(&stored, "namespace"), name_of(&stored));
+            if let Some(gone) = self.remove_key(&key) {
+                return Ok(to_view(rt, &gone));
+            }
+        }
+        Ok(stored)
+    }
+
+    /// DELETE of one object. Returns the object and the HTTP code (200 gone, 202 pending).
+    pub fn delete(
+        &mut self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        opts: &DeleteOpts,
+    ) -> ApiResult<(Value, u16)> {
+        let old = self.get(rt, ns, name)?;
+        if let Some(uid) = opts.uid.as_deref().filter(|u| !u.is_empty())
+            && uid != uid_of(&old)
+        {
+            return Err(ApiError::conflict(
+                &rt.plural,
+                &rt.group,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    uid_of(&old)
+                ),
+            ));
+        }
+        if let Some(rv) = opts.resource_version.as_deref().filter(|u| !u.is_empty())
+            && rv != util::rv_of(&old)
+        {
+            return Err(ApiError::conflict(
+                &rt.plural,
+                &rt.group,
+                name,
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    util::rv_of(&old)
+                ),
+            ));
+        }
+        if opts.dry_run {
+            return Ok((old, 200));
+        }
+        let policy = opts.propagation.as_deref().unwrap_or("Background");
+        if !["Background", "Foreground", "Orphan"].contains(&policy) {
+            return Err(ApiError::invalid(
+                "DeleteOptions",
+                "meta.k8s.io",
+                "",
+                vec![Cause::new(
+                    "FieldValueNotSupported",
+                    "propagationPolicy",
+                    format!(
+                        "Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+                    ),
+                )],
+            ));
+        }
+        Ok(self.delete_internal(rt, old, policy))
+    }
+
+    pub(super) fn delete_internal(
+        &mut self,
+        rt: &ResourceType,
+        old: Value,
+        policy: &str,
+    ) -> (Value, u16) {
+        let mut fins = util::finalizers_of(&old);
+        let extra = match policy {
+            "Foreground" => Some("foregroundDeletion"),
+            "Orphan" => Some("orphan"),
+            _ => None,
+        };
+        if let Some(f) = extra
+            && !fins.iter().any(|x| x == f)
+        {
+            fins.push(f.to_string());
+        }
+        if fins.is_empty() {
+            let key = State::key(rt, util::meta_str(&old, "namespace"), name_of(&old));
+            return match self.remove_key(&key) {
+                Some(gone) => (to_view(rt, &gone), 200),
+                None => (old, 200),
+            };
+        }
+        let mut new = old.clone();
+        util::set_finalizers(&mut new, fins);
+        {
+            let m = meta_mut(&mut new);
+            if !m.contains_key("deletionTimestamp") {
+                m.insert("deletionTimestamp".into(), json!(now()));
+                m.insert("deletionGracePeriodSeconds".into(), json!(0));
+            }
+        }
+        if rt.plural == "namespaces" {
+            new["status"] = json!({"phase": "Terminating"});
+        }
+        if strip_volatile(&new) == strip_volatile(&old) {
+            return (old, 202);
+        }
+        let v = self.put(rt, new);
+        (v, 202)
+    }
+
+    /// DELETE of a collection: deletes every object the selectors match (one that is
+    /// already gone is skipped). Returns the deleted objects and the list metadata.
+    pub fn delete_collection(
+        &mut self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        lsel: &LabelSelector,
+        fsel: &FieldSelector,
+        opts: &DeleteOpts,
+    ) -> ApiResult<(Vec<Value>, Value)> {
+        let (items, meta) = self.list(rt, ns, lsel, fsel, None, None)?;
+        let mut out = vec![];
+        for it in items {
+            let ins = crate::util::meta_str(&it, "namespace").map(String::from);
+            match self.delete(rt, ins.as_deref(), crate::util::name_of(&it), opts) {
+                Ok((o, _)) => out.push(o),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((out, meta))
+    }
+}

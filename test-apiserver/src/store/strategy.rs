@@ -1,0 +1,256 @@
+//! Per-kind rules applied on every write (kube-apiserver's strategies and
+//! apiextensions-apiserver's structural schemas): apiVersion/kind checks, name
+//! validation, pruning, defaulting and validation of custom resources, CRD checks, and
+//! what the real server fills in for built-in kinds (namespaces, secrets, CRD status).
+
+use super::{State, WriteOpts};
+use crate::registry::ResourceType;
+use crate::schema;
+use crate::status::{ApiError, ApiResult, Cause};
+use crate::util::{self, meta_mut, name_of, now};
+use serde_json::{Map, Value, json};
+
+impl State {
+    /// Pruning, defaulting and schema validation of a custom resource.
+    fn check_schema(
+        &self,
+        rt: &ResourceType,
+        obj: &mut Value,
+        opts: &WriteOpts,
+        causes: &mut Vec<Cause>,
+    ) -> ApiResult<()> {
+        let Some(s) = &rt.schema else { return Ok(()) };
+        let mut pruned = vec![];
+        schema::prune(obj, s, "", true, &mut pruned);
+        if opts.field_validation == "Strict" && !pruned.is_empty() {
+            let list: Vec<String> = pruned
+                .iter()
+                .map(|p| format!("unknown field \"{p}\""))
+                .collect();
+            return Err(ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
+                rt.kind,
+                rt.version,
+                rt.kind,
+                list.join(", ")
+            )));
+        }
+        schema::default(obj, s);
+        schema::validate(obj, s, "", causes);
+        Ok(())
+    }
+
+    pub(super) fn validate_common(
+        &self,
+        rt: &ResourceType,
+        obj: &mut Value,
+        opts: &WriteOpts,
+        create: bool,
+    ) -> ApiResult<()> {
+        let mut causes = vec![];
+        let name = name_of(obj).to_string();
+        if create {
+            let errs = if rt.plural == "namespaces" {
+                util::dns_label_errors(&name)
+            } else if rt.is_core_events() || rt.is_events_v1() {
+                vec![]
+            } else {
+                util::dns_subdomain_errors(&name)
+            };
+            for e in errs {
+                causes.push(Cause::invalid("metadata.name", &format!("{name:?}"), &e));
+            }
+        }
+        self.check_schema(rt, obj, opts, &mut causes)?;
+        if rt.group == "apiextensions.k8s.io" {
+            crd_checks(obj, &mut causes);
+        }
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(&rt.kind, &rt.group, &name, causes));
+        }
+        Ok(())
+    }
+}
+
+/// Checks the body's apiVersion/kind and fills them in.
+pub(super) fn normalize_body(rt: &ResourceType, body: Value) -> ApiResult<Value> {
+    let Value::Object(mut m) = body else {
+        return Err(ApiError::bad_request(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
+        ));
+    };
+    if let Some(av) = m.get("apiVersion").and_then(Value::as_str)
+        && !av.is_empty()
+        && av != rt.api_version()
+    {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({av}) does not match the expected API version ({})",
+            rt.api_version()
+        )));
+    }
+    if let Some(k) = m.get("kind").and_then(Value::as_str)
+        && !k.is_empty()
+        && k != rt.kind
+    {
+        return Err(ApiError::bad_request(format!(
+            "the kind in the data ({k}) does not match the expected kind ({})",
+            rt.kind
+        )));
+    }
+    m.insert("apiVersion".into(), json!(rt.api_version()));
+    m.insert("kind".into(), json!(rt.kind));
+    if !m.get("metadata").is_some_and(Value::is_object) {
+        m.insert("metadata".into(), Value::Object(Map::new()));
+    }
+    Ok(Value::Object(m))
+}
+
+fn crd_checks(obj: &Value, causes: &mut Vec<Cause>) {
+    let name = name_of(obj);
+    let spec = obj.get("spec");
+    let group = spec
+        .and_then(|s| s.get("group"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let plural = spec
+        .and_then(|s| s.get("names"))
+        .and_then(|n| n.get("plural"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if group.is_empty() {
+        causes.push(Cause::required("spec.group", ""));
+    }
+    if plural.is_empty() {
+        causes.push(Cause::required("spec.names.plural", ""));
+    }
+    if spec
+        .and_then(|s| s.get("names"))
+        .and_then(|n| n.get("kind"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
+        causes.push(Cause::required("spec.names.kind", ""));
+    }
+    if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
+        causes.push(Cause::invalid(
+            "metadata.name",
+            &format!("{name:?}"),
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
+    }
+    let versions = spec
+        .and_then(|s| s.get("versions"))
+        .and_then(Value::as_array);
+    if versions.is_none_or(|v| v.is_empty()) {
+        causes.push(Cause::invalid(
+            "spec.versions",
+            "null",
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    if !matches!(
+        spec.and_then(|s| s.get("scope")).and_then(Value::as_str),
+        Some("Namespaced") | Some("Cluster")
+    ) {
+        causes.push(Cause::new(
+            "FieldValueNotSupported",
+            "spec.scope",
+            "Unsupported value: \"\": supported values: \"Cluster\", \"Namespaced\"",
+        ));
+    }
+}
+
+/// What the real server's strategies and controllers fill in for built-in kinds.
+pub(super) fn builtin_defaults(rt: &ResourceType, obj: &mut Value, old: Option<&Value>) {
+    match (rt.group.as_str(), rt.plural.as_str()) {
+        ("", "namespaces") => {
+            let name = name_of(obj).to_string();
+            let labels = meta_mut(obj).entry("labels").or_insert_with(|| json!({}));
+            if let Some(l) = labels.as_object_mut() {
+                l.insert("kubernetes.io/metadata.name".into(), json!(name));
+            }
+            if obj.get("spec").is_none() {
+                obj["spec"] = json!({"finalizers": ["kubernetes"]});
+            }
+            let phase = old
+                .and_then(|o| o.get("status").cloned())
+                .unwrap_or(json!({"phase": "Active"}));
+            obj["status"] = phase;
+        }
+        ("", "secrets") => {
+            // The Secret strategy merges write-only stringData into data (base64).
+            if let Some(Value::Object(sd)) =
+                obj.as_object_mut().and_then(|m| m.remove("stringData"))
+            {
+                use base64::Engine;
+                let data = obj
+                    .as_object_mut()
+                    .map(|m| m.entry("data").or_insert_with(|| json!({})));
+                if let Some(Value::Object(d)) = data {
+                    for (k, v) in sd {
+                        let s = v.as_str().unwrap_or("").as_bytes().to_vec();
+                        d.insert(
+                            k,
+                            json!(base64::engine::general_purpose::STANDARD.encode(s)),
+                        );
+                    }
+                }
+            }
+            if obj.get("type").is_none() {
+                obj["type"] = json!("Opaque");
+            }
+        }
+        ("apiextensions.k8s.io", _) => {
+            let names = obj
+                .get("spec")
+                .and_then(|s| s.get("names"))
+                .cloned()
+                .unwrap_or(json!({}));
+            let mut accepted = names.clone();
+            if accepted.get("singular").is_none() {
+                let kind = names.get("kind").and_then(Value::as_str).unwrap_or("");
+                accepted["singular"] = json!(kind.to_lowercase());
+            }
+            if accepted.get("listKind").is_none() {
+                let kind = names.get("kind").and_then(Value::as_str).unwrap_or("");
+                accepted["listKind"] = json!(format!("{kind}List"));
+            }
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                if let Some(n) = spec.get_mut("names").and_then(Value::as_object_mut) {
+                    n.insert("singular".into(), accepted["singular"].clone());
+                    n.insert("listKind".into(), accepted["listKind"].clone());
+                }
+                spec.entry("conversion")
+                    .or_insert_with(|| json!({"strategy": "None"}));
+            }
+            let stored: Vec<Value> = obj
+                .get("spec")
+                .and_then(|s| s.get("versions"))
+                .and_then(Value::as_array)
+                .map(|vs| {
+                    vs.iter()
+                        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+                        .filter_map(|v| v.get("name").cloned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let ts = old
+                .and_then(|o| o.get("metadata"))
+                .and_then(|m| m.get("creationTimestamp"))
+                .cloned()
+                .unwrap_or(json!(now()));
+            obj["status"] = json!({
+                "acceptedNames": accepted,
+                "conditions": [
+                    {"type": "NamesAccepted", "status": "True", "lastTransitionTime": ts,
+                     "reason": "NoConflicts", "message": "no conflicts found"},
+                    {"type": "Established", "status": "True", "lastTransitionTime": ts,
+                     "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}
+                ],
+                "storedVersions": stored,
+            });
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,128 @@
+//! The real `kubectl`, as a learner types it: the checker drives every stage with it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+/// `kubectl` with a kubeconfig (or the ambient one), a namespace, and a discovery cache of
+/// its own (a test API server's port is reused between runs; a stale cache would describe
+/// another server's resources).
+pub struct Kubectl {
+    kubeconfig: Option<PathBuf>,
+    namespace: String,
+    cache: tempfile::TempDir,
+}
+
+/// What one kubectl run printed, and whether it succeeded.
+#[derive(Debug)]
+pub struct Ran {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    fn from(output: Output) -> Ran {
+        Ran {
+            ok: output.status.success(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// stderr (or stdout) on one line, for a hint.
+    pub fn said(&self) -> String {
+        let text = if self.stderr.trim().is_empty() {
+            &self.stdout
+        } else {
+            &self.stderr
+        };
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+}
+
+impl Kubectl {
+    pub fn new(kubeconfig: Option<&Path>, namespace: &str) -> anyhow::Result<Kubectl> {
+        Ok(Kubectl {
+            kubeconfig: kubeconfig.map(Path::to_path_buf),
+            namespace: namespace.to_string(),
+            cache: tempfile::Builder::new()
+                .prefix("math-workshop-kubectl-")
+                .tempdir()?,
+        })
+    }
+
+    /// The program: `$KUBECTL` or `kubectl`.
+    fn program() -> String {
+        std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".to_string())
+    }
+
+    /// `kubectl -n <namespace> ARGS`, with `stdin` fed to it; gives up after 60 s.
+    pub async fn run_with(&self, args: &[&str], stdin: Option<&str>) -> Ran {
+        let mut cmd = Command::new(Self::program());
+        if let Some(kubeconfig) = &self.kubeconfig {
+            cmd.env("KUBECONFIG", kubeconfig);
+        }
+        cmd.current_dir(super::repository());
+        cmd.arg(format!("--cache-dir={}", self.cache.path().display()))
+            .args(["-n", &self.namespace])
+            .args(args)
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                return Ran {
+                    ok: false,
+                    stdout: String::new(),
+                    stderr: format!(
+                        "could not run {}: {e} (is kubectl installed and on PATH?)",
+                        Self::program()
+                    ),
+                };
+            }
+        };
+        if let (Some(text), Some(mut input)) = (stdin, child.stdin.take()) {
+            let _ = input.write_all(text.as_bytes()).await;
+        }
+        match tokio::time::timeout(Duration::from_secs(60), child.wait_with_output()).await {
+            Ok(Ok(output)) => Ran::from(output),
+            Ok(Err(e)) => Ran {
+                ok: false,
+                stdout: String::new(),
+                stderr: e.to_string(),
+            },
+            Err(_) => Ran {
+                ok: false,
+                stdout: String::new(),
+                stderr: "kubectl did not answer within 60 s".into(),
+            },
+        }
+    }
+
+    /// `kubectl -n <namespace> ARGS`.
+    pub async fn run(&self, args: &[&str]) -> Ran {
+        self.run_with(args, None).await
+    }
+
+    /// A directory of its own, for files written on the spot.
+    pub fn dir(&self) -> &Path {
+        self.cache.path()
+    }
+
+    /// The command line as the learner would type it (for the report).
+    /// Files written on the spot are shown by their name alone.
+    pub fn shown(&self, args: &[&str]) -> String {
+        let dir = format!("{}/", self.cache.path().display());
+        format!("kubectl {}", args.join(" ").replace(&dir, ""))
+    }
+}

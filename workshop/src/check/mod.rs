@@ -1,0 +1,406 @@
+//! `math-workshop check N`: drives stage N with the real `kubectl` against the test API server
+//! (or the current cluster), with your controllers of stages 1..=N running, and prints one
+//! line per expectation, ✓ or ✗ with a hint.
+
+mod kubectl;
+mod stages;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use serde_json::Value;
+use test_apiserver::TestServer;
+
+use crate::context::Context;
+use crate::runner::Controllers;
+use crate::track::{Kind, Track};
+pub use kubectl::{Kubectl, Ran};
+
+/// Where the checks run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// A fresh in-memory test API server, started for this check and gone after it.
+    TestServer,
+    /// The cluster of the current kubeconfig (minikube, kind), in a namespace of its own.
+    Cluster,
+}
+
+/// How to check.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub stage: u8,
+    pub target: Target,
+    /// How long each expectation may take to come true.
+    pub timeout: Duration,
+    /// The namespace the stage's objects are created in (created if missing).
+    pub namespace: String,
+    /// Print each line as it is decided.
+    pub print: bool,
+}
+
+impl Options {
+    pub fn new(stage: u8, target: Target) -> Options {
+        Options {
+            stage,
+            target,
+            timeout: match target {
+                Target::TestServer => Duration::from_secs(10),
+                Target::Cluster => Duration::from_secs(30),
+            },
+            namespace: "math-workshop-check".to_string(),
+            print: true,
+        }
+    }
+}
+
+/// One expectation's verdict.
+#[derive(Debug, Clone)]
+pub struct Line {
+    pub ok: bool,
+    pub text: String,
+    /// For ✗: what to do about it.
+    pub hint: Option<String>,
+}
+
+impl std::fmt::Display for Line {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.ok, &self.hint) {
+            (true, _) => write!(f, "✓ {}", self.text),
+            (false, Some(hint)) => write!(f, "✗ {} — {hint}", self.text),
+            (false, None) => write!(f, "✗ {}", self.text),
+        }
+    }
+}
+
+/// Every verdict of one check.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub lines: Vec<Line>,
+}
+
+impl Outcome {
+    pub fn passed(&self) -> usize {
+        self.lines.iter().filter(|l| l.ok).count()
+    }
+    pub fn failed(&self) -> usize {
+        self.lines.iter().filter(|l| !l.ok).count()
+    }
+    /// `N passed, M failed`.
+    pub fn summary(&self) -> String {
+        format!("{} passed, {} failed", self.passed(), self.failed())
+    }
+    /// Whether some ✗ line contains `text` (its description or its hint).
+    pub fn has_failure(&self, text: &str) -> bool {
+        self.lines.iter().any(|l| {
+            !l.ok && (l.text.contains(text) || l.hint.as_deref().is_some_and(|h| h.contains(text)))
+        })
+    }
+}
+
+/// The repository (this crate lives in `workshop/`): kubectl runs there, so that the
+/// commands it reports read `kubectl apply -f samples/number.yaml`.
+pub fn repository() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    dir.canonicalize().unwrap_or(dir)
+}
+
+/// Runs the check of `opts.stage` on `track`'s code.
+pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
+    anyhow::ensure!(
+        (1..=3).contains(&opts.stage),
+        "there are stages 1, 2 and 3, not {}",
+        opts.stage
+    );
+    let server = match opts.target {
+        Target::TestServer => Some(TestServer::start().await?),
+        Target::Cluster => None,
+    };
+    let client = match &server {
+        Some(server) => server.client(),
+        None => kube::Client::try_default().await?,
+    };
+    let kubeconfig = server.as_ref().map(TestServer::kubeconfig_path);
+    let kubectl = Kubectl::new(kubeconfig.as_deref(), &opts.namespace)?;
+    let ctx = Context::new(client.clone());
+    if opts.target == Target::Cluster {
+        // A namespace of its own, fresh: what a previous check left is gone first.
+        kubectl
+            .run(&[
+                "delete",
+                "namespace",
+                &opts.namespace,
+                "--ignore-not-found",
+                "--timeout=120s",
+            ])
+            .await;
+    }
+    let mut session = Session {
+        kubectl,
+        reader: Reader {
+            client,
+            namespace: opts.namespace.clone(),
+        },
+        ctx: ctx.clone(),
+        track: track.clone(),
+        controllers: None,
+        opts: opts.clone(),
+        outcome: Outcome::default(),
+    };
+    let kind = Kind::ALL[usize::from(opts.stage - 1)];
+    if opts.print {
+        let on = match opts.target {
+            Target::TestServer => "the test API server".to_string(),
+            Target::Cluster => format!("the current cluster, namespace {}", opts.namespace),
+        };
+        println!(
+            "Stage {}: {} — {}, {}, on {on}",
+            opts.stage,
+            kind.name(),
+            track.name,
+            track.file(kind)
+        );
+    }
+    if session.install().await {
+        session.controllers = Some(Controllers::start(track, opts.stage, &ctx));
+        match opts.stage {
+            1 => stages::number(&mut session).await,
+            2 => stages::tuple(&mut session).await,
+            _ => stages::fermat(&mut session).await,
+        }
+    }
+    if let Some(controllers) = session.controllers.take() {
+        controllers.stop();
+    }
+    if opts.target == Target::Cluster {
+        session
+            .kubectl
+            .run(&["delete", "namespace", &opts.namespace, "--wait=false"])
+            .await;
+    }
+    if let Some(server) = server {
+        server.shutdown().await;
+    }
+    if opts.print {
+        println!("{}", session.outcome.summary());
+    }
+    Ok(session.outcome)
+}
+
+/// One check in progress.
+pub(crate) struct Session {
+    kubectl: Kubectl,
+    reader: Reader,
+    ctx: Arc<Context>,
+    track: Track,
+    controllers: Option<Controllers>,
+    opts: Options,
+    outcome: Outcome,
+}
+
+impl Session {
+    fn line(&mut self, line: Line) {
+        if self.opts.print {
+            println!("{line}");
+        }
+        self.outcome.lines.push(line);
+    }
+
+    fn pass(&mut self, text: impl Into<String>) {
+        self.line(Line {
+            ok: true,
+            text: text.into(),
+            hint: None,
+        });
+    }
+
+    /// A ✗ line. When a controller of `kinds` stopped (a `todo!()` panicked), that is the
+    /// hint; otherwise `hint`, with the last reconcile error of those kinds if any.
+    fn fail(&mut self, kinds: &[Kind], text: impl Into<String>, hint: impl Into<String>) {
+        let hint = match self.stopped(kinds) {
+            Some(stopped) => stopped,
+            None => {
+                let mut hint = hint.into();
+                for kind in kinds {
+                    if let Some(error) = self.ctx.last_error(kind.name()) {
+                        hint.push_str(&format!(" (last {} reconcile error: {error})", kind.name()));
+                    }
+                }
+                hint
+            }
+        };
+        self.line(Line {
+            ok: false,
+            text: text.into(),
+            hint: Some(hint),
+        });
+    }
+
+    /// `pass(text)` or `fail(kinds, text, hint)`.
+    fn verdict(
+        &mut self,
+        ok: bool,
+        kinds: &[Kind],
+        text: impl Into<String>,
+        hint: impl Into<String>,
+    ) {
+        if ok {
+            self.pass(text);
+        } else {
+            self.fail(kinds, text, hint);
+        }
+    }
+
+    /// Why one of these kinds' controllers stopped, as a hint.
+    fn stopped(&mut self, kinds: &[Kind]) -> Option<String> {
+        let controllers = self.controllers.as_mut()?;
+        kinds.iter().find_map(|kind| {
+            controllers.stopped(*kind).map(|why| {
+                format!(
+                    "the {} controller panicked: {why}; fill in the exercise in {}, then run the check again",
+                    kind.name(),
+                    self.track.file(*kind)
+                )
+            })
+        })
+    }
+
+    /// Polls `probe` until it answers `Ok`, the timeout passes, or a controller of `kinds`
+    /// stops (then nothing will change). The last `Err` says what was seen instead.
+    async fn wait<T, E>(
+        &mut self,
+        kinds: &[Kind],
+        mut probe: impl AsyncFnMut() -> Result<T, E>,
+    ) -> Result<T, E> {
+        let deadline = Instant::now() + self.opts.timeout;
+        loop {
+            let seen = match probe().await {
+                Ok(value) => return Ok(value),
+                Err(seen) => seen,
+            };
+            if Instant::now() >= deadline || self.stopped(kinds).is_some() {
+                return Err(seen);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Writes a YAML file the way a learner would; its path for `kubectl apply -f`.
+    fn file(&self, name: &str, yaml: &str) -> String {
+        let path = self.kubectl.dir().join(name);
+        if let Err(e) = std::fs::write(&path, yaml) {
+            tracing::warn!(path = %path.display(), %e, "could not write a file");
+        }
+        path.display().to_string()
+    }
+
+    /// "after 10 s", for messages.
+    fn after(&self) -> String {
+        format!("after {} s", self.opts.timeout.as_secs())
+    }
+
+    /// `kubectl ARGS`, recorded as a ✓ when it succeeds, a ✗ (with its error) when not.
+    async fn kubectl(&mut self, kinds: &[Kind], args: &[&str], hint: &str) -> bool {
+        let ran = self.kubectl.run(args).await;
+        let shown = self.kubectl.shown(args);
+        if ran.ok {
+            self.pass(shown);
+        } else {
+            self.fail(
+                kinds,
+                format!("{shown} failed: {}", ran.said()),
+                hint.to_string(),
+            );
+        }
+        ran.ok
+    }
+
+    /// Installs the CRDs generated from the track's types with `kubectl apply`, and creates
+    /// the namespace. False (after a ✗) when that fails: nothing else can be checked.
+    async fn install(&mut self) -> bool {
+        let yaml = match crate::crds::yaml(&self.track) {
+            Ok(yaml) => yaml,
+            Err(e) => {
+                self.fail(&[], "generate the CRDs from your types", e.to_string());
+                return false;
+            }
+        };
+        if self.opts.stage == 1 {
+            stages::number_crd(self);
+        }
+        let ran = self
+            .kubectl
+            .run_with(&["apply", "-f", "-"], Some(&yaml))
+            .await;
+        if !ran.ok {
+            self.fail(
+                &[],
+                format!("kubectl apply of the CRDs generated from your types failed: {}", ran.said()),
+                "is the cluster reachable (kubectl get nodes)? Does the CRD generate (cargo run -p math-workshop -- crds)?",
+            );
+            return false;
+        }
+        let established = self
+            .kubectl
+            .run(&[
+                "wait",
+                "--for=condition=Established",
+                "--timeout=30s",
+                "crd/numbers.math.example.com",
+                "crd/tuples.math.example.com",
+                "crd/fermats.math.example.com",
+            ])
+            .await;
+        let ns = self.opts.namespace.clone();
+        let created = self.kubectl.run(&["create", "namespace", &ns]).await;
+        if !established.ok || !(created.ok || created.stderr.contains("AlreadyExists")) {
+            self.fail(
+                &[],
+                "install the CRDs generated from your types and create the check's namespace",
+                format!("{} {}", established.said(), created.said()),
+            );
+            return false;
+        }
+        self.pass(format!(
+            "installed the CRDs generated from {} (kubectl apply), namespace {ns}",
+            self.track.name
+        ));
+        true
+    }
+}
+
+/// Reads the check's namespace through the API (kubectl is for what a learner types).
+#[derive(Clone)]
+pub(crate) struct Reader {
+    client: kube::Client,
+    namespace: String,
+}
+
+impl Reader {
+    /// An `Api` for one kind in the check's namespace.
+    fn api(&self, kind: &str) -> Api<DynamicObject> {
+        let gvk = GroupVersionKind::gvk("math.example.com", "v1beta1", kind);
+        let plural = format!("{}s", kind.to_lowercase());
+        let resource = ApiResource::from_gvk_with_plural(&gvk, &plural);
+        Api::namespaced_with(self.client.clone(), &self.namespace, &resource)
+    }
+
+    /// One object as JSON, `None` if it does not exist (or cannot be read).
+    pub async fn get(&self, kind: &str, name: &str) -> Option<Value> {
+        let object = self.api(kind).get_opt(name).await.ok()??;
+        serde_json::to_value(object).ok()
+    }
+
+    /// Every object of a kind in the namespace, as JSON.
+    pub async fn list(&self, kind: &str) -> Vec<Value> {
+        match self.api(kind).list(&Default::default()).await {
+            Ok(list) => list
+                .items
+                .into_iter()
+                .filter_map(|o| serde_json::to_value(o).ok())
+                .collect(),
+            Err(_) => vec![],
+        }
+    }
+}

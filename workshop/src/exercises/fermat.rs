@@ -1,0 +1,102 @@
+//! Stage 3: a Fermat of n owns the Tuples [a, n-a], a = 1..=n/2, and reports which of them are
+//! made of two squares: the ways to write n as a sum of two squares.
+//!
+//! The Fermat type is given; the controller is yours, the same three steps as the Tuple's.
+//! Check your work with `make workshop-check STAGE=3`.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kube::CustomResource;
+use kube::api::Api;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::tuple::Tuple;
+use crate::context::{Context, Result, error_policy, log};
+
+/// The desired state: the number to write as a sum of two squares.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+#[kube(
+    group = "math.example.com",
+    version = "v1beta1",
+    kind = "Fermat",
+    namespaced,
+    status = "FermatStatus",
+    shortname = "fer",
+    category = "math",
+    doc = "A Fermat of n (math-workshop) owns the Tuples [a, n-a], named <fermat>-<a>-and-<n-a>, and finds the ways to write n as a sum of two squares.",
+    printcolumn = r#"{"name": "Number", "type": "integer", "jsonPath": ".spec.number"}"#,
+    printcolumn = r#"{"name": "Prime", "type": "boolean", "jsonPath": ".status.isPrime"}"#,
+    printcolumn = r#"{"name": "OneModFour", "type": "boolean", "jsonPath": ".status.oneModFour"}"#,
+    printcolumn = r#"{"name": "Found", "type": "string", "jsonPath": ".status.decompositions"}"#
+)]
+pub struct FermatSpec {
+    /// 0 ≤ n ≤ 1000: n/2 Tuples and n Numbers are plenty for a workshop cluster.
+    #[schemars(range(min = 0, max = 1000))]
+    pub number: i64,
+}
+
+/// Written once every child Tuple has answered for its current spec.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FermatStatus {
+    pub observed_generation: i64,
+    pub is_prime: bool,
+    /// n ≡ 1 (mod 4): for an odd prime, exactly when Fermat promises two squares.
+    pub one_mod_four: bool,
+    pub two_squares_found: bool,
+    /// `x²+y²` for every child Tuple [x², y²], smallest first.
+    pub decompositions: Vec<String>,
+}
+
+/// The name of the child Tuple [a, n-a]: `<fermat>-<a>-and-<n-a>`.
+pub fn child_name(fermat: &str, a: i64, b: i64) -> String {
+    format!("{fermat}-{a}-and-{b}")
+}
+
+/// Puts the child Tuples in line with the spec, then reports.
+pub async fn reconcile(fermat: Arc<Fermat>, ctx: Arc<Context>) -> Result<Action> {
+    let children = apply_children(&fermat, &ctx).await?;
+    delete_extras(&fermat, &children, &ctx).await?;
+    write_status(&fermat, &children, &ctx).await?;
+    Ok(Action::await_change())
+}
+
+/// EXERCISE 3a: as in EXERCISE 2a, one child per pair: the Tuple
+/// `child_name(fermat, a, n - a)` with `TupleSpec { numbers: vec![a, n - a] }` for each
+/// `(a, b)` in `crate::math::fermat_splits(fermat.spec.number)`, with a controller
+/// ownerReference to the Fermat, applied with `Patch::Apply` and a field manager.
+pub async fn apply_children(_fermat: &Fermat, _ctx: &Context) -> Result<Vec<Tuple>> {
+    todo!("EXERCISE 3a: create or update the child Tuples, in workshop/src/exercises/fermat.rs")
+}
+
+/// EXERCISE 3b: as in EXERCISE 2b: delete the Tuples this Fermat owns that are not among
+/// `children` (its number changed).
+pub async fn delete_extras(_fermat: &Fermat, _children: &[Tuple], _ctx: &Context) -> Result<()> {
+    todo!("EXERCISE 3b: delete the Tuples no longer wanted, in workshop/src/exercises/fermat.rs")
+}
+
+/// EXERCISE 3c: once every child Tuple has a status for its current spec, write the
+/// `FermatStatus`: `decompositions` holds `crate::math::format_decomposition(x, y)` ("1²+4²")
+/// for every child [a, b] with `all_squares`, where x and y are
+/// `crate::math::exact_sqrt(a)` and `exact_sqrt(b)`; `two_squares_found` says whether there
+/// is one; `is_prime` and `one_mod_four` come from `crate::math::is_prime` and
+/// `crate::math::is_one_mod_four` of n.
+pub async fn write_status(_fermat: &Fermat, _children: &[Tuple], _ctx: &Context) -> Result<()> {
+    todo!(
+        "EXERCISE 3c: report the decompositions in the Fermat's status, in workshop/src/exercises/fermat.rs"
+    )
+}
+
+/// Runs the Fermat controller.
+pub async fn run(ctx: Arc<Context>) {
+    let client = ctx.client.clone();
+    Controller::new(Api::<Fermat>::all(client), watcher::Config::default())
+        // EXERCISE 3d: be woken when a child Tuple changes, as in EXERCISE 2d.
+        .run(reconcile, error_policy, ctx)
+        .for_each(log)
+        .await;
+}

@@ -1,0 +1,92 @@
+//! A [`Track`] is one set of the three kinds: your exercises or the reference solutions.
+//! The runner, the checker and `crds` take a track, so both are compiled into one binary and
+//! `--solution` picks the other one.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+use crate::context::Context;
+
+/// Runs one kind's controller until it is stopped (or panics).
+pub type RunController = fn(Arc<Context>) -> BoxFuture<'static, ()>;
+
+/// The three kinds, in the order of the stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    Number,
+    Tuple,
+    Fermat,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::Number, Kind::Tuple, Kind::Fermat];
+
+    /// The stage that introduces this kind.
+    pub fn stage(self) -> u8 {
+        match self {
+            Kind::Number => 1,
+            Kind::Tuple => 2,
+            Kind::Fermat => 3,
+        }
+    }
+
+    /// `Number`, `Tuple`, `Fermat`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Number => "Number",
+            Kind::Tuple => "Tuple",
+            Kind::Fermat => "Fermat",
+        }
+    }
+
+    /// The source file of this kind inside a track's directory.
+    pub fn file(self) -> &'static str {
+        match self {
+            Kind::Number => "number.rs",
+            Kind::Tuple => "tuple.rs",
+            Kind::Fermat => "fermat.rs",
+        }
+    }
+}
+
+/// One set of the three kinds: their CRDs and their controllers.
+#[derive(Clone)]
+pub struct Track {
+    /// "your exercises" or "the reference solutions", for messages.
+    pub name: &'static str,
+    /// Where its files are, relative to the repository: `workshop/src/exercises`.
+    pub dir: &'static str,
+    /// The CRDs generated from its types: Number, Tuple, Fermat.
+    pub crds: fn() -> Vec<CustomResourceDefinition>,
+    /// Its controllers, by kind.
+    pub number: RunController,
+    pub tuple: RunController,
+    pub fermat: RunController,
+}
+
+impl Track {
+    /// The learner's exercises, or with `solution` the reference solutions.
+    pub fn select(solution: bool) -> Track {
+        if solution {
+            crate::solutions::track()
+        } else {
+            crate::exercises::track()
+        }
+    }
+
+    /// The controller of one kind.
+    pub fn controller(&self, kind: Kind) -> RunController {
+        match kind {
+            Kind::Number => self.number,
+            Kind::Tuple => self.tuple,
+            Kind::Fermat => self.fermat,
+        }
+    }
+
+    /// `workshop/src/exercises/number.rs`.
+    pub fn file(&self, kind: Kind) -> String {
+        format!("{}/{}", self.dir, kind.file())
+    }
+}
