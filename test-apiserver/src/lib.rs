@@ -19,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+mod auth;
 mod admission;
 mod events;
 mod openapi;
@@ -33,6 +34,7 @@ mod store;
 mod table;
 mod util;
 
+pub use auth::UserInfo;
 pub use admission::{AuthorizationCheck, PolicyRule};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -198,6 +200,8 @@ pub(crate) struct Shared {
     pub(crate) gc_notify: Notify,
     pub(crate) bookmark_interval: Mutex<Duration>,
     pub(crate) url: String,
+    /// Bearer tokens TokenReviews recognise.
+    pub(crate) tokens: auth::Tokens,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -324,6 +328,7 @@ impl TestServer {
             gc_notify: Notify::new(),
             bookmark_interval: Mutex::new(opts.bookmark_interval),
             url: url.clone(),
+            tokens: auth::Tokens::default(),
         });
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let app = server::router(shared.clone());
@@ -511,6 +516,18 @@ impl TestServer {
             }
         }
         Ok(())
+    }
+
+    /// Makes TokenReviews recognise `token` as `user` (who also gets the group
+    /// `system:authenticated`, as kube-apiserver adds it).
+    pub fn add_token(&self, token: &str, user: UserInfo) {
+        self.inner.shared.tokens.add(token, user);
+    }
+
+    /// Makes TokenReviews recognise `token` as the ServiceAccount `namespace/name`, as a token
+    /// from `kubectl create token NAME -n NAMESPACE` is recognised.
+    pub fn add_service_account_token(&self, token: &str, namespace: &str, name: &str) {
+        self.add_token(token, auth::service_account_user(namespace, name));
     }
 
     /// Stored objects of a resource (`group` "" for core), in one namespace or all.
