@@ -146,7 +146,7 @@ async fn step(h: &Harness, rng: &mut Rng) {
             let _ = h.tuples().patch(name, &pa, &edit).await;
         }
         3 => {
-            let _ = h.tuples().delete(*rng.pick(&TUPLES[..]), &dp).await;
+            let _ = h.tuples().delete(rng.pick(&TUPLES[..]), &dp).await;
         }
         4 | 5 => {
             let name = *rng.pick(&FERMATS);
@@ -157,10 +157,10 @@ async fn step(h: &Harness, rng: &mut Rng) {
         }
         6 => {
             let edit = patch(json!({"spec": {"number": rng.below(15)}}));
-            let _ = h.fermats().patch(*rng.pick(&FERMATS[..]), &pa, &edit).await;
+            let _ = h.fermats().patch(rng.pick(&FERMATS[..]), &pa, &edit).await;
         }
         7 => {
-            let _ = h.fermats().delete(*rng.pick(&FERMATS[..]), &dp).await;
+            let _ = h.fermats().delete(rng.pick(&FERMATS[..]), &dp).await;
         }
         8 | 14 => {
             // A child deleted by hand.
