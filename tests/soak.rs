@@ -146,7 +146,8 @@ async fn step(h: &Harness, rng: &mut Rng) {
             let _ = h.tuples().patch(name, &pa, &edit).await;
         }
         3 => {
-            let _ = h.tuples().delete(rng.pick(&TUPLES[..]), &dp).await;
+            let name: &str = rng.pick(&TUPLES);
+            let _ = h.tuples().delete(name, &dp).await;
         }
         4 | 5 => {
             let name = *rng.pick(&FERMATS);
@@ -157,10 +158,12 @@ async fn step(h: &Harness, rng: &mut Rng) {
         }
         6 => {
             let edit = patch(json!({"spec": {"number": rng.below(15)}}));
-            let _ = h.fermats().patch(rng.pick(&FERMATS[..]), &pa, &edit).await;
+            let name: &str = rng.pick(&FERMATS);
+            let _ = h.fermats().patch(name, &pa, &edit).await;
         }
         7 => {
-            let _ = h.fermats().delete(rng.pick(&FERMATS[..]), &dp).await;
+            let name: &str = rng.pick(&FERMATS);
+            let _ = h.fermats().delete(name, &dp).await;
         }
         8 | 14 => {
             // A child deleted by hand.
