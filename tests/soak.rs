@@ -146,7 +146,7 @@ async fn step(h: &Harness, rng: &mut Rng) {
             let _ = h.tuples().patch(name, &pa, &edit).await;
         }
         3 => {
-            let name: &str = rng.pick(&TUPLES);
+            let name = *rng.pick(&TUPLES);
             let _ = h.tuples().delete(name, &dp).await;
         }
         4 | 5 => {
@@ -158,11 +158,11 @@ async fn step(h: &Harness, rng: &mut Rng) {
         }
         6 => {
             let edit = patch(json!({"spec": {"number": rng.below(15)}}));
-            let name: &str = rng.pick(&FERMATS);
+            let name = *rng.pick(&FERMATS);
             let _ = h.fermats().patch(name, &pa, &edit).await;
         }
         7 => {
-            let name: &str = rng.pick(&FERMATS);
+            let name = *rng.pick(&FERMATS);
             let _ = h.fermats().delete(name, &dp).await;
         }
         8 | 14 => {
