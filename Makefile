@@ -47,7 +47,7 @@ testserver: ## Start the in-memory test API server; it prints a KUBECONFIG to us
 
 # The learner track (workshop/): see workshop/README.md.
 STAGE ?= 1
-WORKSHOP = $(CARGO) run --locked --quiet -p math-workshop --
+WORKSHOP = $(CARGO) run --locked -p math-workshop --
 
 workshop-crds: ## Workshop: write the CRDs generated from your types (workshop/src/exercises) to workshop/crds/.
 	$(WORKSHOP) crds --dir workshop/crds

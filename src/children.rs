@@ -175,34 +175,42 @@ pub async fn reconcile<P, C: Child, S>(
     children: &Store<C>,
     desired: Vec<Desired<C::Spec>>,
     current: Option<&S>,
-    status: impl FnOnce(&Plan<C>, Timestamp) -> (S, Progress),
+    status: impl FnOnce(&Plan<C>, Option<&S>, Timestamp) -> (S, Progress),
 ) -> Result<Outcome>
 where
     P: Resource<DynamicType = (), Scope = NamespaceResourceScope>
         + Clone
         + Debug
         + DeserializeOwned,
-    S: Serialize,
+    S: Serialize + DeserializeOwned + Clone,
 {
     if parent.meta().deletion_timestamp.is_some() {
         // Being deleted: the garbage collector takes the children; recreating them would
         // fight it.
         return Ok(Outcome::DONE);
     }
-    let (found, owned, in_flight) = ctx.children(children, parent, &desired);
+    let cached = ctx.children(children, parent, &desired);
     let owner_uid = parent.meta().uid.clone().unwrap_or_default();
-    let plan = plan(&owner_uid, desired, &found, &owned, &in_flight);
+    let plan = plan(
+        &owner_uid,
+        desired,
+        &cached.found,
+        &cached.owned,
+        &cached.in_flight,
+    );
     ctx.narrate(parent, &plan);
     apply(ctx, parent, &plan).await?;
     let now = Timestamp::now();
-    let (desired_status, progress) = status(&plan, now);
+    let known = ctx.known_status(parent, current);
+    let (desired_status, progress) = status(&plan, known.as_ref(), now);
     let requeue_after = ctx
-        .write_status(parent, current, &desired_status, progress, now)
+        .write_status(parent, known.as_ref(), &desired_status, progress, now)
         .await?;
-    Ok(Outcome {
+    let outcome = Outcome {
         requeue_after,
         progress,
-    })
+    };
+    Ok(outcome.requeue_within(cached.recheck_in))
 }
 
 /// The UID of the object's controller, if it has one.

@@ -85,6 +85,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         sync_period: args.sync_period,
         shutdown_timeout: args.shutdown_timeout,
         read_timeout: Some(args.api_read_timeout),
+        ..Options::default()
     };
     let shutdown = first_signal_then_force_on_second(args.shutdown_timeout)?;
     manager::run(client, options, Metrics::new(), shutdown).await

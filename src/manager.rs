@@ -69,6 +69,9 @@ pub struct Options {
     /// The read timeout the client was built with ([`crate::client::with_read_timeout`]), if
     /// any: watches ask the API server to end them before it, so that a quiet watch is never cut.
     pub read_timeout: Option<Duration>,
+    /// How long a write may go unseen by the watch before the cache is believed again
+    /// (see [`Context::expect_change`]); tests shorten it.
+    pub in_flight_timeout: Duration,
 }
 
 impl Default for Options {
@@ -82,6 +85,7 @@ impl Default for Options {
             sync_period: DEFAULT_SYNC_PERIOD,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             read_timeout: None,
+            in_flight_timeout: crate::context::IN_FLIGHT_TIMEOUT,
         }
     }
 }
@@ -398,7 +402,10 @@ async fn run_controllers(
     .for_each(|()| futures::future::ready(()));
 
     let caches = (numbers.clone(), tuples.clone(), fermats.clone());
-    let ctx = Arc::new(Context::new(client.clone(), caches, metrics));
+    let ctx = Arc::new(
+        Context::new(client.clone(), caches, metrics)
+            .with_in_flight_timeout(options.in_flight_timeout),
+    );
     let config = ControllerConfig::default().concurrency(options.concurrency);
     let number_controller = Controller::for_shared_stream(number_changes, numbers.clone())
         .reconcile_all_on(resync(options.sync_period))
@@ -457,8 +464,18 @@ async fn run_controllers(
             debug!("controllers stopped");
         }
     };
+    // What the context remembers expires, so that its memory stays bounded.
+    let sweeps = async {
+        let mut ticks = tokio::time::interval(ctx.sweep_period());
+        loop {
+            tokio::select! {
+                _ = ticks.tick() => ctx.sweep(),
+                _ = stop.cancelled() => return,
+            }
+        }
+    };
     // The watches run until `stop`; the controllers until their graceful shutdown completes.
-    tokio::join!(controllers, async {
+    tokio::join!(controllers, sweeps, async {
         watches.await;
         debug!("watches stopped");
     });
