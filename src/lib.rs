@@ -21,3 +21,4 @@ pub mod telemetry;
 pub mod tree;
 pub mod tuple;
 pub mod watches;
+pub mod writes;
