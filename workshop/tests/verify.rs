@@ -148,3 +148,52 @@ fn stage_3_starter_fails_at_its_todo() {
         "the Fermat controller panicked: not yet implemented: EXERCISE 3a: create or update the child Tuples, in workshop/src/exercises/fermat.rs (at workshop/src/exercises/fermat.rs:",
     );
 }
+
+/// When the CRDs cannot be installed, the hint's "is the cluster reachable?" command works on
+/// the test API server too (`kubectl get nodes` does not: it has no nodes).
+#[test]
+fn the_install_hint_names_a_command_that_works_on_the_test_server() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let fake = dir.path().join("kubectl");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\ncase \" $* \" in *\" apply -f - \"*) echo 'Unable to connect to the server' >&2; exit 1;; esac\nexec kubectl \"$@\"\n",
+    )
+    .expect("the fake kubectl is written");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let output = Command::new(env!("CARGO_BIN_EXE_math-workshop"))
+        .args(["check", "1", "--solution", "--timeout", "3"])
+        .env("KUBECTL", &fake)
+        .output()
+        .expect("math-workshop runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("kubectl apply of the CRDs generated from your types failed"))
+        .unwrap_or_else(|| panic!("no ✗ for the failed install:\n{stdout}"));
+    let command = line
+        .split("is the cluster reachable (")
+        .nth(1)
+        .and_then(|rest| rest.split(")?").next())
+        .unwrap_or_else(|| panic!("the hint names no command: {line}"));
+    let args: Vec<&str> = command.split_whitespace().collect();
+    assert_eq!(args.first(), Some(&"kubectl"), "{line}");
+
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let server = runtime
+        .block_on(test_apiserver::TestServer::start())
+        .expect("the test API server starts");
+    let ran = Command::new("kubectl")
+        .args(&args[1..])
+        .env("KUBECONFIG", server.kubeconfig_path())
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        ran.status.success(),
+        "`{command}` fails on the test API server: {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    runtime.block_on(server.shutdown());
+}

@@ -345,7 +345,7 @@ impl Session {
             self.fail(
                 &[],
                 format!("kubectl apply of the CRDs generated from your types failed: {}", ran.said()),
-                "is the cluster reachable (kubectl get nodes)? Does the CRD generate (cargo run -p math-workshop -- crds)?",
+                "is the cluster reachable (kubectl get namespaces)? Does the CRD generate (cargo run -p math-workshop -- crds)?",
             );
             return false;
         }
