@@ -77,9 +77,10 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     let client = client(args.kubeconfig.as_deref(), args.api_read_timeout).await?;
     manager::preflight(&client, &args.namespace).await?;
     let options = Options {
+        metrics_address: args.metrics_address(),
+        metrics_secure: args.metrics_security(),
         namespace: args.namespace,
         concurrency: args.concurrency,
-        metrics_address: args.metrics_bind_address.0,
         probe_address: args.health_probe_bind_address.0,
         leader_election,
         sync_period: args.sync_period,

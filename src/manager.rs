@@ -29,6 +29,7 @@ use crate::error::{Error, Result};
 use crate::health::{self, Readiness};
 use crate::leader::{self, LeaderElectionConfig};
 use crate::metrics::{Metrics, ReconcileResult};
+use crate::metrics_auth::{self, SecureMetrics};
 use crate::shutdown::{self, Stopped};
 use crate::status::{Outcome, Progress};
 use crate::watches::{resync, watch_and_fan_out};
@@ -57,6 +58,9 @@ pub struct Options {
     pub concurrency: u16,
     /// Where `/metrics` is served; `None` disables it.
     pub metrics_address: Option<SocketAddr>,
+    /// Serve `/metrics` over HTTPS to bearers the cluster authorizes (`--metrics-secure`);
+    /// `None` serves plain HTTP to anyone.
+    pub metrics_secure: Option<SecureMetrics>,
     /// Where `/healthz` and `/readyz` are served; `None` disables them.
     pub probe_address: Option<SocketAddr>,
     /// Lease-based leader election; `None` runs as the only replica.
@@ -80,6 +84,7 @@ impl Default for Options {
             namespace: None,
             concurrency: 16,
             metrics_address: None,
+            metrics_secure: None,
             probe_address: None,
             leader_election: None,
             sync_period: DEFAULT_SYNC_PERIOD,
@@ -263,13 +268,20 @@ pub async fn run(
     }
     if let Some(address) = options.metrics_address {
         let listener = health::bind(address).await?;
-        let router = health::metrics_router(metrics.clone());
-        servers.push(tokio::spawn(health::serve_on(
-            listener,
-            "metrics",
-            router,
-            stop.clone().cancelled_owned(),
-        )));
+        let shutdown = stop.clone().cancelled_owned();
+        servers.push(match &options.metrics_secure {
+            None => {
+                let router = health::metrics_router(metrics.clone());
+                tokio::spawn(health::serve_on(listener, "metrics", router, shutdown))
+            }
+            Some(secure) => tokio::spawn(metrics_auth::serve(
+                listener,
+                metrics.clone(),
+                client.clone(),
+                secure.clone(),
+                shutdown,
+            )?),
+        });
     }
 
     let leadership = match &options.leader_election {

@@ -88,6 +88,9 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
+    if rec.verb.is_write() {
+        shared.faults_io.throttle_write().await;
+    }
     let fault = shared.take_fault(
         rec.verb,
         &rec.resource,
@@ -220,6 +223,9 @@ fn serve(
         Verb::Create => {
             let opts = write_opts(q, manager)?;
             let b = decode_body(headers, body)?;
+            if let Some(review) = crate::auth::review(&shared.tokens, &shared.state(), &t.rt, &b) {
+                return Ok(json_response(201, &review?, "application/json"));
+            }
             let obj = shared.state().create(&t.rt, ns, b, &opts)?;
             Ok(json_response(
                 201,
