@@ -59,8 +59,8 @@ workshop-crds: ## Workshop: write the CRDs generated from your types (workshop/s
 workshop-install: workshop-crds ## Workshop: install your CRDs into the current cluster (they replace the manager's).
 	$(KUBECTL) apply -f workshop/crds/
 
-workshop-run: ## Workshop: run your controllers of stages 1..STAGE against the current kubeconfig (make workshop-run STAGE=2).
-	$(WORKSHOP) run --stage $(STAGE)
+workshop-run: ## Workshop: run your controllers of stages 1..STAGE against the current kubeconfig (make workshop-run STAGE=2; ARGS=--test-server for a test API server).
+	$(WORKSHOP) run --stage $(STAGE) $(ARGS)
 
 workshop-check: ## Workshop: check stage STAGE on a fresh test API server (CLUSTER=1: on the current cluster).
 	$(WORKSHOP) check $(STAGE) $(if $(CLUSTER),--cluster)

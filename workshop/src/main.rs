@@ -84,7 +84,8 @@ async fn main() -> ExitCode {
             solution,
         } => {
             logging("info,kube=warn");
-            panics::install_hook(false);
+            // The runner reports a controller's panic once, with where it is.
+            panics::install_hook(true);
             run(&Track::select(solution), stage, test_server).await
         }
         Command::Check {
@@ -178,10 +179,11 @@ async fn run(track: &Track, stage: u8, test_server: bool) -> anyhow::Result<()> 
     if let Some(server) = server {
         server.shutdown().await;
     }
+    let names: Vec<&str> = stopped.keys().map(|kind| kind.name()).collect();
     anyhow::ensure!(
         stopped.is_empty(),
-        "{} controller(s) stopped",
-        stopped.len()
+        "stopped: the {} controller (see above)",
+        names.join(" and ")
     );
     Ok(())
 }

@@ -23,8 +23,11 @@ pub fn message(payload: &(dyn Any + Send)) -> String {
 }
 
 /// Installs a panic hook that remembers the location of each panic message. With `quiet`
-/// the default report on stderr ("thread … panicked at …") is left out: the checker reports
-/// the panic itself, as a hint.
+/// the default report on stderr ("thread … panicked at …") is left out for panics in tasks
+/// (not on the main thread): the runner catches those and reports each once, with where it
+/// happened (the checker as a hint). Without it, a `todo!()` would print twice: once where it
+/// is, and again when kube-runtime re-panics with `called Result::unwrap() on an Err value:
+/// JoinError::Panic(…)` (it runs each reconcile in a task of its own, and unwraps its result).
 pub fn install_hook(quiet: bool) {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -35,7 +38,7 @@ pub fn install_hook(quiet: bool) {
                 .unwrap_or_else(|e| e.into_inner())
                 .push((message(info.payload()), location));
         }
-        if !quiet {
+        if !quiet || std::thread::current().name() == Some("main") {
             default(info);
         }
     }));

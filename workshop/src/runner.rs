@@ -52,6 +52,7 @@ impl Controllers {
     /// Moves finished tasks to `stopped`.
     fn collect(&mut self) {
         let mut still = Vec::new();
+        let mut stopped = Vec::new();
         for (kind, mut task) in self.running.drain(..) {
             if !task.is_finished() {
                 still.push((kind, task));
@@ -61,10 +62,21 @@ impl Controllers {
                 Some(Err(e)) if e.is_panic() => panics::describe(e.into_panic().as_ref()),
                 _ => "it returned (the controller's stream ended)".to_string(),
             };
-            tracing::error!(kind = kind.name(), %why, "controller stopped");
-            self.stopped.insert(kind, why);
+            stopped.push((kind, why));
         }
         self.running = still;
+        for (kind, why) in stopped {
+            let others = if self.running.is_empty() {
+                ""
+            } else {
+                "; the other controllers keep running"
+            };
+            tracing::error!(
+                "the {} controller stopped: {why}{others}. Fix it, then run again",
+                kind.name()
+            );
+            self.stopped.insert(kind, why);
+        }
     }
 
     /// Stops every controller.

@@ -238,6 +238,39 @@ async fn no_owns_so_no_healing() {
         &outcome,
         "add .owns(Api::<Number>::all(..), watcher::Config::default()) to the Tuple's Controller (EXERCISE 2d",
     );
+    // The shrink step needs tuple-sample-1, which the healing step deleted: the cause named is
+    // the missing .owns (2d), not the creation of the children (2a): they did appear.
+    let shrink = failure(&outcome, "cannot shrink tuple-sample to [4]");
+    assert!(
+        shrink
+            .text
+            .contains("tuple-sample-1 did not come back after the kubectl delete above")
+            && !shrink.text.contains("never appeared"),
+        "{shrink}"
+    );
+    let hint = shrink.hint.as_deref().unwrap_or_default();
+    assert!(
+        hint.contains("EXERCISE 2d") && !hint.contains("EXERCISE 2a"),
+        "{shrink}"
+    );
+}
+
+/// The ✗ line whose description contains `text`.
+fn failure<'a>(outcome: &'a Outcome, text: &str) -> &'a check::Line {
+    outcome
+        .lines
+        .iter()
+        .find(|l| !l.ok && l.text.contains(text))
+        .unwrap_or_else(|| {
+            panic!(
+                "expected a ✗ {text:?}; the check said:\n{}",
+                outcome
+                    .lines
+                    .iter()
+                    .map(|l| format!("{l}\n"))
+                    .collect::<String>()
+            )
+        })
 }
 
 /// Mistake: the Fermat controller does not watch its Tuples.
@@ -265,6 +298,18 @@ async fn fermat_without_owns_never_reports() {
     assert_hint(
         &outcome,
         "are you woken when a Tuple changes (.owns, EXERCISE 3d)?",
+    );
+    let change = failure(&outcome, "cannot change fermat-sample to 13");
+    assert!(
+        change
+            .text
+            .contains("fermat-sample-2-and-3 did not come back after the kubectl delete above"),
+        "{change}"
+    );
+    let hint = change.hint.as_deref().unwrap_or_default();
+    assert!(
+        hint.contains("EXERCISE 3d") && !hint.contains("EXERCISE 3a"),
+        "{change}"
     );
 }
 

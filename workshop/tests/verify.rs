@@ -148,3 +148,139 @@ fn stage_3_starter_fails_at_its_todo() {
         "the Fermat controller panicked: not yet implemented: EXERCISE 3a: create or update the child Tuples, in workshop/src/exercises/fermat.rs (at workshop/src/exercises/fermat.rs:",
     );
 }
+
+/// When the CRDs cannot be installed, the hint's "is the cluster reachable?" command works on
+/// the test API server too (`kubectl get nodes` does not: it has no nodes).
+#[test]
+fn the_install_hint_names_a_command_that_works_on_the_test_server() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let fake = dir.path().join("kubectl");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\ncase \" $* \" in *\" apply -f - \"*) echo 'Unable to connect to the server' >&2; exit 1;; esac\nexec kubectl \"$@\"\n",
+    )
+    .expect("the fake kubectl is written");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let output = Command::new(env!("CARGO_BIN_EXE_math-workshop"))
+        .args(["check", "1", "--solution", "--timeout", "3"])
+        .env("KUBECTL", &fake)
+        .output()
+        .expect("math-workshop runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("kubectl apply of the CRDs generated from your types failed"))
+        .unwrap_or_else(|| panic!("no ✗ for the failed install:\n{stdout}"));
+    let command = line
+        .split("is the cluster reachable (")
+        .nth(1)
+        .and_then(|rest| rest.split(")?").next())
+        .unwrap_or_else(|| panic!("the hint names no command: {line}"));
+    let args: Vec<&str> = command.split_whitespace().collect();
+    assert_eq!(args.first(), Some(&"kubectl"), "{line}");
+
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let server = runtime
+        .block_on(test_apiserver::TestServer::start())
+        .expect("the test API server starts");
+    let ran = Command::new("kubectl")
+        .args(&args[1..])
+        .env("KUBECONFIG", server.kubeconfig_path())
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        ran.status.success(),
+        "`{command}` fails on the test API server: {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    runtime.block_on(server.shutdown());
+}
+
+/// `make workshop-run` with a `todo!()` reached: the panic is reported once, with the exercise
+/// and where it is (no second `JoinError` panic from kube-runtime, no "panicked at" noise), and
+/// the other controllers keep running.
+#[test]
+fn run_reports_a_todo_once_and_keeps_the_others_running() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+    if exercises_edited() {
+        eprintln!("not checking the starter's run: you have edited workshop/src/exercises/");
+        return;
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_math-workshop"))
+        .args(["run", "--stage", "2", "--test-server"])
+        .env_remove("RUST_LOG")
+        .env_remove("RUST_BACKTRACE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("math-workshop runs");
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let mut pipe = child.stderr.take().expect("stderr is piped");
+    let collected = stderr.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+            collected.lock().expect("not poisoned").push_str(&text);
+        }
+    });
+    let stdout = BufReader::new(child.stdout.take().expect("stdout is piped"));
+    let kubeconfig = stdout
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| {
+            line.trim()
+                .strip_prefix("export KUBECONFIG=")
+                .map(String::from)
+        })
+        .expect("the runner prints the test API server's KUBECONFIG");
+    // The starter's Tuple controller reaches its todo!() (EXERCISE 2a) on this Tuple; the
+    // Number controller has nothing to do and keeps running.
+    let applied = Command::new("kubectl")
+        .args(["apply", "-f", "samples/tuple.yaml"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .env("KUBECONFIG", &kubeconfig)
+        .output()
+        .expect("kubectl runs");
+    assert!(applied.status.success(), "{applied:?}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !stderr
+        .lock()
+        .expect("not poisoned")
+        .contains("controller stopped")
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Time for a second report, if there were one.
+    std::thread::sleep(Duration::from_secs(2));
+    let still_running = child.try_wait().expect("try_wait").is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    let said = stderr.lock().expect("not poisoned").clone();
+    assert_eq!(
+        said.matches("EXERCISE 2a").count(),
+        1,
+        "the todo!() is reported once:\n{said}"
+    );
+    assert!(
+        said.contains("the Tuple controller stopped: not yet implemented: EXERCISE 2a: create or update the child Numbers, in workshop/src/exercises/tuple.rs (at workshop/src/exercises/tuple.rs:"),
+        "the report names the exercise and where it is:\n{said}"
+    );
+    assert!(
+        !said.contains("JoinError") && !said.contains("panicked at"),
+        "no panic noise:\n{said}"
+    );
+    assert!(
+        said.contains("the other controllers keep running") && still_running,
+        "the Number controller keeps running:\n{said}"
+    );
+}

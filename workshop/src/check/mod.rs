@@ -5,6 +5,7 @@
 mod kubectl;
 mod stages;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -150,6 +151,7 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
         controllers: None,
         opts: opts.clone(),
         outcome: Outcome::default(),
+        not_back: BTreeMap::new(),
     };
     let kind = Kind::ALL[usize::from(opts.stage - 1)];
     if opts.print {
@@ -200,6 +202,9 @@ pub(crate) struct Session {
     controllers: Option<Controllers>,
     opts: Options,
     outcome: Outcome,
+    /// Objects the check deleted that did not come back, with the hint of that step: a later
+    /// step that needs them names that cause, not "never appeared".
+    not_back: BTreeMap<(String, String), String>,
 }
 
 impl Session {
@@ -340,7 +345,7 @@ impl Session {
             self.fail(
                 &[],
                 format!("kubectl apply of the CRDs generated from your types failed: {}", ran.said()),
-                "is the cluster reachable (kubectl get nodes)? Does the CRD generate (cargo run -p math-workshop -- crds)?",
+                "is the cluster reachable (kubectl get namespaces)? Does the CRD generate (cargo run -p math-workshop -- crds)?",
             );
             return false;
         }

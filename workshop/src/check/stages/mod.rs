@@ -151,11 +151,15 @@ pub(super) async fn heal(s: &mut Session, kinds: &[Kind], kind: &str, name: &str
     let after = s.after();
     match back {
         Ok(()) => s.pass(text),
-        Err(()) => s.fail(
-            kinds,
-            format!("{kind} {name} did not come back {after}"),
-            hint,
-        ),
+        Err(()) => {
+            s.not_back
+                .insert((kind.to_string(), name.to_string()), hint.to_string());
+            s.fail(
+                kinds,
+                format!("{kind} {name} did not come back {after}"),
+                hint,
+            )
+        }
     }
 }
 
@@ -185,7 +189,8 @@ pub(super) async fn converge(
 }
 
 /// Before a step that must make objects disappear: they exist (else the step proves nothing,
-/// and is reported as a ✗ with how to create them).
+/// and is reported as a ✗ with how to create them, or, for those an earlier step deleted and
+/// that did not come back, with that step's hint).
 pub(super) async fn exist(
     s: &mut Session,
     kinds: &[Kind],
@@ -195,23 +200,37 @@ pub(super) async fn exist(
     hint: &str,
 ) -> bool {
     let r = s.reader.clone();
-    let mut missing = Vec::new();
+    let mut never = Vec::new();
+    let mut not_back = Vec::new();
     for name in names {
         if r.get(kind, name).await.is_none() {
-            missing.push(*name);
+            match s.not_back.get(&(kind.to_string(), name.to_string())) {
+                Some(heal_hint) => not_back.push((*name, heal_hint.clone())),
+                None => never.push(*name),
+            }
         }
     }
-    if !missing.is_empty() {
+    if !never.is_empty() {
         s.fail(
             kinds,
-            format!(
-                "cannot {step}: {kind}s {} never appeared",
-                missing.join(", ")
-            ),
+            format!("cannot {step}: {kind}s {} never appeared", never.join(", ")),
             hint,
         );
     }
-    missing.is_empty()
+    // Deleted by an earlier step of this check and not healed: that step's cause, not the
+    // creation's (they did appear).
+    if let Some((_, heal_hint)) = not_back.first() {
+        let names: Vec<&str> = not_back.iter().map(|(name, _)| *name).collect();
+        s.fail(
+            kinds,
+            format!(
+                "cannot {step}: {kind}s {} did not come back after the kubectl delete above",
+                names.join(", ")
+            ),
+            heal_hint.clone(),
+        );
+    }
+    never.is_empty() && not_back.is_empty()
 }
 
 /// Objects that must disappear.
