@@ -189,7 +189,6 @@ mod tests {
         assert!(Cli::try_parse_from(["math-controller", "--api-read-timeout=1s"]).is_err());
     }
 
-
     fn run(args: &[&str]) -> RunArgs {
         Cli::try_parse_from(std::iter::once("math-controller").chain(args.iter().copied()))
             .unwrap()

@@ -19,8 +19,8 @@
 //! # Ok(()) }
 //! ```
 
-mod auth;
 mod admission;
+mod auth;
 mod events;
 mod openapi;
 mod proto;
@@ -34,8 +34,8 @@ mod store;
 mod table;
 mod util;
 
-pub use auth::UserInfo;
 pub use admission::{AuthorizationCheck, PolicyRule};
+pub use auth::UserInfo;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
