@@ -42,6 +42,10 @@ bench: ## Measure convergence, write counts and healing against the test API ser
 	$(CARGO) build --release --locked
 	$(CARGO) run --release --locked --example bench
 
+.PHONY: install-plugin
+install-plugin: ## Install `kubectl math` (the kubectl-math plugin) into ~/.cargo/bin, which must be on the PATH.
+	$(CARGO) install --locked --path . --bin kubectl-math
+
 testserver: ## Start the in-memory test API server; it prints a KUBECONFIG to use with kubectl.
 	$(CARGO) run --locked -p test-apiserver
 

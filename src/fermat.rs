@@ -15,6 +15,7 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::math;
 use crate::status::{self, Outcome, Progress, Readiness};
+use crate::writes;
 
 /// The Tuples a Fermat wants: `[a, n-a]` for a = 1..=n/2.
 pub fn desired_tuples(fermat: &Fermat) -> Vec<Desired<TupleSpec>> {
@@ -103,7 +104,7 @@ pub async fn reconcile(fermat: Arc<Fermat>, ctx: Arc<Context>) -> Result<Outcome
         desired_status(&fermat, plan, previous, now)
     };
     let current = fermat.status.as_ref();
-    children::reconcile(&ctx, fermat.as_ref(), &ctx.tuples, desired, current, status).await
+    writes::reconcile(&ctx, fermat.as_ref(), &ctx.tuples, desired, current, status).await
 }
 
 impl Child for Tuple {

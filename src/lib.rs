@@ -23,3 +23,4 @@ pub mod tls;
 pub mod tree;
 pub mod tuple;
 pub mod watches;
+pub mod writes;

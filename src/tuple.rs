@@ -1,7 +1,7 @@
 //! The Tuple controller: one Number `<tuple>-<index>` per item of `spec.numbers`, and
 //! `allSquares` once every one of them has reported.
 //!
-//! The decisions are the two pure functions at the top; [`children::reconcile`] does the
+//! The decisions are the two pure functions at the top; [`writes::reconcile`] does the
 //! rest for every parent kind: read the cache, plan, write the difference, write the status.
 
 use std::sync::Arc;
@@ -14,6 +14,7 @@ use crate::children::{self, Child, Desired, Plan};
 use crate::context::Context;
 use crate::error::Result;
 use crate::status::{self, Outcome, Progress, Readiness};
+use crate::writes;
 
 /// The Numbers a Tuple wants: `<tuple>-<index>` with `value = numbers[index]`.
 pub fn desired_numbers(tuple: &Tuple) -> Vec<Desired<NumberSpec>> {
@@ -81,7 +82,7 @@ pub async fn reconcile(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Outcome> 
         desired_status(&tuple, plan, previous, now)
     };
     let current = tuple.status.as_ref();
-    children::reconcile(&ctx, tuple.as_ref(), &ctx.numbers, desired, current, status).await
+    writes::reconcile(&ctx, tuple.as_ref(), &ctx.numbers, desired, current, status).await
 }
 
 impl Child for Number {

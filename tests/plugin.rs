@@ -197,7 +197,8 @@ async fn missing_and_edited_children_are_marked_and_the_plugin_only_reads() {
     );
     let edited = line(&out, "Number/t-0");
     assert!(
-        edited.contains(r#"✗ spec {"value":7}, the parent wants {"value":0}"#)
+        edited.contains("7 → ?")
+            && edited.contains(r#"✗ spec {"value":7}, the parent wants {"value":0}"#)
             && edited.contains("✗ status is for generation 1, spec is generation 2"),
         "{out}"
     );

@@ -165,7 +165,7 @@ fn walk(
         Some(max) if depth >= max => 0,
         _ => opts.max_children,
     };
-    let shown = shown(&node.children, limit);
+    let shown = shown(&node.children, limit, marks);
     let folded = node.children.len() - shown.len();
     for (i, &index) in shown.iter().enumerate() {
         let last = i + 1 == shown.len() && folded == 0;
@@ -200,17 +200,27 @@ fn walk(
     }
 }
 
-/// Which children to draw when only `limit` fit: the ones with something wrong first (a
-/// learner looks for those), then the healthy ones, each in the parent's order.
-pub fn shown(children: &[Node], limit: usize) -> Vec<usize> {
+/// Which children to draw when only `limit` fit: the ones with something wrong or that just
+/// changed (a learner looks for those), then the healthy ones, each in the parent's order.
+pub fn shown(children: &[Node], limit: usize, marks: &Marks) -> Vec<usize> {
     if children.len() <= limit {
         return (0..children.len()).collect();
     }
-    let unhealthy = (0..children.len()).filter(|&i| !children[i].healthy);
-    let healthy = (0..children.len()).filter(|&i| children[i].healthy);
-    let mut picked: Vec<usize> = unhealthy.chain(healthy).take(limit).collect();
+    let notable = |n: &Node| !n.healthy || flashed(n, marks);
+    let first = (0..children.len()).filter(|&i| notable(&children[i]));
+    let rest = (0..children.len()).filter(|&i| !notable(&children[i]));
+    let mut picked: Vec<usize> = first.chain(rest).take(limit).collect();
     picked.sort_unstable();
     picked
+}
+
+/// Whether the node or one below it is highlighted.
+fn flashed(node: &Node, marks: &Marks) -> bool {
+    if marks.by_uid.is_empty() {
+        return false;
+    }
+    node.uid().is_some_and(|uid| marks.by_uid.contains_key(uid))
+        || node.children.iter().any(|c| flashed(c, marks))
 }
 
 /// `… 480 more Tuples, all Ready`, or what the folded children are: `… 9000 more Tuples:

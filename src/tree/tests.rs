@@ -9,7 +9,7 @@ use super::cli::parse_target;
 use super::live::{HIGHLIGHT, Seen, Tracker};
 use super::render::{self, Flash, Marks, Options};
 use super::*;
-use crate::api::FermatSpec;
+use crate::api::{FermatSpec, NumberSpec, TupleSpec};
 use crate::number;
 
 const NS: &str = "default";
@@ -192,6 +192,10 @@ fn edited_specs_stale_statuses_strays_and_orphans_are_marked() {
                 generation: Some(2)
             }
         ]
+    );
+    assert_eq!(
+        t.children[0].summary, "7 → ?",
+        "no answer for a spec it was not computed for"
     );
     assert_eq!(t.children[1].problems, [Problem::NoController]);
     assert_eq!(t.children[2].problems, [Problem::Unwanted]);
@@ -433,4 +437,23 @@ fn targets_parse_like_kubectl_arguments() {
     assert!(parse_target(&words(&["pod/x"])).is_err());
     assert!(parse_target(&words(&["fermat"])).is_err());
     assert!(parse_target(&words(&["fermat/"])).is_err());
+}
+
+#[test]
+fn a_child_that_just_came_back_is_drawn_even_when_its_siblings_fold() {
+    let f = tree(&fermat("f", 60), one(Kind::Fermat, "f"));
+    let uid = f.children[27].children[1].uid().expect("uid").to_string();
+    let mut marks = Marks::default();
+    marks.by_uid.insert(uid, vec![Flash::NowReady]);
+    let out = text(&f, &options(5, None), &marks);
+    assert!(out.contains("Tuple/f-28-and-32"), "{out}");
+    assert!(
+        line_of(&out, "Number/f-28-and-32-1").contains("✓ now Ready"),
+        "{out}"
+    );
+    assert!(out.contains("… 25 more Tuples, all Ready"), "{out}");
+}
+
+fn line_of<'a>(out: &'a str, name: &str) -> &'a str {
+    out.lines().find(|l| l.contains(name)).unwrap_or("")
 }

@@ -233,6 +233,32 @@ impl Admission {
     }
 }
 
+/// The switch and the log, for tests (here rather than in `lib.rs`, next to what they control).
+impl crate::TestServer {
+    /// Turns on kube-apiserver's OwnerReferencesPermissionEnforcement admission plugin for
+    /// the rest of the server's life: setting `blockOwnerDeletion: true` on an ownerReference
+    /// needs `update` on the owner's `finalizers`, changing ownerReferences on an update needs
+    /// `delete` on the object, else 403. `rules` (RBAC PolicyRules as JSON, e.g. a ClusterRole's
+    /// `rules`) are what the one user of this server may do, in every namespace.
+    pub fn enforce_owner_references(&self, rules: &[Value]) -> anyhow::Result<()> {
+        let rules = rules
+            .iter()
+            .map(|r| serde_json::from_value(r.clone()))
+            .collect::<Result<Vec<PolicyRule>, _>>()?;
+        self.inner
+            .shared
+            .state()
+            .admission
+            .enforce_owner_references(rules);
+        Ok(())
+    }
+
+    /// The questions admission plugins asked the authorizer, with the answers, in order.
+    pub fn authorization_checks(&self) -> Vec<AuthorizationCheck> {
+        self.inner.shared.state().admission.checks().to_vec()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

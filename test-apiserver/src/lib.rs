@@ -22,6 +22,7 @@
 mod admission;
 mod auth;
 mod events;
+mod faults;
 mod openapi;
 mod proto;
 mod registry;
@@ -197,6 +198,7 @@ pub(crate) struct Shared {
     pub(crate) log: Mutex<Vec<RequestRecord>>,
     pub(crate) faults: Mutex<Vec<Fault>>,
     pub(crate) latencies: Mutex<Vec<(RequestFilter, Duration)>>,
+    pub(crate) faults_io: faults::Faults,
     pub(crate) gc_notify: Notify,
     pub(crate) bookmark_interval: Mutex<Duration>,
     pub(crate) url: String,
@@ -262,6 +264,8 @@ pub struct ServerOptions {
     pub kubeconfig: Option<PathBuf>,
     /// How often watches with `allowWatchBookmarks=true` get a BOOKMARK (kube-apiserver: ~1 min).
     pub bookmark_interval: Duration,
+    /// Start in an outage (connections refused) until [`TestServer::resume`].
+    pub start_down: bool,
 }
 
 impl Default for ServerOptions {
@@ -270,6 +274,7 @@ impl Default for ServerOptions {
             port: 0,
             kubeconfig: None,
             bookmark_interval: Duration::from_secs(5),
+            start_down: false,
         }
     }
 }
@@ -325,6 +330,7 @@ impl TestServer {
             log: Mutex::new(vec![]),
             faults: Mutex::new(vec![]),
             latencies: Mutex::new(vec![]),
+            faults_io: faults::Faults::new(opts.start_down),
             gc_notify: Notify::new(),
             bookmark_interval: Mutex::new(opts.bookmark_interval),
             url: url.clone(),
@@ -332,6 +338,7 @@ impl TestServer {
         });
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let app = server::router(shared.clone());
+        let listener = shared.faults_io.listener(listener, addr);
         let gc_shared = Arc::downgrade(&shared);
         let task = tokio::spawn(async move {
             let gc = tokio::spawn(gc_loop(gc_shared));
@@ -416,10 +423,11 @@ impl TestServer {
         });
     }
 
-    /// Removes all pending injected faults and latencies.
+    /// Removes all pending injected faults, latencies and the write cap.
     pub fn clear_faults(&self) {
         lock(&self.inner.shared.faults).clear();
         lock(&self.inner.shared.latencies).clear();
+        self.inner.shared.faults_io.set_write_rate(0);
     }
 
     /// Requests matching `filter` are delayed by `latency` (zero removes the rule).
@@ -429,6 +437,42 @@ impl TestServer {
         if !latency.is_zero() {
             l.push((filter, latency));
         }
+    }
+
+    /// Starts an outage: the port refuses connections and open connections (watches
+    /// included) are reset, as when kube-apiserver is killed. Every object and the
+    /// resourceVersion counter are kept for [`TestServer::resume`].
+    pub fn stop(&self) {
+        self.inner.shared.faults_io.set_down(true);
+        self.close_watches();
+    }
+
+    /// Ends an outage: the same port accepts connections again and serves the same
+    /// objects with the same resourceVersions.
+    pub fn resume(&self) {
+        self.inner.shared.faults_io.set_down(false);
+    }
+
+    /// Whether the server is in an outage.
+    pub fn is_down(&self) -> bool {
+        self.inner.shared.faults_io.is_down()
+    }
+
+    /// [`TestServer::stop`] now and [`TestServer::resume`] after `duration`, in the
+    /// background.
+    pub fn outage(&self, duration: Duration) {
+        self.stop();
+        let s = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(duration).await;
+            s.resume();
+        });
+    }
+
+    /// Caps writes at `per_second` (0 removes the cap); writes over the cap queue for
+    /// their turn, as behind etcd on a loaded control plane.
+    pub fn set_write_rate(&self, per_second: u32) {
+        self.inner.shared.faults_io.set_write_rate(per_second);
     }
 
     /// Ends every open watch now (clients see the stream end, as on an apiserver restart).
@@ -445,29 +489,6 @@ impl TestServer {
     /// Changes how often watches get BOOKMARK events.
     pub fn set_bookmark_interval(&self, interval: Duration) {
         *lock(&self.inner.shared.bookmark_interval) = interval;
-    }
-
-    /// Turns on kube-apiserver's OwnerReferencesPermissionEnforcement admission plugin for
-    /// the rest of the server's life: setting `blockOwnerDeletion: true` on an ownerReference
-    /// needs `update` on the owner's `finalizers`, changing ownerReferences on an update needs
-    /// `delete` on the object, else 403. `rules` (RBAC PolicyRules as JSON, e.g. a ClusterRole's
-    /// `rules`) are what the one user of this server may do, in every namespace.
-    pub fn enforce_owner_references(&self, rules: &[Value]) -> anyhow::Result<()> {
-        let rules = rules
-            .iter()
-            .map(|r| serde_json::from_value(r.clone()))
-            .collect::<Result<Vec<PolicyRule>, _>>()?;
-        self.inner
-            .shared
-            .state()
-            .admission
-            .enforce_owner_references(rules);
-        Ok(())
-    }
-
-    /// The questions admission plugins asked the authorizer, with the answers, in order.
-    pub fn authorization_checks(&self) -> Vec<AuthorizationCheck> {
-        self.inner.shared.state().admission.checks().to_vec()
     }
 
     /// The current global resourceVersion.

@@ -3,7 +3,7 @@
 
 use clap::Parser;
 use std::path::PathBuf;
-use test_apiserver::{ServerOptions, TestServer};
+use test_apiserver::{RequestFilter, ServerOptions, TestServer, Verb};
 
 /// An in-memory Kubernetes API server for tests and workshops.
 #[derive(Parser, Debug)]
@@ -21,6 +21,12 @@ struct Args {
     /// Seconds between BOOKMARK events on watches that allow them.
     #[arg(long, default_value_t = 5)]
     bookmark_interval: u64,
+    /// Cap writes at this many per second, queued (0 = no cap), like a loaded apiserver.
+    #[arg(long, default_value_t = 0)]
+    write_rate: u32,
+    /// Delay every write by this many milliseconds (a real apiserver's write latency).
+    #[arg(long, default_value_t = 0)]
+    write_latency_ms: u64,
 }
 
 fn yaml_files(p: &PathBuf) -> anyhow::Result<Vec<PathBuf>> {
@@ -43,8 +49,16 @@ async fn main() -> anyhow::Result<()> {
         port: args.port,
         kubeconfig: args.kubeconfig,
         bookmark_interval: std::time::Duration::from_secs(args.bookmark_interval.max(1)),
+        ..Default::default()
     })
     .await?;
+    server.set_write_rate(args.write_rate);
+    for verb in [Verb::Create, Verb::Update, Verb::Patch, Verb::Delete] {
+        server.set_latency(
+            RequestFilter::new().verb(verb),
+            std::time::Duration::from_millis(args.write_latency_ms),
+        );
+    }
     for p in &args.crds {
         for f in yaml_files(p)? {
             server.apply_crd_yaml(&std::fs::read_to_string(&f)?)?;

@@ -88,6 +88,9 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
+    if rec.verb.is_write() {
+        shared.faults_io.throttle_write().await;
+    }
     let fault = shared.take_fault(
         rec.verb,
         &rec.resource,

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use math_workshop::check::{self, Target};
 use math_workshop::context::Context;
@@ -148,7 +149,9 @@ async fn run(track: &Track, stage: u8, test_server: bool) -> anyhow::Result<()> 
     };
     let client = match &server {
         Some(server) => server.client(),
-        None => kube::Client::try_default().await?,
+        None => kube::Client::try_default().await.context(
+            "no cluster in your kubeconfig: start minikube or kind, or use --test-server",
+        )?,
     };
     if server.is_none() {
         crds_installed(&client, track, stage).await?;

@@ -62,7 +62,32 @@ fn solution_passes(stage: u8) {
     assert!(!ran.stdout.contains('✗'), "{}", ran.stdout);
 }
 
+/// Whether the learner has edited `workshop/src/exercises/`: then the starter is no longer the
+/// starter, and "it fails" says nothing (CI runs on a clean clone, where it is untouched).
+fn exercises_edited() -> bool {
+    let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    Command::new("git")
+        .args([
+            "-C",
+            repo,
+            "diff",
+            "--quiet",
+            "HEAD",
+            "--",
+            "workshop/src/exercises",
+        ])
+        .status()
+        .is_ok_and(|status| status.code() == Some(1))
+}
+
 fn starter_fails(stage: u8, first_hint: &str) {
+    if exercises_edited() {
+        eprintln!(
+            "not checking that the starter of stage {stage} fails: you have edited workshop/src/exercises/ \
+             (`make workshop-check STAGE={stage}` checks your work)"
+        );
+        return;
+    }
     let ran = check(stage, false);
     let (_, failed) = summary(&ran);
     assert_eq!(
