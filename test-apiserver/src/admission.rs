@@ -65,7 +65,8 @@ pub struct Admission {
     checks: Vec<AuthorizationCheck>,
 }
 
-fn rule_allows(rule: &PolicyRule, c: &AuthorizationCheck) -> bool {
+/// Does one RBAC rule allow the request? (Also the SubjectAccessReviews of `auth.rs`.)
+pub(crate) fn rule_allows(rule: &PolicyRule, c: &AuthorizationCheck) -> bool {
     let has = |list: &[String], x: &str| list.iter().any(|v| v == "*" || v == x);
     let combined = c.combined_resource();
     let resource_matches = rule.resources.iter().any(|r| {

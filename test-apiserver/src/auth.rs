@@ -6,13 +6,17 @@
 //! token issuer and no signature. Access decisions evaluate the RBAC objects the server stores
 //! (ClusterRoles, ClusterRoleBindings, Roles, RoleBindings) the way kube-apiserver's RBAC
 //! authorizer does: allow if any rule of any role bound to the user, one of its groups or its
-//! ServiceAccount matches; members of `system:masters` may do anything. Requests to the server
+//! ServiceAccount matches (resource rules are matched by `admission::rule_allows`, shared with
+//! the admission plugin); members of `system:masters` may do anything. Requests to the server
 //! itself are not authorized: every client is a superuser here.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use serde::Deserialize;
 use serde_json::{Value, json};
+
+use crate::admission::{self, AuthorizationCheck, PolicyRule};
 
 use crate::registry::ResourceType;
 use crate::status::{ApiError, ApiResult};
@@ -239,16 +243,27 @@ fn rule_allows(rule: &Value, attributes: &Attributes) -> bool {
             resource,
             name,
             verb,
-            ..
+            namespace,
         } => {
-            let names = list("resourceNames");
-            matches(&list("verbs"), verb)
-                && matches(&list("apiGroups"), group)
-                && (matches(&list("resources"), resource)
-                    || resource
-                        .split_once('/')
-                        .is_some_and(|(_, sub)| list("resources").contains(&format!("*/{sub}"))))
-                && (names.is_empty() || names.contains(name))
+            let Ok(rule) = PolicyRule::deserialize(rule) else {
+                return false;
+            };
+            let (resource, subresource) = match resource.split_once('/') {
+                Some((resource, sub)) => (resource, Some(sub.to_string())),
+                None => (resource.as_str(), None),
+            };
+            admission::rule_allows(
+                &rule,
+                &AuthorizationCheck {
+                    verb: verb.clone(),
+                    group: group.clone(),
+                    resource: resource.to_string(),
+                    subresource,
+                    namespace: Some(namespace.clone()).filter(|n| !n.is_empty()),
+                    name: name.clone(),
+                    allowed: false,
+                },
+            )
         }
     }
 }
