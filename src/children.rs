@@ -1,7 +1,6 @@
 //! Owning children, for any parent kind: the diff between the children a parent wants and
 //! the ones the cache holds. Pure: it decides *what* to do and knows nothing of the client or
-//! the [`crate::context::Context`]; the writes that carry a [`Plan`] out live one layer up,
-//! in [`crate::writes`].
+//! the `Context`; the writes that carry a [`Plan`] out live one layer up, in `writes.rs`.
 //!
 //! Children are recognised by the UID in their *controller* ownerReference and looked for
 //! only in the parent's namespace, never by the owner's name: two Fermats called alike in

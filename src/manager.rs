@@ -340,7 +340,8 @@ pub async fn run(
         metrics.set_leader(false);
         if !matches!(outcome, Err(Stopped::LeadershipLost)) {
             match tokio::time::timeout(shutdown::RELEASE_TIMEOUT, leadership.release()).await {
-                Ok(Ok(())) => info!("released the lease"),
+                // The leader module logs the release itself, only when it did release.
+                Ok(Ok(())) => {}
                 Ok(Err(error)) => {
                     warn!(%error, "could not release the lease; a standby takes over when it expires")
                 }
