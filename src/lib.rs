@@ -14,6 +14,7 @@ pub mod manager;
 pub mod math;
 pub mod metrics;
 pub mod number;
+pub mod outage;
 pub mod shutdown;
 pub mod status;
 pub mod telemetry;

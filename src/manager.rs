@@ -29,6 +29,7 @@ use crate::error::{Error, Result};
 use crate::health::{self, Readiness};
 use crate::leader::{self, LeaderElectionConfig};
 use crate::metrics::{Metrics, ReconcileResult};
+use crate::outage;
 use crate::shutdown::{self, Stopped};
 use crate::status::{Outcome, Progress};
 use crate::watches::{resync, watch_and_fan_out};
@@ -132,6 +133,7 @@ where
     match result {
         Ok(outcome) => {
             ctx.note_success(&key);
+            ctx.outage.reachable(Some(&key));
             timer.finish(match outcome.progress {
                 Progress::Settled => ReconcileResult::Success,
                 Progress::Pending => ReconcileResult::Requeue,
@@ -154,7 +156,8 @@ where
     }
 }
 
-/// Back off exponentially per object, and say so in words.
+/// Back off exponentially per object, and say so in words; an unreachable API server is
+/// retried fast instead (see [`crate::outage`]).
 fn error_policy<K: Resource<DynamicType = ()>>(
     obj: Arc<K>,
     error: &Error,
@@ -162,6 +165,14 @@ fn error_policy<K: Resource<DynamicType = ()>>(
 ) -> Action {
     let key = object_key(obj.as_ref());
     let attempt = ctx.note_failure(&key);
+    if error.is_unreachable() {
+        // An outage: retry within a second of the server's return, and let the outage
+        // say it once instead of a line per object per attempt.
+        ctx.outage.unreachable(Some(&key), error);
+        let delay = outage::retry_delay(attempt, crate::watches::random());
+        debug!(%error, attempt, "{key}: API server unreachable; retrying in {delay:?}");
+        return Action::requeue(delay);
+    }
     let delay = backoff(attempt);
     warn!(%error, attempt, "{key}: reconcile failed; retrying in {delay:?}");
     Action::requeue(delay)
@@ -359,6 +370,8 @@ async fn run_controllers(
     let (tuples_with_news_tx, tuples_with_news) = mpsc::unbounded::<ObjectRef<Tuple>>();
     let (fermats_with_news_tx, fermats_with_news) = mpsc::unbounded::<ObjectRef<Fermat>>();
 
+    let caches = (numbers.clone(), tuples.clone(), fermats.clone());
+    let ctx = Arc::new(Context::new(client.clone(), caches, metrics));
     let ns = &options.namespace;
     // The server ends each watch before the client's read timeout could cut a quiet one.
     let watch_timeout = client::watch_timeout_seconds(options.read_timeout);
@@ -373,6 +386,7 @@ async fn run_controllers(
             numbers.clone(),
             number_changes_tx,
             Some(tuples_with_news_tx),
+            ctx.outage.clone(),
         )
         .boxed(),
         watch_and_fan_out(
@@ -382,6 +396,7 @@ async fn run_controllers(
             tuples.clone(),
             tuple_changes_tx,
             Some(fermats_with_news_tx),
+            ctx.outage.clone(),
         )
         .boxed(),
         watch_and_fan_out::<Fermat, Fermat>(
@@ -391,14 +406,13 @@ async fn run_controllers(
             fermats.clone(),
             fermat_changes_tx,
             None,
+            ctx.outage.clone(),
         )
         .boxed(),
     ])
     .take_until(stop.clone().cancelled_owned())
     .for_each(|()| futures::future::ready(()));
 
-    let caches = (numbers.clone(), tuples.clone(), fermats.clone());
-    let ctx = Arc::new(Context::new(client.clone(), caches, metrics));
     let config = ControllerConfig::default().concurrency(options.concurrency);
     let number_controller = Controller::for_shared_stream(number_changes, numbers.clone())
         .reconcile_all_on(resync(options.sync_period))
