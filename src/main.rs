@@ -66,7 +66,7 @@ async fn client(
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     telemetry::init(args.log_format);
     let client = client(args.kubeconfig.as_deref(), args.api_read_timeout).await?;
-    manager::preflight(&client, &args.namespace).await?;
+    manager::wait_for_api_server(&client, &args.namespace, args.startup_timeout).await?;
     let leader_election = args.leader_elect.then(|| {
         let mut config = LeaderElectionConfig::from_env(&client);
         config.lease_name = args.leader_election_id.clone();

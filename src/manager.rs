@@ -237,6 +237,56 @@ pub async fn preflight(client: &Client, namespace: &Option<String>) -> Result<()
     Ok(())
 }
 
+/// How long a manager started while the API server is unreachable waits for it: long enough
+/// for a control-plane restart (a pod restarted during an upgrade).
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// [`preflight`], retried while the API server is unreachable (connection refused: a
+/// control plane restarting, a minikube still starting), for at most `timeout`. Says so in
+/// one line, then a line per [`outage::REPORT_EVERY`] at most. Any other answer (CRDs
+/// missing, forbidden) is final at once.
+pub async fn wait_for_api_server(
+    client: &Client,
+    namespace: &Option<String>,
+    timeout: Duration,
+) -> Result<(), StartError> {
+    let started = std::time::Instant::now();
+    let mut reported: Option<std::time::Instant> = None;
+    let mut attempt = 0;
+    loop {
+        match preflight(client, namespace).await {
+            Err(StartError::Unreachable(error)) => {
+                let waited = started.elapsed();
+                if waited >= timeout {
+                    return Err(StartError::Unreachable(format!(
+                        "{error} (waited {:.0?})",
+                        timeout
+                    )));
+                }
+                if reported.is_none_or(|t| t.elapsed() >= outage::REPORT_EVERY) {
+                    warn!(
+                        %error,
+                        "waiting for the API server ({:.0?} so far, giving up after {timeout:?})",
+                        waited
+                    );
+                    reported = Some(std::time::Instant::now());
+                }
+                let delay = outage::retry_delay(attempt, crate::watches::random());
+                attempt += 1;
+                tokio::time::sleep(delay.min(timeout.saturating_sub(waited))).await;
+            }
+            Ok(()) if reported.is_some() => {
+                info!(
+                    "API server reachable after {:.1?}; starting",
+                    started.elapsed()
+                );
+                return Ok(());
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Run the manager until `shutdown` resolves (or, with leader election, leadership is lost).
 ///
 /// On shutdown the controllers stop taking work, in-flight reconciles finish (for at most
