@@ -79,12 +79,12 @@ impl Context {
         };
         Context {
             recorder: Recorder::new(client.clone(), reporter),
+            outage: crate::outage::Outage::new(client.clone()),
             client,
             numbers,
             tuples,
             fermats,
             metrics,
-            outage: Arc::default(),
             failures: Mutex::default(),
             in_flight: Mutex::default(),
             statuses: Mutex::default(),

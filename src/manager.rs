@@ -125,15 +125,25 @@ async fn observed<K>(
 where
     K: Resource<DynamicType = ()>,
 {
-    let timer = ctx.metrics.reconcile_started(controller);
     let key = object_key(obj.as_ref());
+    if ctx.outage.is_down() {
+        // Every request would fail, and the outage's probe tells when to try again: wait
+        // without knocking (or logging the plan again), and run within a second of its return.
+        ctx.outage.waiting(&key);
+        let attempt = ctx.note_failure(&key);
+        return Ok(Action::requeue(outage::retry_delay(
+            attempt,
+            crate::watches::random(),
+        )));
+    }
+    let timer = ctx.metrics.reconcile_started(controller);
     tracing::trace!("{key}: reconcile starts");
     let result = reconcile.await;
     tracing::trace!("{key}: reconcile ends");
     match result {
         Ok(outcome) => {
             ctx.note_success(&key);
-            ctx.outage.reachable(Some(&key));
+            ctx.outage.reconciled(&key);
             timer.finish(match outcome.progress {
                 Progress::Settled => ReconcileResult::Success,
                 Progress::Pending => ReconcileResult::Requeue,

@@ -9,7 +9,7 @@
 //! [`REPORT_EVERY`] while it lasts, and once more when a request succeeds again.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use kube::runtime::utils::Backoff;
@@ -32,8 +32,12 @@ pub fn is_unreachable(error: &kube::Error) -> bool {
 }
 
 /// The outage in progress, if any: shared by the watches and the error policy.
-#[derive(Default)]
+///
+/// An outage begins with the first request that cannot reach the server, and ends when a
+/// probe (`GET /version`, retried every [`retry_delay`]) gets an answer: the one judge of
+/// "reachable again", since reconciles that succeed without a request prove nothing.
 pub struct Outage {
+    client: kube::Client,
     state: Mutex<State>,
 }
 
@@ -47,9 +51,16 @@ struct State {
 }
 
 impl Outage {
+    pub fn new(client: kube::Client) -> Arc<Outage> {
+        Arc::new(Outage {
+            client,
+            state: Mutex::default(),
+        })
+    }
+
     /// A request failed to reach the API server; `key` names the reconcile that made it
     /// (`None`: a watch). Logs the first failure and then at most every [`REPORT_EVERY`].
-    pub fn unreachable(&self, key: Option<&str>, error: &dyn std::fmt::Display) {
+    pub fn unreachable(self: &Arc<Self>, key: Option<&str>, error: &dyn std::fmt::Display) {
         let Ok(mut s) = self.state.lock() else { return };
         let now = Instant::now();
         if let Some(key) = key {
@@ -64,6 +75,7 @@ impl Outage {
         let since = humantime_utc(wall);
         let waiting = s.waiting.len();
         if new {
+            tokio::spawn(self.clone().probe());
             warn!(%error, "API server unreachable since {since}; {waiting} reconciles waiting; retrying every second at most");
         } else {
             warn!(
@@ -73,14 +85,37 @@ impl Outage {
         }
     }
 
-    /// A request reached the API server: ends the outage (with one line) if there was one.
-    pub fn reachable(&self, key: Option<&str>) {
-        let Ok(mut s) = self.state.lock() else { return };
-        if let Some(key) = key
+    /// A reconcile put off until the server is back.
+    pub fn waiting(&self, key: &str) {
+        if let Ok(mut s) = self.state.lock() {
+            s.waiting.insert(key.to_string());
+        }
+    }
+
+    /// A reconcile succeeded: it no longer waits for the server.
+    pub fn reconciled(&self, key: &str) {
+        if let Ok(mut s) = self.state.lock()
             && !s.waiting.is_empty()
         {
             s.waiting.remove(key);
         }
+    }
+
+    /// Knocks until the server answers, then ends the outage with one line.
+    async fn probe(self: Arc<Self>) {
+        let mut attempt = 0;
+        while let Err(error) = self.client.apiserver_version().await {
+            if !is_unreachable(&error) {
+                break;
+            }
+            tokio::time::sleep(retry_delay(attempt, crate::watches::random())).await;
+            attempt += 1;
+        }
+        self.reachable();
+    }
+
+    fn reachable(&self) {
+        let Ok(mut s) = self.state.lock() else { return };
         if let Some((started, _)) = s.since.take() {
             info!(
                 "API server reachable again after {:.1?}; {} reconciles retrying",
@@ -170,16 +205,5 @@ mod tests {
                 .next()
                 .is_some_and(|d| d < Duration::from_millis(100))
         );
-    }
-
-    #[test]
-    fn an_outage_is_remembered_until_a_request_succeeds() {
-        let outage = Outage::default();
-        assert!(!outage.is_down());
-        outage.unreachable(Some("Tuple/default/t"), &"connection refused");
-        outage.unreachable(None, &"connection refused");
-        assert!(outage.is_down());
-        outage.reachable(Some("Tuple/default/t"));
-        assert!(!outage.is_down());
     }
 }

@@ -1,7 +1,8 @@
 //! Logging: `tracing` to stderr, as text for a terminal or JSON for a log pipeline.
 //! `RUST_LOG` picks the detail (default: `info` for the manager, `warn` for its libraries,
-//! nothing from kube's per-request trace layer, which logs every failed request at ERROR:
-//! thousands of lines in an API server outage that the manager reports in a few).
+//! nothing from kube's per-request trace layer, which logs every failed request at ERROR,
+//! nor its WARN for each watch cut: thousands of lines in an API server outage, which the
+//! manager reports in a few).
 
 use tracing_subscriber::EnvFilter;
 
@@ -16,7 +17,8 @@ pub enum LogFormat {
 }
 
 /// The log filter without `RUST_LOG`.
-pub const DEFAULT_FILTER: &str = "warn,math_controller=info,kube_client::client::builder=off";
+pub const DEFAULT_FILTER: &str =
+    "warn,math_controller=info,kube_client::client=error,kube_client::client::builder=off";
 
 /// Install the global subscriber. Calling it twice (tests) is harmless.
 pub fn init(format: LogFormat) {

@@ -96,10 +96,12 @@ where
         .backoff(WatchBackoff::default())
         .modify(slim)
         .reflect(writer)
-        .inspect(move |event| match event {
-            Err(error) if watch_unreachable(error) => outage.unreachable(None, error),
-            Err(_) => {}
-            Ok(_) => outage.reachable(None),
+        .inspect(move |event| {
+            if let Err(error) = event
+                && watch_unreachable(error)
+            {
+                outage.unreachable(None, error)
+            }
         })
         .map(move |event| match event {
             Ok(watcher::Event::Apply(obj)) => {
