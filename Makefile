@@ -42,12 +42,16 @@ bench: ## Measure convergence, write counts and healing against the test API ser
 	$(CARGO) build --release --locked
 	$(CARGO) run --release --locked --example bench
 
+.PHONY: install-plugin
+install-plugin: ## Install `kubectl math` (the kubectl-math plugin) into ~/.cargo/bin, which must be on the PATH.
+	$(CARGO) install --locked --path . --bin kubectl-math
+
 testserver: ## Start the in-memory test API server; it prints a KUBECONFIG to use with kubectl.
 	$(CARGO) run --locked -p test-apiserver
 
 # The learner track (workshop/): see workshop/README.md.
 STAGE ?= 1
-WORKSHOP = $(CARGO) run --locked --quiet -p math-workshop --
+WORKSHOP = $(CARGO) run --locked -p math-workshop --
 
 workshop-crds: ## Workshop: write the CRDs generated from your types (workshop/src/exercises) to workshop/crds/.
 	$(WORKSHOP) crds --dir workshop/crds

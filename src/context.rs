@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
@@ -18,6 +18,7 @@ use tracing::{debug, info, warn};
 use crate::api::{Fermat, Number, Tuple};
 use crate::children::{self, Child, Desired, Plan};
 use crate::error::{Error, Result};
+use crate::memory::Memory;
 use crate::metrics::{Metrics, WriteKind};
 use crate::status::{self, Progress, StatusWrite};
 
@@ -35,35 +36,54 @@ pub struct Context {
     /// The API server outage in progress, if any (shared with the watches).
     pub outage: Arc<crate::outage::Outage>,
     /// Consecutive failures per object, for the error policy's exponential backoff.
-    failures: Mutex<HashMap<String, u32>>,
-    /// Children written to whose change the cache has not shown yet (see [`Context::expect_change`]).
-    in_flight: Mutex<HashMap<String, InFlight>>,
+    failures: Memory<u32>,
+    /// Children written to whose change the cache has not shown yet (see
+    /// [`Context::expect_change`]): the child's resourceVersion in the cache when we wrote
+    /// (`None`: it was absent).
+    in_flight: Memory<Option<String>>,
     /// Statuses written whose echo the cache has not shown yet (see [`Context::write_status`]).
-    statuses: Mutex<HashMap<String, WrittenStatus>>,
+    statuses: Memory<WrittenStatus>,
 }
 
 /// A status write that the watch has not delivered yet.
+#[derive(Clone)]
 struct WrittenStatus {
     /// The object's resourceVersion in the cache when we wrote.
     seen: String,
     status: serde_json::Value,
-    since: std::time::Instant,
 }
 
-/// What the cache holds of a parent's children: the objects of the desired names, the
-/// objects it controls, and the names whose last write the cache does not show yet.
-pub type CachedChildren<C> = (HashMap<String, Arc<C>>, Vec<Arc<C>>, HashSet<String>);
-
-/// A write to a child that the watch has not delivered yet.
-struct InFlight {
-    /// The child's resourceVersion in the cache when we wrote (`None`: it was absent).
-    seen: Option<String>,
-    since: std::time::Instant,
+/// What the cache holds of a parent's children.
+pub struct CachedChildren<C> {
+    /// The objects of the desired names, in the parent's namespace, whoever controls them.
+    pub found: HashMap<String, Arc<C>>,
+    /// The objects the parent controls (by UID), in its namespace.
+    pub owned: Vec<Arc<C>>,
+    /// The names whose last write the cache does not show yet.
+    pub in_flight: HashSet<String>,
+    /// When the first of those writes times out: the parent must look again by then even if
+    /// no watch event comes (a child created and deleted before its echo leaves the cache
+    /// exactly as remembered, and nothing else would wake the parent).
+    pub recheck_in: Option<Duration>,
 }
+
+/// How long a failure is remembered for the backoff after the last one: twice the longest
+/// backoff, so an object that keeps failing keeps its count.
+const FAILURE_MEMORY: Duration = Duration::from_secs(600);
 
 /// How long a write may go unseen before the cache is believed again regardless: a safety
 /// net for a lost watch event; the watch normally delivers within milliseconds.
-const IN_FLIGHT_TIMEOUT: Duration = Duration::from_secs(30);
+pub const IN_FLIGHT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The key of an object's remembered status write.
+fn status_key<P: Resource<DynamicType = ()>>(obj: &P) -> String {
+    format!(
+        "{}/{}/{}",
+        P::kind(&()),
+        obj.namespace().unwrap_or_default(),
+        obj.name_any()
+    )
+}
 
 impl Context {
     /// A context over the three caches, with its own Event recorder.
@@ -84,11 +104,18 @@ impl Context {
             numbers,
             tuples,
             fermats,
+            failures: Memory::new("failures", metrics.clone(), FAILURE_MEMORY),
+            in_flight: Memory::new("child_writes", metrics.clone(), IN_FLIGHT_TIMEOUT),
+            statuses: Memory::new("status_writes", metrics.clone(), IN_FLIGHT_TIMEOUT),
             metrics,
-            failures: Mutex::default(),
-            in_flight: Mutex::default(),
-            statuses: Mutex::default(),
         }
+    }
+
+    /// The same context with another in-flight timeout (tests shorten it).
+    pub fn with_in_flight_timeout(mut self, timeout: Duration) -> Self {
+        self.in_flight = Memory::new("child_writes", self.metrics.clone(), timeout);
+        self.statuses = Memory::new("status_writes", self.metrics.clone(), timeout);
+        self
     }
 
     /// The `controller` label of metrics for a parent kind.
@@ -114,30 +141,25 @@ impl Context {
     /// (a duplicate create answered 409, a second correction): it waits instead. This is
     /// what controller-runtime users know as "expectations".
     pub fn expect_change<C: Child>(&self, namespace: &str, name: &str, seen: Option<String>) {
-        if let Ok(mut in_flight) = self.in_flight.lock() {
-            let since = std::time::Instant::now();
-            in_flight.insert(
-                format!("{}/{namespace}/{name}", C::KIND),
-                InFlight { seen, since },
-            );
-        }
+        self.in_flight
+            .insert(format!("{}/{namespace}/{name}", C::KIND), seen);
     }
 
-    /// Whether a write to this child is still on its way to the cache; forgets it once seen.
-    fn is_in_flight<C: Child>(&self, namespace: &str, name: &str, cached: Option<&Arc<C>>) -> bool {
-        let Ok(mut in_flight) = self.in_flight.lock() else {
-            return false;
-        };
+    /// How much longer a write to this child may still be on its way to the cache (`None`:
+    /// it is not, or no longer); forgets it once seen or timed out.
+    fn in_flight_for<C: Child>(
+        &self,
+        namespace: &str,
+        name: &str,
+        cached: Option<&Arc<C>>,
+    ) -> Option<Duration> {
         let key = format!("{}/{namespace}/{name}", C::KIND);
-        let Some(write) = in_flight.get(&key) else {
-            return false;
-        };
-        let cached_version = cached.and_then(|c| c.resource_version());
-        if write.seen == cached_version && write.since.elapsed() < IN_FLIGHT_TIMEOUT {
-            return true;
+        let (seen, left) = self.in_flight.get(&key)?;
+        if seen == cached.and_then(|c| c.resource_version()) {
+            return Some(left);
         }
-        in_flight.remove(&key);
-        false
+        self.in_flight.remove(&key);
+        None
     }
 
     /// From the cache, the objects of the desired names in the parent's namespace, the
@@ -166,18 +188,28 @@ impl Context {
             })
             .collect::<Vec<_>>();
         let ns = namespace.as_deref().unwrap_or_default();
-        let in_flight = desired
+        let mut in_flight = HashSet::new();
+        let mut recheck_in: Option<Duration> = None;
+        let names = desired
             .iter()
             .map(|d| (d.name.as_str(), found.get(&d.name)))
             .chain(
                 owned
                     .iter()
                     .map(|c| (c.meta().name.as_deref().unwrap_or_default(), Some(c))),
-            )
-            .filter(|(name, cached)| self.is_in_flight::<C>(ns, name, *cached))
-            .map(|(name, _)| name.to_string())
-            .collect();
-        (found, owned, in_flight)
+            );
+        for (name, cached) in names {
+            if let Some(left) = self.in_flight_for::<C>(ns, name, cached) {
+                in_flight.insert(name.to_string());
+                recheck_in = Some(recheck_in.map_or(left, |r| r.min(left)));
+            }
+        }
+        CachedChildren {
+            found,
+            owned,
+            in_flight,
+            recheck_in,
+        }
     }
 
     /// Log, in words, what a parent wants, what it found and what it is about to do.
@@ -255,12 +287,26 @@ impl Context {
         }
     }
 
-    /// Write an object's status if [`status::decide`] says it is due; answers when to look
-    /// again (`None`: on the next watch event).
+    /// The object's status as far as we know: the one we wrote last, while the cache still
+    /// shows the object as it was before that write; else the cached one (`cached`).
     ///
-    /// The status we wrote last is remembered until the cache shows it: a reconcile that runs
-    /// in between (a second child reported meanwhile) compares against what we wrote, not
-    /// against the stale cache, and so does not write the same status twice.
+    /// A reconcile that runs between a status write and its echo (a second child reported
+    /// meanwhile) builds on what we wrote, not on the stale cache: the `Ready` condition keeps
+    /// the `lastTransitionTime` we wrote, and the same status is not written twice.
+    pub fn known_status<P, S>(&self, obj: &P, cached: Option<&S>) -> Option<S>
+    where
+        P: Resource<DynamicType = ()>,
+        S: Clone + DeserializeOwned,
+    {
+        let key = status_key(obj);
+        self.written_status(&key, obj.resource_version().as_deref())
+            .and_then(|written| serde_json::from_value(written).ok())
+            .or_else(|| cached.cloned())
+    }
+
+    /// Write an object's status if [`status::decide`] says it is due; answers when to look
+    /// again (`None`: on the next watch event). `current` is the status as far as we know
+    /// ([`Context::known_status`]); what we write is remembered until the cache shows it.
     pub async fn write_status<P, S>(
         &self,
         obj: &P,
@@ -279,13 +325,9 @@ impl Context {
         let namespace = obj.namespace().unwrap_or_default();
         let name = obj.name_any();
         let kind = P::kind(&()).to_string();
-        let key = format!("{kind}/{namespace}/{name}");
+        let key = status_key(obj);
         let cached_version = obj.resource_version();
-        let written = self.written_status(&key, cached_version.as_deref());
-        let current = match written {
-            Some(written) => Some(written),
-            None => current.map(serde_json::to_value).transpose()?,
-        };
+        let current = current.map(serde_json::to_value).transpose()?;
         let desired = serde_json::to_value(desired)?;
         let age = status::age(obj.meta().creation_timestamp.as_ref(), now);
         match status::decide(current.as_ref(), &desired, progress, age)? {
@@ -312,16 +354,9 @@ impl Context {
                         name: name.clone(),
                         source: Box::new(source),
                     })?;
-                if let (Ok(mut statuses), Some(seen)) = (self.statuses.lock(), cached_version) {
-                    let since = std::time::Instant::now();
-                    statuses.insert(
-                        key,
-                        WrittenStatus {
-                            seen,
-                            status: desired,
-                            since,
-                        },
-                    );
+                if let Some(seen) = cached_version {
+                    let status = desired;
+                    self.statuses.insert(key, WrittenStatus { seen, status });
                 }
                 let message = patch
                     .pointer("/status/conditions/0/message")
@@ -336,33 +371,36 @@ impl Context {
     /// The status we last wrote for `key`, while the cache still shows the object as it was
     /// before that write (resourceVersion `cached`).
     fn written_status(&self, key: &str, cached: Option<&str>) -> Option<serde_json::Value> {
-        let mut statuses = self.statuses.lock().ok()?;
-        match statuses.get(key) {
-            Some(w) if Some(w.seen.as_str()) == cached && w.since.elapsed() < IN_FLIGHT_TIMEOUT => {
-                Some(w.status.clone())
-            }
-            Some(_) => {
-                statuses.remove(key);
-                None
-            }
-            None => None,
+        let (written, _) = self.statuses.get(key)?;
+        if Some(written.seen.as_str()) == cached {
+            return Some(written.status);
         }
+        self.statuses.remove(key);
+        None
+    }
+
+    /// Forget what outlived its time to live; run periodically by the manager (every
+    /// [`Context::sweep_period`]) so that entries of objects nobody looks up again (deleted
+    /// children, deleted parents) do not pile up.
+    pub(crate) fn sweep(&self) {
+        self.in_flight.expire();
+        self.statuses.expire();
+        self.failures.expire();
+    }
+
+    /// How often [`Context::sweep`] should run.
+    pub(crate) fn sweep_period(&self) -> Duration {
+        self.in_flight.ttl()
     }
 
     pub(crate) fn note_success(&self, key: &str) {
-        if let Ok(mut failures) = self.failures.lock() {
-            failures.remove(key);
-        }
+        self.failures.remove(key);
     }
 
+    /// Count one more consecutive failure of `key`; answers the count.
     pub(crate) fn note_failure(&self, key: &str) -> u32 {
-        match self.failures.lock() {
-            Ok(mut failures) => {
-                let count = failures.entry(key.to_string()).or_default();
-                *count = count.saturating_add(1);
-                *count
-            }
-            Err(_) => 1,
-        }
+        self.failures.update(key, |count| {
+            count.copied().unwrap_or_default().saturating_add(1)
+        })
     }
 }

@@ -15,6 +15,7 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::math;
 use crate::status::{self, Outcome, Progress, Readiness};
+use crate::writes;
 
 /// The Tuples a Fermat wants: `[a, n-a]` for a = 1..=n/2.
 pub fn desired_tuples(fermat: &Fermat) -> Vec<Desired<TupleSpec>> {
@@ -52,6 +53,7 @@ pub fn decompositions(ready: &[Arc<Tuple>]) -> Vec<String> {
 pub fn desired_status(
     fermat: &Fermat,
     plan: &Plan<Tuple>,
+    previous: Option<&FermatStatus>,
     now: Timestamp,
 ) -> (FermatStatus, Progress) {
     let n = fermat.spec.number;
@@ -77,9 +79,7 @@ pub fn desired_status(
         }
     };
     let generation = fermat.meta().generation;
-    let previous = fermat
-        .status
-        .as_ref()
+    let previous = previous
         .map(|s| s.conditions.as_slice())
         .unwrap_or_default();
     let status = FermatStatus {
@@ -100,9 +100,11 @@ pub fn desired_status(
 /// Reconcile one Fermat against the Tuple cache.
 pub async fn reconcile(fermat: Arc<Fermat>, ctx: Arc<Context>) -> Result<Outcome> {
     let desired = desired_tuples(&fermat);
-    let status = |plan: &Plan<Tuple>, now| desired_status(&fermat, plan, now);
+    let status = |plan: &Plan<Tuple>, previous: Option<&FermatStatus>, now| {
+        desired_status(&fermat, plan, previous, now)
+    };
     let current = fermat.status.as_ref();
-    children::reconcile(&ctx, fermat.as_ref(), &ctx.tuples, desired, current, status).await
+    writes::reconcile(&ctx, fermat.as_ref(), &ctx.tuples, desired, current, status).await
 }
 
 impl Child for Tuple {
@@ -186,7 +188,7 @@ mod tests {
         let cached: Vec<_> = desired.iter().map(answered).collect();
         let found: HashMap<_, _> = cached.iter().map(|t| (t.name_any(), t.clone())).collect();
         let plan = children::plan(UID, desired, &found, &cached, &Default::default());
-        desired_status(&f, &plan, Timestamp::UNIX_EPOCH)
+        desired_status(&f, &plan, None, Timestamp::UNIX_EPOCH)
     }
 
     #[test]
@@ -240,7 +242,7 @@ mod tests {
             &[],
             &Default::default(),
         );
-        let (status, progress) = desired_status(&f, &plan, Timestamp::UNIX_EPOCH);
+        let (status, progress) = desired_status(&f, &plan, None, Timestamp::UNIX_EPOCH);
         assert_eq!(progress, Progress::Pending);
         assert_eq!(status.two_squares_found, None);
         assert_eq!(

@@ -76,22 +76,20 @@ impl LeaderElectionConfig {
         }
     }
 
-    /// The configuration for [`DEFAULT_LEASE_NAME`], with identity and namespace taken from the
-    /// pod (`POD_NAME`, `POD_NAMESPACE` from the downward API), falling back to the mounted
-    /// service-account namespace, then to the client's default namespace (the kubeconfig's)
-    /// when run with `cargo run`. Without `POD_NAME` the identity is the host name plus a random
-    /// suffix, so two local runs never mistake each other for themselves.
-    pub fn from_env(client: &kube::Client) -> Self {
-        let namespace = env_nonempty("POD_NAMESPACE")
-            .or_else(|| {
-                std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE)
-                    .ok()
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| !s.is_empty())
-            })
-            .unwrap_or_else(|| client.default_namespace().to_string());
+    /// The configuration for `lease_name`, with identity and namespace taken from the pod
+    /// (`POD_NAME`, `POD_NAMESPACE` from the downward API), the namespace falling back to the
+    /// mounted service-account namespace; see [`lease_namespace`] for why there is no default
+    /// outside a cluster. Without `POD_NAME` the identity is the host name plus a random suffix,
+    /// so two local runs never mistake each other for themselves.
+    pub fn from_env(lease_name: &str, namespace: Option<&str>) -> Result<Self, Error> {
+        let service_account_namespace = || std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE).ok();
+        let namespace = lease_namespace(
+            namespace,
+            env_nonempty("POD_NAMESPACE"),
+            service_account_namespace,
+        )?;
         let identity = env_nonempty("POD_NAME").unwrap_or_else(random_identity);
-        Self::new(DEFAULT_LEASE_NAME, namespace, identity)
+        Ok(Self::new(lease_name, namespace, identity))
     }
 
     fn validate(&self) -> Result<(), Error> {
@@ -120,6 +118,25 @@ impl LeaderElectionConfig {
         };
         problem.map_or(Ok(()), |p| Err(Error::Config(p)))
     }
+}
+
+/// The Lease's namespace: the one given, else in a cluster the pod's own (`POD_NAMESPACE`, else
+/// the mounted service-account namespace). Outside a cluster there is no safe default, as
+/// controller-runtime also decides: the kubeconfig's namespace differs from laptop to laptop, and
+/// a manager that took its Lease there would lead next to the Deployment's leader in
+/// `math-system`, and both would reconcile.
+pub fn lease_namespace(
+    given: Option<&str>,
+    pod_namespace: Option<String>,
+    service_account_namespace: impl FnOnce() -> Option<String>,
+) -> Result<String, Error> {
+    let nonempty = |s: String| Some(s.trim().to_string()).filter(|s| !s.is_empty());
+    given
+        .map(str::to_string)
+        .and_then(nonempty)
+        .or_else(|| pod_namespace.and_then(nonempty))
+        .or_else(|| service_account_namespace().and_then(nonempty))
+        .ok_or(Error::NamespaceRequired)
 }
 
 fn env_nonempty(name: &str) -> Option<String> {
@@ -157,6 +174,11 @@ pub enum Error {
     /// The configuration cannot work (for example a renew deadline longer than the lease).
     #[error("invalid leader election configuration: {0}")]
     Config(String),
+    /// Outside a cluster the Lease's namespace must be given.
+    #[error(
+        "--leader-elect outside a cluster needs --leader-election-namespace: the namespace of the Lease all replicas share (the Deployment's is math-system)"
+    )]
+    NamespaceRequired,
     /// The API server refused or failed a request on the Lease.
     #[error("lease {namespace}/{name}: {source}")]
     Api {
@@ -718,6 +740,31 @@ mod tests {
             let j = jittered(p);
             assert!(j >= p && j <= p.mul_f64(2.2), "{j:?}");
         }
+    }
+
+    #[test]
+    fn the_lease_namespace_is_given_or_the_pods() {
+        let none = || None;
+        assert_eq!(
+            lease_namespace(Some("math-system"), Some("pod-ns".into()), none).unwrap(),
+            "math-system"
+        );
+        assert_eq!(
+            lease_namespace(None, Some("pod-ns".into()), none).unwrap(),
+            "pod-ns"
+        );
+        assert_eq!(
+            lease_namespace(None, None, || Some("sa-ns\n".into())).unwrap(),
+            "sa-ns"
+        );
+        assert!(matches!(
+            lease_namespace(None, None, none),
+            Err(Error::NamespaceRequired)
+        ));
+        assert!(matches!(
+            lease_namespace(Some(""), None, || Some(" ".into())),
+            Err(Error::NamespaceRequired)
+        ));
     }
 
     #[test]

@@ -65,25 +65,28 @@ async fn client(
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     telemetry::init(args.log_format);
+    // Checked before connecting: a missing Lease namespace is a mistake on the command line.
+    let leader_election = if args.leader_elect {
+        Some(LeaderElectionConfig::from_env(
+            &args.leader_election_id,
+            args.leader_election_namespace.as_deref(),
+        )?)
+    } else {
+        None
+    };
     let client = client(args.kubeconfig.as_deref(), args.api_read_timeout).await?;
     manager::wait_for_api_server(&client, &args.namespace, args.startup_timeout).await?;
-    let leader_election = args.leader_elect.then(|| {
-        let mut config = LeaderElectionConfig::from_env(&client);
-        config.lease_name = args.leader_election_id.clone();
-        if let Some(namespace) = &args.leader_election_namespace {
-            config.namespace = namespace.clone();
-        }
-        config
-    });
     let options = Options {
+        metrics_address: args.metrics_address(),
+        metrics_secure: args.metrics_security(),
         namespace: args.namespace,
         concurrency: args.concurrency,
-        metrics_address: args.metrics_bind_address.0,
         probe_address: args.health_probe_bind_address.0,
         leader_election,
         sync_period: args.sync_period,
         shutdown_timeout: args.shutdown_timeout,
         read_timeout: Some(args.api_read_timeout),
+        ..Options::default()
     };
     let shutdown = first_signal_then_force_on_second(args.shutdown_timeout)?;
     manager::run(client, options, Metrics::new(), shutdown).await

@@ -29,6 +29,7 @@ use crate::error::{Error, Result};
 use crate::health::{self, Readiness};
 use crate::leader::{self, LeaderElectionConfig};
 use crate::metrics::{Metrics, ReconcileResult};
+use crate::metrics_auth::{self, SecureMetrics};
 use crate::outage;
 use crate::shutdown::{self, Stopped};
 use crate::status::{Outcome, Progress};
@@ -58,6 +59,9 @@ pub struct Options {
     pub concurrency: u16,
     /// Where `/metrics` is served; `None` disables it.
     pub metrics_address: Option<SocketAddr>,
+    /// Serve `/metrics` over HTTPS to bearers the cluster authorizes (`--metrics-secure`);
+    /// `None` serves plain HTTP to anyone.
+    pub metrics_secure: Option<SecureMetrics>,
     /// Where `/healthz` and `/readyz` are served; `None` disables them.
     pub probe_address: Option<SocketAddr>,
     /// Lease-based leader election; `None` runs as the only replica.
@@ -70,6 +74,9 @@ pub struct Options {
     /// The read timeout the client was built with ([`crate::client::with_read_timeout`]), if
     /// any: watches ask the API server to end them before it, so that a quiet watch is never cut.
     pub read_timeout: Option<Duration>,
+    /// How long a write may go unseen by the watch before the cache is believed again
+    /// (see [`Context::expect_change`]); tests shorten it.
+    pub in_flight_timeout: Duration,
 }
 
 impl Default for Options {
@@ -78,11 +85,13 @@ impl Default for Options {
             namespace: None,
             concurrency: 16,
             metrics_address: None,
+            metrics_secure: None,
             probe_address: None,
             leader_election: None,
             sync_period: DEFAULT_SYNC_PERIOD,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             read_timeout: None,
+            in_flight_timeout: crate::context::IN_FLIGHT_TIMEOUT,
         }
     }
 }
@@ -330,13 +339,20 @@ pub async fn run(
     }
     if let Some(address) = options.metrics_address {
         let listener = health::bind(address).await?;
-        let router = health::metrics_router(metrics.clone());
-        servers.push(tokio::spawn(health::serve_on(
-            listener,
-            "metrics",
-            router,
-            stop.clone().cancelled_owned(),
-        )));
+        let shutdown = stop.clone().cancelled_owned();
+        servers.push(match &options.metrics_secure {
+            None => {
+                let router = health::metrics_router(metrics.clone());
+                tokio::spawn(health::serve_on(listener, "metrics", router, shutdown))
+            }
+            Some(secure) => tokio::spawn(metrics_auth::serve(
+                listener,
+                metrics.clone(),
+                client.clone(),
+                secure.clone(),
+                shutdown,
+            )?),
+        });
     }
 
     let leadership = match &options.leader_election {
@@ -431,7 +447,10 @@ async fn run_controllers(
     let (fermats_with_news_tx, fermats_with_news) = mpsc::unbounded::<ObjectRef<Fermat>>();
 
     let caches = (numbers.clone(), tuples.clone(), fermats.clone());
-    let ctx = Arc::new(Context::new(client.clone(), caches, metrics));
+    let ctx = Arc::new(
+        Context::new(client.clone(), caches, metrics)
+            .with_in_flight_timeout(options.in_flight_timeout),
+    );
     let ns = &options.namespace;
     // The server ends each watch before the client's read timeout could cut a quiet one.
     let watch_timeout = client::watch_timeout_seconds(options.read_timeout);
@@ -531,8 +550,18 @@ async fn run_controllers(
             debug!("controllers stopped");
         }
     };
+    // What the context remembers expires, so that its memory stays bounded.
+    let sweeps = async {
+        let mut ticks = tokio::time::interval(ctx.sweep_period());
+        loop {
+            tokio::select! {
+                _ = ticks.tick() => ctx.sweep(),
+                _ = stop.cancelled() => return,
+            }
+        }
+    };
     // The watches run until `stop`; the controllers until their graceful shutdown completes.
-    tokio::join!(controllers, async {
+    tokio::join!(controllers, sweeps, async {
         watches.await;
         debug!("watches stopped");
     });

@@ -115,6 +115,16 @@ struct WriteLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MemoryLabels {
+    memory: &'static str,
+}
+
+/// What the manager remembers between reconciles, the `memory` label of
+/// `math_controller_remembered_entries`: child writes and status writes whose watch echo has
+/// not arrived yet, and objects whose reconciles failed (for their backoff).
+pub const MEMORIES: [&str; 3] = ["child_writes", "status_writes", "failures"];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BuildLabels {
     version: &'static str,
 }
@@ -154,6 +164,7 @@ struct Inner {
     in_flight: Family<ControllerLabels, Gauge>,
     writes: Family<WriteLabels, Counter>,
     leader: Gauge,
+    remembered: Family<MemoryLabels, Gauge>,
     write_total: AtomicU64,
 }
 
@@ -224,6 +235,16 @@ impl Metrics {
              election), 0 while it stands by",
             leader.clone(),
         );
+        let remembered = Family::<MemoryLabels, Gauge>::default();
+        registry.register(
+            "remembered_entries",
+            "Entries the manager keeps between reconciles (child_writes and status_writes not \
+             echoed by the watch yet, failures for the backoff); they expire, so this stays bounded",
+            remembered.clone(),
+        );
+        for memory in MEMORIES {
+            let _ = remembered.get_or_create(&MemoryLabels { memory });
+        }
         registry.register(
             "build",
             "Version of the running manager",
@@ -256,6 +277,7 @@ impl Metrics {
                 in_flight,
                 writes,
                 leader,
+                remembered,
                 write_total: AtomicU64::new(0),
             }),
         }
@@ -294,6 +316,15 @@ impl Metrics {
     /// Records whether this replica leads, for `math_controller_leader`.
     pub fn set_leader(&self, leader: bool) {
         self.inner.leader.set(i64::from(leader));
+    }
+
+    /// Records how many entries of one of [`MEMORIES`] the manager holds.
+    pub fn set_remembered(&self, memory: &'static str, entries: usize) {
+        let entries = i64::try_from(entries).unwrap_or(i64::MAX);
+        self.inner
+            .remembered
+            .get_or_create(&MemoryLabels { memory })
+            .set(entries);
     }
 
     /// The total of write requests counted so far, over all labels; tests use it to check that a

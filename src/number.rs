@@ -13,15 +13,17 @@ use crate::math;
 use crate::status::{self, Outcome, Progress, Readiness};
 
 /// The status a Number should have: a pure function of its spec and previous status.
-pub fn desired_status(number: &Number, now: Timestamp) -> NumberStatus {
+pub fn desired_status(
+    number: &Number,
+    previous: Option<&NumberStatus>,
+    now: Timestamp,
+) -> NumberStatus {
     let value = number.spec.value;
     let fizz_buzz = math::fizzbuzz(value);
     let is_square = math::is_square(value);
     let is_prime = math::is_prime(value);
     let generation = number.meta().generation;
-    let previous = number
-        .status
-        .as_ref()
+    let previous = previous
         .map(|s| s.conditions.as_slice())
         .unwrap_or_default();
     let readiness = Readiness {
@@ -53,11 +55,12 @@ pub async fn reconcile(number: Arc<Number>, ctx: Arc<Context>) -> Result<Outcome
         return Ok(Outcome::DONE);
     }
     let now = Timestamp::now();
-    let desired = desired_status(&number, now);
+    let known = ctx.known_status(number.as_ref(), number.status.as_ref());
+    let desired = desired_status(&number, known.as_ref(), now);
     let requeue_after = ctx
         .write_status(
             number.as_ref(),
-            number.status.as_ref(),
+            known.as_ref(),
             &desired,
             Progress::Settled,
             now,
@@ -82,7 +85,7 @@ mod tests {
 
     #[test]
     fn status_describes_the_value_and_generation() {
-        let status = desired_status(&number(15, 3), Timestamp::UNIX_EPOCH);
+        let status = desired_status(&number(15, 3), None, Timestamp::UNIX_EPOCH);
         assert_eq!(status.fizz_buzz.as_deref(), Some("FizzBuzz"));
         assert_eq!(status.is_square, Some(false));
         assert_eq!(status.is_prime, Some(false));
@@ -90,10 +93,10 @@ mod tests {
         assert_eq!(status.conditions[0].status, "True");
         assert_eq!(status.conditions[0].observed_generation, Some(3));
 
-        let status = desired_status(&number(i64::MAX, 1), Timestamp::UNIX_EPOCH);
+        let status = desired_status(&number(i64::MAX, 1), None, Timestamp::UNIX_EPOCH);
         assert_eq!(status.fizz_buzz.as_deref(), Some("9223372036854775807"));
         assert_eq!(status.is_square, Some(false));
-        let status = desired_status(&number(-9, 1), Timestamp::UNIX_EPOCH);
+        let status = desired_status(&number(-9, 1), None, Timestamp::UNIX_EPOCH);
         assert_eq!(
             (status.fizz_buzz.as_deref(), status.is_square),
             (Some("Fizz"), Some(false))
@@ -103,9 +106,9 @@ mod tests {
     #[test]
     fn an_unchanged_number_needs_no_write() {
         let mut n = number(16, 1);
-        n.status = Some(desired_status(&n, Timestamp::UNIX_EPOCH));
+        n.status = Some(desired_status(&n, None, Timestamp::UNIX_EPOCH));
         // Later, nothing changed: the condition keeps its transition time, so equal.
-        let again = desired_status(&n, Timestamp::now());
+        let again = desired_status(&n, n.status.as_ref(), Timestamp::now());
         assert_eq!(n.status.as_ref(), Some(&again));
     }
 }

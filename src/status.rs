@@ -308,6 +308,28 @@ mod tests {
     }
 
     #[test]
+    fn an_outcome_requeues_at_the_earlier_of_two_times() {
+        let secs = Duration::from_secs;
+        let pending = |after| Outcome {
+            requeue_after: after,
+            progress: Progress::Pending,
+        };
+        assert_eq!(Outcome::DONE.requeue_within(None), Outcome::DONE);
+        assert_eq!(
+            Outcome::DONE.requeue_within(Some(secs(3))).requeue_after,
+            Some(secs(3))
+        );
+        assert_eq!(
+            pending(Some(secs(5))).requeue_within(Some(secs(3))),
+            pending(Some(secs(3)))
+        );
+        assert_eq!(
+            pending(Some(secs(2))).requeue_within(Some(secs(3))),
+            pending(Some(secs(2)))
+        );
+    }
+
+    #[test]
     fn name_lists_are_cut_short() {
         assert_eq!(name_list(&["a", "b"]), "a, b");
         let many: Vec<String> = (0..8).map(|i| i.to_string()).collect();

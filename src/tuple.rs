@@ -1,7 +1,7 @@
 //! The Tuple controller: one Number `<tuple>-<index>` per item of `spec.numbers`, and
 //! `allSquares` once every one of them has reported.
 //!
-//! The decisions are the two pure functions at the top; [`children::reconcile`] does the
+//! The decisions are the two pure functions at the top; [`writes::reconcile`] does the
 //! rest for every parent kind: read the cache, plan, write the difference, write the status.
 
 use std::sync::Arc;
@@ -14,6 +14,7 @@ use crate::children::{self, Child, Desired, Plan};
 use crate::context::Context;
 use crate::error::Result;
 use crate::status::{self, Outcome, Progress, Readiness};
+use crate::writes;
 
 /// The Numbers a Tuple wants: `<tuple>-<index>` with `value = numbers[index]`.
 pub fn desired_numbers(tuple: &Tuple) -> Vec<Desired<NumberSpec>> {
@@ -32,6 +33,7 @@ pub fn desired_numbers(tuple: &Tuple) -> Vec<Desired<NumberSpec>> {
 pub fn desired_status(
     tuple: &Tuple,
     plan: &Plan<Number>,
+    previous: Option<&TupleStatus>,
     now: Timestamp,
 ) -> (TupleStatus, Progress) {
     let (readiness, progress, all_squares) = match children::unfinished(plan) {
@@ -58,9 +60,7 @@ pub fn desired_status(
         }
     };
     let generation = tuple.meta().generation;
-    let previous = tuple
-        .status
-        .as_ref()
+    let previous = previous
         .map(|s| s.conditions.as_slice())
         .unwrap_or_default();
     let status = TupleStatus {
@@ -78,9 +78,11 @@ pub fn desired_status(
 /// Reconcile one Tuple against the Number cache.
 pub async fn reconcile(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Outcome> {
     let desired = desired_numbers(&tuple);
-    let status = |plan: &Plan<Number>, now| desired_status(&tuple, plan, now);
+    let status = |plan: &Plan<Number>, previous: Option<&TupleStatus>, now| {
+        desired_status(&tuple, plan, previous, now)
+    };
     let current = tuple.status.as_ref();
-    children::reconcile(&ctx, tuple.as_ref(), &ctx.numbers, desired, current, status).await
+    writes::reconcile(&ctx, tuple.as_ref(), &ctx.numbers, desired, current, status).await
 }
 
 impl Child for Number {
@@ -139,7 +141,7 @@ mod tests {
         n.metadata.generation = Some(1);
         n.metadata.owner_references = owner.map(controlled_by);
         if computed {
-            n.status = Some(number::desired_status(&n, Timestamp::UNIX_EPOCH));
+            n.status = Some(number::desired_status(&n, None, Timestamp::UNIX_EPOCH));
         }
         Arc::new(n)
     }
@@ -172,7 +174,7 @@ mod tests {
         let t = tuple(vec![0, 1, 1]);
         let plan = plan_for(&t, &[]);
         assert_eq!(plan.create.len(), 3);
-        let (status, progress) = desired_status(&t, &plan, Timestamp::UNIX_EPOCH);
+        let (status, progress) = desired_status(&t, &plan, None, Timestamp::UNIX_EPOCH);
         assert_eq!(progress, Progress::Pending);
         assert_eq!(
             status.all_squares, None,
@@ -211,7 +213,7 @@ mod tests {
         assert_eq!(names(&plan.delete), ["t-5"]);
         assert_eq!(plan.pending, ["t-4"]);
         assert!(plan.create.is_empty());
-        let (status, progress) = desired_status(&t, &plan, Timestamp::UNIX_EPOCH);
+        let (status, progress) = desired_status(&t, &plan, None, Timestamp::UNIX_EPOCH);
         assert_eq!(
             (progress, status.conditions[0].reason.as_str()),
             (Progress::Settled, "ChildConflict")
@@ -226,7 +228,8 @@ mod tests {
             .enumerate()
             .map(|(i, &v)| number(&format!("t-{i}"), v, Some(UID), true))
             .collect();
-        let (status, progress) = desired_status(&t, &plan_for(&t, &cached), Timestamp::UNIX_EPOCH);
+        let (status, progress) =
+            desired_status(&t, &plan_for(&t, &cached), None, Timestamp::UNIX_EPOCH);
         assert_eq!(
             (status.all_squares, progress),
             (Some(true), Progress::Settled)
@@ -242,14 +245,15 @@ mod tests {
             .enumerate()
             .map(|(i, &v)| number(&format!("t-{i}"), v, Some(UID), true))
             .collect();
-        let (status, _) = desired_status(&t, &plan_for(&t, &cached), Timestamp::UNIX_EPOCH);
+        let (status, _) = desired_status(&t, &plan_for(&t, &cached), None, Timestamp::UNIX_EPOCH);
         assert_eq!(status.all_squares, Some(false), "false is written too");
     }
 
     #[test]
     fn an_empty_tuple_is_all_squares() {
         let t = tuple(vec![]);
-        let (status, progress) = desired_status(&t, &plan_for(&t, &[]), Timestamp::UNIX_EPOCH);
+        let (status, progress) =
+            desired_status(&t, &plan_for(&t, &[]), None, Timestamp::UNIX_EPOCH);
         assert_eq!(
             (status.all_squares, progress),
             (Some(true), Progress::Settled)
@@ -261,8 +265,12 @@ mod tests {
         let t = tuple(vec![4]);
         let mut n = (*number("t-0", 4, Some(UID), true)).clone();
         n.metadata.generation = Some(2); // edited and corrected since it was computed
-        let (status, progress) =
-            desired_status(&t, &plan_for(&t, &[Arc::new(n)]), Timestamp::UNIX_EPOCH);
+        let (status, progress) = desired_status(
+            &t,
+            &plan_for(&t, &[Arc::new(n)]),
+            None,
+            Timestamp::UNIX_EPOCH,
+        );
         assert_eq!((status.all_squares, progress), (None, Progress::Pending));
     }
 
@@ -273,7 +281,7 @@ mod tests {
         let plan = plan_for(&t, &[]);
         assert_eq!(plan.invalid_names.len(), 1);
         assert!(plan.create.is_empty());
-        let (status, progress) = desired_status(&t, &plan, Timestamp::UNIX_EPOCH);
+        let (status, progress) = desired_status(&t, &plan, None, Timestamp::UNIX_EPOCH);
         assert_eq!(
             (status.conditions[0].reason.as_str(), progress),
             ("ChildNameTooLong", Progress::Settled)

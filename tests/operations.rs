@@ -14,10 +14,14 @@ use math_controller::client;
 use math_controller::leader::{self, LeaderElectionConfig};
 use math_controller::manager::{self, Options};
 use math_controller::metrics::Metrics;
+use math_controller::metrics_auth::SecureMetrics;
 use serde_json::Value;
 use test_apiserver::{RequestFilter, TestServer, Verb};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+
+#[path = "common/https.rs"]
+mod https;
 
 const LEASE: &str = "ops-test-lease";
 const NS: &str = "default";
@@ -735,6 +739,60 @@ async fn sigterm_exits_zero_and_releases_the_lease() -> Result<()> {
     Ok(())
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_election_outside_a_cluster_needs_the_lease_namespace() -> Result<()> {
+    let server = server().await?;
+    // `cargo run -- --leader-elect` on a laptop: no pod namespace to default to, and the
+    // kubeconfig's namespace would put the Lease where the Deployment's replicas do not look.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_math-controller"))
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig_path())
+        .args([
+            "--leader-elect",
+            "--leader-election-id",
+            LEASE,
+            "--metrics-bind-address=0",
+            "--health-probe-bind-address=0",
+        ])
+        .env_remove("POD_NAMESPACE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let out = child.wait_with_output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let status = status.with_context(|| {
+        format!(
+            "the manager ran (lease holder: {:?}) instead of refusing to start\n{stderr}",
+            holder(&server)
+        )
+    })?;
+    assert!(!status.success(), "{status:?}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line:\n{stderr}");
+    assert!(
+        lines[0].contains("--leader-election-namespace"),
+        "the error names the flag: {stderr}"
+    );
+    assert!(
+        server
+            .objects("coordination.k8s.io", "leases", None)
+            .is_empty(),
+        "no Lease was taken"
+    );
+    Ok(())
+}
+
 /// Polls the binary's /metrics until the Number controller has a reconcile in flight.
 async fn binary_reconcile_in_flight(metrics: SocketAddr) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -912,7 +970,8 @@ fn deploy_manifests_are_well_formed_and_match_the_cli() -> Result<()> {
     let args = c.args.clone().unwrap_or_default();
     for expected in [
         "--leader-elect",
-        "--metrics-bind-address=0.0.0.0:8080",
+        "--metrics-secure",
+        "--metrics-bind-address=:8443",
         "--health-probe-bind-address=0.0.0.0:8081",
         "--log-format=json",
     ] {
@@ -1011,10 +1070,40 @@ async fn deploy_manifests_pass_a_server_dry_run() -> Result<()> {
 type Grant = (String, String, String);
 
 fn granted(docs: &[Value]) -> Result<BTreeSet<Grant>> {
+    // Only roles bound to the manager's ServiceAccount: deploy/ also holds the metrics-reader
+    // ClusterRole, which is for scrapers to bind.
+    let bound: BTreeSet<(String, String)> = of_kind(docs, "ClusterRoleBinding")
+        .into_iter()
+        .chain(of_kind(docs, "RoleBinding"))
+        .filter(|b| {
+            b.get("subjects")
+                .and_then(Value::as_array)
+                .is_some_and(|s| {
+                    s.iter().any(|s| {
+                        s.get("kind") == Some(&"ServiceAccount".into())
+                            && s.get("name") == Some(&"math-controller".into())
+                    })
+                })
+        })
+        .filter_map(|b| {
+            Some((
+                b.pointer("/roleRef/kind")?.as_str()?.to_string(),
+                b.pointer("/roleRef/name")?.as_str()?.to_string(),
+            ))
+        })
+        .collect();
     let mut grants = BTreeSet::new();
     for role in of_kind(docs, "ClusterRole")
         .into_iter()
         .chain(of_kind(docs, "Role"))
+        .filter(|r| {
+            let kind = r.get("kind").and_then(Value::as_str).unwrap_or_default();
+            let name = r
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            bound.contains(&(kind.to_string(), name.to_string()))
+        })
     {
         for rule in role
             .get("rules")
@@ -1054,14 +1143,47 @@ fn granted(docs: &[Value]) -> Result<BTreeSet<Grant>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Result<()> {
     let server = server().await?;
+    // As on OpenShift and hardened clusters: blockOwnerDeletion on a child's ownerReference
+    // needs `update` on the owner's finalizers, checked against deploy/'s rules.
+    let rules: Vec<Value> = of_kind(&deploy_documents()?, "ClusterRole")
+        .into_iter()
+        .chain(of_kind(&deploy_documents()?, "Role"))
+        .filter_map(|role| role.get("rules").and_then(Value::as_array).cloned())
+        .flatten()
+        .collect();
+    server.enforce_owner_references(&rules)?;
+    let metrics_address = free_port()?;
     let m = start(
         &server,
-        with_election(election("rbac", Duration::from_secs(10))),
+        Options {
+            metrics_address: Some(metrics_address),
+            metrics_secure: Some(SecureMetrics::default()),
+            ..with_election(election("rbac", Duration::from_secs(10)))
+        },
     );
     eventually(Duration::from_secs(5), "the manager to lead", || {
         m.leads().then_some(())
     })
     .await?;
+    // --metrics-secure: a scrape with a token bound to metrics-reader (TokenReview and
+    // SubjectAccessReview).
+    let reader = repo().join("deploy/24-metrics-reader-cluster-role.yaml");
+    kubectl_ok(&server, &["apply", "-f", &reader.to_string_lossy()], None).await?;
+    kubectl_ok(
+        &server,
+        &[
+            "create",
+            "clusterrolebinding",
+            "scraper",
+            "--clusterrole=math-controller-metrics-reader",
+            "--serviceaccount=monitoring:prometheus",
+        ],
+        None,
+    )
+    .await?;
+    server.add_service_account_token("scraper-token", "monitoring", "prometheus");
+    let scrape = https::get(metrics_address, "/metrics", Some("scraper-token")).await?;
+    assert_eq!(scrape.status, 200, "{}", scrape.text);
     let apply = |yaml: String| {
         let server = server.clone();
         async move { kubectl_ok(&server, &["apply", "-f", "-"], Some(&yaml)).await }
@@ -1238,6 +1360,13 @@ async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Res
             None => r.resource.clone(),
         };
         used.insert((r.group.clone(), resource, r.verb.as_str().to_string()));
+    }
+    // What the admission check needed the manager's account to be allowed (kubectl's own
+    // writes, the ConfigMap-owned Number, set no blockOwnerDeletion).
+    for check in server.authorization_checks() {
+        if check.allowed {
+            used.insert((check.group.clone(), check.combined_resource(), check.verb));
+        }
     }
     let granted = granted(&deploy_documents()?)?;
     let missing: Vec<_> = used.difference(&granted).collect();

@@ -7,8 +7,9 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use math_controller::manager::Options;
+use serde_json::json;
 use test_apiserver::{RequestFilter, Verb};
 
 fn reconciles(metrics: &math_controller::metrics::Metrics, controller: &str, result: &str) -> f64 {
@@ -128,5 +129,140 @@ async fn a_periodic_resync_writes_nothing_on_a_converged_cluster() {
     )
     .await;
     assert_eq!(h.object_writes(), writes, "a resync writes nothing");
+    h.stop_manager().await;
+}
+
+/// Item 2: a child created and deleted before the parent's next reconcile (its ADDED and
+/// DELETED both arrive while the parent is busy publishing an Event) looks exactly like the
+/// remembered "absent"; the parent must look again once the write's timeout has passed.
+#[tokio::test]
+async fn a_child_deleted_before_its_echo_comes_back() {
+    let mut h = Harness::without_manager().await;
+    h.start_manager_with(Options {
+        in_flight_timeout: Duration::from_secs(3),
+        ..Options::default()
+    });
+    let events = RequestFilter::new().resource("events");
+    h.server.set_latency(events.clone(), Duration::from_secs(2));
+    h.create_tuple("t", vec![4]).await;
+    let first = eventually(
+        "t-0 to be created",
+        || async {
+            Some(
+                h.server
+                    .object("math.example.com", "numbers", Some("default"), "t-0"),
+            )
+        },
+        |n| n.is_some(),
+    )
+    .await;
+    h.numbers()
+        .delete("t-0", &DeleteParams::default())
+        .await
+        .expect("delete t-0 at once");
+    h.server.set_latency(events, Duration::ZERO);
+    let uid = |v: &serde_json::Value| v.pointer("/metadata/uid").cloned();
+    let first_uid = first.as_ref().and_then(uid);
+    let back = wait_for(&h.numbers(), "t-0", |n| {
+        n.metadata.uid.as_ref().map(|u| serde_json::json!(u)) != first_uid && number_ready(n)
+    })
+    .await;
+    assert_eq!(back.spec.value, 4);
+    wait_for(&h.tuples(), "t", tuple_ready).await;
+    h.stop_manager().await;
+}
+
+/// Item 5: a reconcile between a status write and its echo builds on the status it wrote,
+/// so `lastTransitionTime` stays and the same answer is not written a second time.
+#[tokio::test]
+async fn a_status_is_written_once_even_when_its_echo_is_late() {
+    let mut h = Harness::without_manager().await;
+    // The Tuples' watch (not their list) is held back: t's own status write is not echoed.
+    let tuple_watch = RequestFilter::new().verb(Verb::Watch).resource("tuples");
+    h.server
+        .set_latency(tuple_watch.clone(), Duration::from_secs(6));
+    h.create_tuple("t", vec![4]).await;
+    h.start_manager();
+    let ready = |t: &Option<serde_json::Value>| {
+        t.as_ref()
+            .and_then(|t| t.pointer("/status/conditions/0/status"))
+            .is_some_and(|s| s == "True")
+    };
+    eventually(
+        "t's answer on the server",
+        || async {
+            Some(
+                h.server
+                    .object("math.example.com", "tuples", Some("default"), "t"),
+            )
+        },
+        ready,
+    )
+    .await;
+    // More than a second later, before the echo, a change of t-0 wakes t again.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    h.numbers()
+        .patch(
+            "t-0",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}})),
+        )
+        .await
+        .expect("label t-0");
+    h.server.set_latency(tuple_watch.clone(), Duration::ZERO);
+    eventually(
+        "the Tuples' watch to be served",
+        || async { Some(h.server.count(&tuple_watch)) },
+        |n| *n >= 1,
+    )
+    .await;
+    wait_for(&h.tuples(), "t", tuple_ready).await;
+    h.stop_manager().await;
+    let status_writes = RequestFilter::new()
+        .verb(Verb::Patch)
+        .resource("tuples")
+        .subresource("status");
+    assert_eq!(h.server.count(&status_writes), 1, "t's status written once");
+}
+
+/// Item 6: what the manager remembers of its writes expires, also for children that are gone
+/// (a Tuple shrunk from 20 Numbers to 2), so its memory stays bounded.
+#[tokio::test]
+async fn remembered_writes_expire() {
+    let mut h = Harness::without_manager().await;
+    let metrics = h.start_manager_observed(Options {
+        in_flight_timeout: Duration::from_secs(1),
+        ..Options::default()
+    });
+    h.create_tuple("t", (1..=20).collect()).await;
+    wait_for(&h.tuples(), "t", tuple_ready).await;
+    h.tuples()
+        .patch(
+            "t",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"numbers": [1, 2]}})),
+        )
+        .await
+        .expect("shrink t");
+    wait_for(&h.tuples(), "t", |t| {
+        tuple_ready(t) && t.metadata.generation == Some(2)
+    })
+    .await;
+    wait_gone(&h.numbers(), "t-19").await;
+    let remembered = |memory: &str| {
+        let series = format!(r#"math_controller_remembered_entries{{memory="{memory}"}}"#);
+        sample(&metrics.encode(), &series)
+    };
+    eventually(
+        "every remembered entry to expire",
+        || async {
+            Some(
+                ["child_writes", "status_writes", "failures"]
+                    .map(|m| remembered(m).unwrap_or(f64::NAN)),
+            )
+        },
+        |entries| entries.iter().all(|n| *n == 0.0),
+    )
+    .await;
     h.stop_manager().await;
 }

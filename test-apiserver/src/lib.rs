@@ -19,6 +19,8 @@
 //! # Ok(()) }
 //! ```
 
+mod admission;
+mod auth;
 mod events;
 mod faults;
 mod openapi;
@@ -33,6 +35,8 @@ mod store;
 mod table;
 mod util;
 
+pub use admission::{AuthorizationCheck, PolicyRule};
+pub use auth::UserInfo;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -198,6 +202,8 @@ pub(crate) struct Shared {
     pub(crate) gc_notify: Notify,
     pub(crate) bookmark_interval: Mutex<Duration>,
     pub(crate) url: String,
+    /// Bearer tokens TokenReviews recognise.
+    pub(crate) tokens: auth::Tokens,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -328,6 +334,7 @@ impl TestServer {
             gc_notify: Notify::new(),
             bookmark_interval: Mutex::new(opts.bookmark_interval),
             url: url.clone(),
+            tokens: auth::Tokens::default(),
         });
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let app = server::router(shared.clone());
@@ -530,6 +537,18 @@ impl TestServer {
             }
         }
         Ok(())
+    }
+
+    /// Makes TokenReviews recognise `token` as `user` (who also gets the group
+    /// `system:authenticated`, as kube-apiserver adds it).
+    pub fn add_token(&self, token: &str, user: UserInfo) {
+        self.inner.shared.tokens.add(token, user);
+    }
+
+    /// Makes TokenReviews recognise `token` as the ServiceAccount `namespace/name`, as a token
+    /// from `kubectl create token NAME -n NAMESPACE` is recognised.
+    pub fn add_service_account_token(&self, token: &str, namespace: &str, name: &str) {
+        self.add_token(token, auth::service_account_user(namespace, name));
     }
 
     /// Stored objects of a resource (`group` "" for core), in one namespace or all.

@@ -1,7 +1,8 @@
 //! A minimal decoder for the Kubernetes protobuf envelope, enough for the typed clients
 //! kubectl uses for `kubectl create namespace` / `kubectl create configmap`: it reads
 //! `runtime.Unknown`, then `metadata` (name, generateName, namespace, labels,
-//! annotations, finalizers) and, for ConfigMaps, `data`. Other fields are ignored.
+//! annotations, finalizers) and, for ConfigMaps, `data`; for (Cluster)RoleBindings
+//! (`kubectl create clusterrolebinding`), `subjects` and `roleRef`. Other fields are ignored.
 
 use serde_json::{Map, Value, json};
 
@@ -63,6 +64,22 @@ fn map_entry(b: &[u8]) -> Option<(String, Value)> {
         .map(|(_, v)| string(v))
         .unwrap_or(json!(""));
     Some((k, v))
+}
+
+/// A message of string fields, numbered 1.. in the order of `names`; empty ones left out.
+fn strings(b: &[u8], names: &[&str]) -> Option<Value> {
+    let mut m = Map::new();
+    for (n, v) in fields(b)? {
+        let name = usize::try_from(n)
+            .ok()
+            .and_then(|n| names.get(n.checked_sub(1)?));
+        if let Some(name) = name
+            && !v.is_empty()
+        {
+            m.insert((*name).to_string(), string(v));
+        }
+    }
+    Some(Value::Object(m))
 }
 
 fn object_meta(b: &[u8]) -> Option<Value> {
@@ -138,6 +155,16 @@ pub fn decode(body: &[u8]) -> Option<Value> {
             (2, "ConfigMap") => {
                 let (k, val) = map_entry(v)?;
                 data.insert(k, val);
+            }
+            (2, "ClusterRoleBinding" | "RoleBinding") => {
+                let subject = strings(v, &["kind", "apiGroup", "name", "namespace"])?;
+                match obj.get_mut("subjects").and_then(Value::as_array_mut) {
+                    Some(subjects) => subjects.push(subject),
+                    None => obj["subjects"] = json!([subject]),
+                }
+            }
+            (3, "ClusterRoleBinding" | "RoleBinding") => {
+                obj["roleRef"] = strings(v, &["apiGroup", "kind", "name"])?;
             }
             _ => {}
         }

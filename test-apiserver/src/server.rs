@@ -223,6 +223,9 @@ fn serve(
         Verb::Create => {
             let opts = write_opts(q, manager)?;
             let b = decode_body(headers, body)?;
+            if let Some(review) = crate::auth::review(&shared.tokens, &shared.state(), &t.rt, &b) {
+                return Ok(json_response(201, &review?, "application/json"));
+            }
             let obj = shared.state().create(&t.rt, ns, b, &opts)?;
             Ok(json_response(
                 201,

@@ -25,6 +25,7 @@ pub use rest::{DeleteOpts, WriteOpts};
 pub use storage::to_view;
 pub use watch_cache::{Change, ChangeType, WatchCache, WatchMsg, Watcher};
 
+use crate::admission::Admission;
 use crate::registry::{Registry, ResourceType};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -48,6 +49,8 @@ pub struct State {
     pub registry: Registry,
     /// The garbage collector's indexes and work queues, kept current by every write.
     gc: gc::GcIndex,
+    /// Admission plugins (off unless a test turns them on), run on every create and update.
+    pub admission: Admission,
 }
 
 /// A fresh server: the built-in resources and the four namespaces every cluster has.
@@ -59,6 +62,7 @@ impl Default for State {
             watch: WatchCache::default(),
             registry: Registry::default(),
             gc: gc::GcIndex::default(),
+            admission: Admission::default(),
         };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let rt = s.rt_of("", "namespaces");

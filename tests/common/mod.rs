@@ -2,6 +2,8 @@
 //! real manager running against it in-process, stoppable and restartable.
 #![allow(dead_code)]
 
+pub mod https;
+
 use std::fmt::Debug;
 use std::future::Future;
 use std::path::{Path, PathBuf};

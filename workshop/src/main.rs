@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use math_workshop::check::{self, Target};
 use math_workshop::context::Context;
@@ -148,8 +149,13 @@ async fn run(track: &Track, stage: u8, test_server: bool) -> anyhow::Result<()> 
     };
     let client = match &server {
         Some(server) => server.client(),
-        None => kube::Client::try_default().await?,
+        None => kube::Client::try_default().await.context(
+            "no cluster in your kubeconfig: start minikube or kind, or use --test-server",
+        )?,
     };
+    if server.is_none() {
+        crds_installed(&client, track, stage).await?;
+    }
     let mut controllers = Controllers::start(track, stage, &Context::new(client));
     tracing::info!(
         stage,
@@ -177,5 +183,22 @@ async fn run(track: &Track, stage: u8, test_server: bool) -> anyhow::Result<()> 
         "{} controller(s) stopped",
         stopped.len()
     );
+    Ok(())
+}
+
+/// Fails with what to do when a CRD the stages need is not installed in the cluster (the
+/// controllers would otherwise only log watch errors).
+async fn crds_installed(client: &kube::Client, track: &Track, stage: u8) -> anyhow::Result<()> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let api = kube::Api::<CustomResourceDefinition>::all(client.clone());
+    for crd in (track.crds)().into_iter().take(usize::from(stage)) {
+        let name = crd.metadata.name.unwrap_or_default();
+        if api.get_opt(&name).await?.is_none() {
+            anyhow::bail!(
+                "the CRD {name} is not installed in the cluster of your kubeconfig: run `make workshop-install` \
+                 (or use --test-server)"
+            );
+        }
+    }
     Ok(())
 }

@@ -153,6 +153,7 @@ impl State {
         }
         builtin_defaults(rt, &mut obj, None);
         self.validate_common(rt, &mut obj, opts, true)?;
+        self.admission.validate(&self.registry, rt, None, &obj)?;
         if self
             .objects
             .contains_key(&State::key(rt, ns.as_deref(), &name))
@@ -304,6 +305,8 @@ impl State {
         }
         builtin_defaults(rt, &mut new, Some(&old));
         self.validate_common(rt, &mut new, opts, false)?;
+        self.admission
+            .validate(&self.registry, rt, Some(&old), &new)?;
         if rt.generation
             && strip_for_generation(&old, rt.status_subresource)
                 != strip_for_generation(&new, rt.status_subresource)

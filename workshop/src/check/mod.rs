@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::Value;
 use test_apiserver::TestServer;
@@ -119,7 +120,9 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
     };
     let client = match &server {
         Some(server) => server.client(),
-        None => kube::Client::try_default().await?,
+        None => kube::Client::try_default().await.context(
+            "no cluster in your kubeconfig: start minikube or kind, or check on the test API server (without --cluster)",
+        )?,
     };
     let kubeconfig = server.as_ref().map(TestServer::kubeconfig_path);
     let kubectl = Kubectl::new(kubeconfig.as_deref(), &opts.namespace)?;

@@ -27,6 +27,7 @@ use crate::context::{Context, Result, error_policy, log};
     status = "FermatStatus",
     shortname = "fer",
     category = "math",
+    doc = "A Fermat of n (math-workshop) owns the Tuples [a, n-a], named <fermat>-<a>-and-<n-a>, and finds the ways to write n as a sum of two squares.",
     printcolumn = r#"{"name": "Number", "type": "integer", "jsonPath": ".spec.number"}"#,
     printcolumn = r#"{"name": "Prime", "type": "boolean", "jsonPath": ".status.isPrime"}"#,
     printcolumn = r#"{"name": "OneModFour", "type": "boolean", "jsonPath": ".status.oneModFour"}"#,

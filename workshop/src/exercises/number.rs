@@ -33,6 +33,7 @@ use crate::context::{Context, Result, error_policy, log};
     status = "NumberStatus",
     shortname = "num",
     category = "math",
+    doc = "A Number (math-workshop): its controller writes fizzbuzz, squareness and primality of spec.value into the status.",
     printcolumn = r#"{"name": "Value", "type": "integer", "jsonPath": ".spec.value"}"#,
     printcolumn = r#"{"name": "FizzBuzz", "type": "string", "jsonPath": ".status.fizzBuzz"}"#,
     printcolumn = r#"{"name": "Square", "type": "boolean", "jsonPath": ".status.isSquare"}"#,
@@ -59,9 +60,11 @@ pub struct NumberStatus {}
 /// `number.metadata.generation` (an `Option<i64>`). Then write it to the *status
 /// subresource* (a write to the object itself would ignore `status`):
 ///
-///     let numbers: Api<Number> = Api::namespaced(ctx.client.clone(), &number.namespace().unwrap_or_default());
-///     let patch = serde_json::json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Number", "status": status });
-///     numbers.patch_status(&number.name_any(), &PatchParams::apply(MANAGER).force(), &Patch::Apply(patch)).await?;
+/// ```ignore
+/// let numbers: Api<Number> = Api::namespaced(ctx.client.clone(), &number.namespace().unwrap_or_default());
+/// let patch = serde_json::json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Number", "status": status });
+/// numbers.patch_status(&number.name_any(), &PatchParams::apply(MANAGER).force(), &Patch::Apply(patch)).await?;
+/// ```
 ///
 /// (`use kube::ResourceExt;` for `namespace()` and `name_any()`, `use kube::api::{Patch, PatchParams};`,
 /// `use crate::context::MANAGER;`). Return `Ok(Action::await_change())`: nothing to do until

@@ -27,6 +27,7 @@ use crate::context::{Context, Result, error_policy, log};
     status = "TupleStatus",
     shortname = "tup",
     category = "math",
+    doc = "A Tuple (math-workshop) owns one Number per item, named <tuple>-<index>, and reports whether all are perfect squares.",
     printcolumn = r#"{"name": "Numbers", "type": "string", "jsonPath": ".spec.numbers"}"#,
     printcolumn = r#"{"name": "AllSquares", "type": "boolean", "jsonPath": ".status.allSquares"}"#
 )]
@@ -59,13 +60,19 @@ pub async fn reconcile(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Action> {
 
 /// EXERCISE 2a: create or correct the Number `child_name(tuple, index)` for every item of
 /// `tuple.spec.numbers`, owned by the Tuple, and return the children as the API server
-/// answered (they carry their statuses). For each item:
+/// answered (they carry their statuses), in order. With `numbers`, an `Api<Number>` in the
+/// Tuple's namespace (as in stage 1), and `owner`, see below:
 ///
+/// ```ignore
+/// for (index, &value) in tuple.spec.numbers.iter().enumerate() {
 ///     let mut number = Number::new(&child_name(&tuple.name_any(), index), NumberSpec { value });
 ///     number.metadata.owner_references = Some(vec![owner.clone()]);
 ///     let applied = numbers.patch(&number.name_any(), &PatchParams::apply(MANAGER).force(), &Patch::Apply(&number)).await?;
+///     // ... collect `applied`
+/// }
+/// ```
 ///
-/// where `owner = tuple.controller_owner_ref(&())` (an `Option`: turn `None` into
+/// `owner = tuple.controller_owner_ref(&())` (an `Option`: turn `None` into
 /// `Error::Missing("uid")` with `ok_or`) is an ownerReference with `controller: true`: the
 /// garbage collector deletes the Number with its Tuple. Server-side apply (`Patch::Apply` with
 /// a field manager) creates the child if it is missing and corrects it if someone edited it,
@@ -78,7 +85,8 @@ pub async fn apply_children(_tuple: &Tuple, _ctx: &Context) -> Result<Vec<Number
 
 /// EXERCISE 2b: delete the Numbers this Tuple owns that are not among `children` (the Tuple
 /// shrank). List the Numbers of the Tuple's namespace with `numbers.list(&ListParams::default())`,
-/// keep those whose `owner_references()` contain one with `uid` equal to `tuple.uid()`, and
+/// keep those whose `owner_references()` contain one with `uid` equal to the Tuple's
+/// (`tuple.uid()` is an `Option<String>`: compare it with `Some(o.uid.clone())`), and
 /// `numbers.delete(name, &DeleteParams::default())` those whose name is not wanted.
 pub async fn delete_extras(_tuple: &Tuple, _children: &[Number], _ctx: &Context) -> Result<()> {
     todo!("EXERCISE 2b: delete the Numbers no longer wanted, in workshop/src/exercises/tuple.rs")

@@ -25,6 +25,7 @@ use crate::math;
     status = "NumberStatus",
     shortname = "num",
     category = "math",
+    doc = "A Number (math-workshop): its controller writes fizzbuzz, squareness and primality of spec.value into the status.",
     printcolumn = r#"{"name": "Value", "type": "integer", "jsonPath": ".spec.value"}"#,
     printcolumn = r#"{"name": "FizzBuzz", "type": "string", "jsonPath": ".status.fizzBuzz"}"#,
     printcolumn = r#"{"name": "Square", "type": "boolean", "jsonPath": ".status.isSquare"}"#,

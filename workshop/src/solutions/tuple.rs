@@ -24,6 +24,7 @@ use crate::context::{Context, Error, MANAGER, Result, error_policy, log};
     status = "TupleStatus",
     shortname = "tup",
     category = "math",
+    doc = "A Tuple (math-workshop) owns one Number per item, named <tuple>-<index>, and reports whether all are perfect squares.",
     printcolumn = r#"{"name": "Numbers", "type": "string", "jsonPath": ".spec.numbers"}"#,
     printcolumn = r#"{"name": "AllSquares", "type": "boolean", "jsonPath": ".status.allSquares"}"#
 )]

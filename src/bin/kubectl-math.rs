@@ -1,0 +1,18 @@
+//! `kubectl math`: a kubectl plugin (kubectl runs `kubectl-math` from the PATH) that shows
+//! the Fermat → Tuple → Number ownership trees live. The work is in `math_controller::tree`.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use math_controller::tree::cli::{self, Cli};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match cli::run(Cli::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! `kubectl math tree`: the ownership tree of Fermats, Tuples and Numbers with their statuses,
+//! and what is wrong in it.
+//!
+//! What is here is pure: [`build`] turns listed objects into [`Node`]s. What a parent wants
+//! and how its children compare with that are the manager's own decisions
+//! ([`fermat::desired_tuples`], [`tuple::desired_numbers`], [`children::plan`]), so the tree
+//! marks exactly what the controllers would act on. Drawing is in [`render`], the cluster
+//! at the edges in [`load`] and [`watch`].
+
+pub mod cli;
+pub mod live;
+pub mod load;
+mod node;
+pub mod render;
+pub mod summary;
+pub mod watch;
+
+pub use node::{Kind, Node, NotFound, Object, Objects, Problem, Ready, Target, display_name};
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
+
+use crate::api::{Fermat, Number, Tuple};
+use crate::children::{self, Child, Desired};
+use crate::{fermat, tuple};
+use summary::{fermat_summary, number_summary, number_wanted, tuple_summary, tuple_wanted};
+
+/// The objects of a tree looked up by name and by controller, within one namespace.
+struct Index<'a> {
+    tuples: HashMap<(&'a str, &'a str), &'a Arc<Tuple>>,
+    numbers: HashMap<(&'a str, &'a str), &'a Arc<Number>>,
+    tuples_by_owner: HashMap<&'a str, Vec<Arc<Tuple>>>,
+    numbers_by_owner: HashMap<&'a str, Vec<Arc<Number>>>,
+}
+
+fn key<K: Resource>(obj: &K) -> (&str, &str) {
+    let meta = obj.meta();
+    (
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default(),
+    )
+}
+
+/// Children by the UID of their controller, kept only within the controller's namespace
+/// (the manager's rule: owner UID, in the parent's namespace).
+fn by_owner<K: Resource>(objects: &[Arc<K>]) -> HashMap<&str, Vec<Arc<K>>> {
+    let mut map: HashMap<&str, Vec<Arc<K>>> = HashMap::new();
+    for obj in objects {
+        if let Some(uid) = children::controller_uid(obj.as_ref()) {
+            map.entry(uid).or_default().push(obj.clone());
+        }
+    }
+    map
+}
+
+impl<'a> Index<'a> {
+    fn new(objects: &'a Objects) -> Index<'a> {
+        Index {
+            tuples: objects
+                .tuples
+                .iter()
+                .map(|t| (key(t.as_ref()), t))
+                .collect(),
+            numbers: objects
+                .numbers
+                .iter()
+                .map(|n| (key(n.as_ref()), n))
+                .collect(),
+            tuples_by_owner: by_owner(&objects.tuples),
+            numbers_by_owner: by_owner(&objects.numbers),
+        }
+    }
+
+    fn fermat(&self, f: &Arc<Fermat>) -> Node {
+        let (ns, name) = key(f.as_ref());
+        let mut node = Node::new(Kind::Fermat, Some(Object::Fermat(f.clone())), ns, name);
+        let status = f.status.as_ref();
+        node.summary = fermat_summary(f);
+        node.ready = Ready::from_conditions(status.map(|s| s.conditions.as_slice()).unwrap_or(&[]));
+        node.problems = own_problems(f.meta(), status.and_then(|s| s.observed_generation));
+        node.children = diagnose(
+            f.meta(),
+            fermat::desired_tuples(f),
+            |name| self.tuples.get(&(ns, name)).copied(),
+            self.owned(&self.tuples_by_owner, f.meta()),
+            |t, descend| self.tuple(t, descend),
+            tuple_wanted,
+        );
+        node.finish()
+    }
+
+    fn tuple(&self, t: &Arc<Tuple>, descend: bool) -> Node {
+        let (ns, name) = key(t.as_ref());
+        let mut node = Node::new(Kind::Tuple, Some(Object::Tuple(t.clone())), ns, name);
+        let status = t.status.as_ref();
+        node.summary = tuple_summary(t);
+        node.ready = Ready::from_conditions(status.map(|s| s.conditions.as_slice()).unwrap_or(&[]));
+        node.problems = own_problems(t.meta(), status.and_then(|s| s.observed_generation));
+        if descend {
+            node.children = diagnose(
+                t.meta(),
+                tuple::desired_numbers(t),
+                |name| self.numbers.get(&(ns, name)).copied(),
+                self.owned(&self.numbers_by_owner, t.meta()),
+                |n, _| number_node(n),
+                number_wanted,
+            );
+        }
+        node.finish()
+    }
+
+    fn owned<K: Resource>(
+        &self,
+        by_owner: &HashMap<&str, Vec<Arc<K>>>,
+        parent: &ObjectMeta,
+    ) -> Vec<Arc<K>> {
+        let uid = parent.uid.as_deref().unwrap_or_default();
+        let ns = parent.namespace.as_deref();
+        by_owner
+            .get(uid)
+            .map(|list| {
+                let same_ns = |c: &&Arc<K>| c.meta().namespace.as_deref() == ns;
+                list.iter().filter(same_ns).cloned().collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+fn number_node(n: &Arc<Number>) -> Node {
+    let (ns, name) = key(n.as_ref());
+    let mut node = Node::new(Kind::Number, Some(Object::Number(n.clone())), ns, name);
+    let status = n.status.as_ref();
+    node.summary = number_summary(n);
+    node.ready = Ready::from_conditions(status.map(|s| s.conditions.as_slice()).unwrap_or(&[]));
+    node.problems = own_problems(n.meta(), status.and_then(|s| s.observed_generation));
+    node.finish()
+}
+
+/// What is wrong with an object by itself, whoever its parent.
+fn own_problems(meta: &ObjectMeta, observed: Option<i64>) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    if meta.deletion_timestamp.is_some() {
+        problems.push(Problem::Deleting);
+    }
+    if observed.is_some() && observed != meta.generation {
+        problems.push(Problem::StaleStatus {
+            observed,
+            generation: meta.generation,
+        });
+    }
+    problems
+}
+
+/// The children of one parent, in the order the parent wants them, then those it owns and
+/// no longer wants: each marked with what [`children::plan`] (the manager's own comparison)
+/// finds wrong with it. A child controlled by someone else is shown without its own
+/// children: they belong to its real owner's tree.
+fn diagnose<'a, C: Child>(
+    parent: &ObjectMeta,
+    desired: Vec<Desired<C::Spec>>,
+    find: impl Fn(&str) -> Option<&'a Arc<C>>,
+    owned: Vec<Arc<C>>,
+    node: impl Fn(&Arc<C>, bool) -> Node,
+    wanted: impl Fn(&C::Spec) -> String,
+) -> Vec<Node> {
+    let uid = parent.uid.as_deref().unwrap_or_default();
+    let ns = parent.namespace.as_deref().unwrap_or_default();
+    let found: HashMap<String, Arc<C>> = desired
+        .iter()
+        .filter_map(|d| find(&d.name).map(|c| (d.name.clone(), c.clone())))
+        .collect();
+    let plan = children::plan(uid, desired.clone(), &found, &owned, &HashSet::new());
+
+    let mut problems: HashMap<&str, Problem> = HashMap::new();
+    for d in &plan.create {
+        problems.insert(&d.name, Problem::Missing);
+    }
+    for name in &plan.invalid_names {
+        problems.insert(name, Problem::NameTooLong);
+    }
+    for c in &plan.conflicts {
+        let owner = c.owner.clone();
+        problems.insert(&c.name, Problem::ControlledByOther { owner });
+    }
+    for (child, spec) in &plan.correct {
+        let found = compact_json(child.child_spec());
+        let wanted = compact_json(spec);
+        problems.insert(
+            key(child.as_ref()).1,
+            Problem::SpecDiffers { found, wanted },
+        );
+    }
+    for (child, _) in &plan.adopt {
+        problems.insert(key(child.as_ref()).1, Problem::NoController);
+    }
+
+    let mut nodes = Vec::with_capacity(desired.len() + plan.delete.len());
+    for want in &desired {
+        let problem = problems.get(want.name.as_str()).cloned();
+        let node = match (found.get(&want.name), problem) {
+            (Some(child), problem) => {
+                let foreign = matches!(problem, Some(Problem::ControlledByOther { .. }));
+                let mut n = node(child, !foreign);
+                n.problems.splice(0..0, problem);
+                n.finish()
+            }
+            (None, problem) => {
+                let mut n = Node::new(child_kind::<C>(), None, ns, &want.name);
+                n.summary = format!("wanted: {}", wanted(&want.spec));
+                n.problems.extend(problem.or(Some(Problem::Missing)));
+                n.finish()
+            }
+        };
+        nodes.push(node);
+    }
+    let mut unwanted: Vec<&Arc<C>> = plan.delete.iter().collect();
+    unwanted.sort_by(|a, b| key(a.as_ref()).1.cmp(key(b.as_ref()).1));
+    for child in unwanted {
+        let mut n = node(child, true);
+        n.problems.insert(0, Problem::Unwanted);
+        nodes.push(n.finish());
+    }
+    nodes
+}
+
+fn child_kind<C: Child>() -> Kind {
+    Kind::parse(C::KIND).unwrap_or(Kind::Number)
+}
+
+fn compact_json<S: serde::Serialize>(spec: &S) -> String {
+    serde_json::to_string(spec).unwrap_or_else(|_| "?".to_string())
+}
+
+/// The trees to show: for [`Target::One`], that object's (looked for in `namespace`); for
+/// [`Target::All`], every root, sorted by namespace, kind and name.
+pub fn build(objects: &Objects, target: &Target, namespace: &str) -> Result<Vec<Node>, NotFound> {
+    let index = Index::new(objects);
+    match target {
+        Target::One { kind, name } => {
+            let wanted = |meta: &ObjectMeta| {
+                meta.name.as_deref() == Some(name) && meta.namespace.as_deref() == Some(namespace)
+            };
+            let node = match kind {
+                Kind::Fermat => (objects.fermats.iter())
+                    .find(|f| wanted(f.meta()))
+                    .map(|f| index.fermat(f)),
+                Kind::Tuple => (objects.tuples.iter())
+                    .find(|t| wanted(t.meta()))
+                    .map(|t| index.tuple(t, true)),
+                Kind::Number => (objects.numbers.iter())
+                    .find(|n| wanted(n.meta()))
+                    .map(number_node),
+            };
+            node.map(|n| vec![n]).ok_or_else(|| NotFound {
+                kind: *kind,
+                name: name.clone(),
+                namespace: namespace.to_string(),
+            })
+        }
+        Target::All => {
+            let fermat_uids: HashSet<&str> = objects
+                .fermats
+                .iter()
+                .filter_map(|f| f.meta().uid.as_deref())
+                .collect();
+            let tuple_uids: HashSet<&str> = objects
+                .tuples
+                .iter()
+                .filter_map(|t| t.meta().uid.as_deref())
+                .collect();
+            let root = |controller: Option<&str>, parents: &HashSet<&str>| {
+                controller.is_none_or(|uid| !parents.contains(uid))
+            };
+            let mut roots: Vec<Node> = objects.fermats.iter().map(|f| index.fermat(f)).collect();
+            roots.extend(
+                (objects.tuples.iter())
+                    .filter(|t| root(children::controller_uid(t.as_ref()), &fermat_uids))
+                    .map(|t| index.tuple(t, true)),
+            );
+            roots.extend(
+                (objects.numbers.iter())
+                    .filter(|n| root(children::controller_uid(n.as_ref()), &tuple_uids))
+                    .map(number_node),
+            );
+            roots.sort_by(|a, b| {
+                (&a.namespace, a.kind, &a.name).cmp(&(&b.namespace, b.kind, &b.name))
+            });
+            Ok(roots)
+        }
+    }
+}
+
+/// Whether the object's kind has a Ready condition that is True for its generation; what the
+/// live view compares to notice a flip to Ready.
+pub fn is_ready(object: &Object) -> bool {
+    match object {
+        Object::Fermat(f) => f.status.as_ref().is_some_and(|s| {
+            crate::status::is_ready_for(&s.conditions, s.observed_generation, f.meta().generation)
+        }),
+        Object::Tuple(t) => t.is_ready(),
+        Object::Number(n) => n.is_ready(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,485 @@
+//! TokenReview and SubjectAccessReview, so that a component which delegates authentication and
+//! authorization to the API server (as math-controller's `--metrics-secure` does) can be tested
+//! end to end.
+//!
+//! Tokens are whatever the test registered ([`crate::TestServer::add_token`]); there is no
+//! token issuer and no signature. Access decisions evaluate the RBAC objects the server stores
+//! (ClusterRoles, ClusterRoleBindings, Roles, RoleBindings) the way kube-apiserver's RBAC
+//! authorizer does: allow if any rule of any role bound to the user, one of its groups or its
+//! ServiceAccount matches; members of `system:masters` may do anything. Requests to the server
+//! itself are not authorized: every client is a superuser here.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use crate::registry::ResourceType;
+use crate::status::{ApiError, ApiResult};
+use crate::store::State;
+
+/// Who presents a token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserInfo {
+    pub username: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+}
+
+/// The tokens the server recognises.
+#[derive(Debug, Default)]
+pub(crate) struct Tokens(Mutex<HashMap<String, UserInfo>>);
+
+impl Tokens {
+    pub(crate) fn add(&self, token: &str, user: UserInfo) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(token.to_string(), user);
+    }
+
+    fn get(&self, token: &str) -> Option<UserInfo> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(token)
+            .cloned()
+    }
+}
+
+/// The user a ServiceAccount token stands for, as kube-apiserver names it.
+pub fn service_account_user(namespace: &str, name: &str) -> UserInfo {
+    UserInfo {
+        username: format!("system:serviceaccount:{namespace}:{name}"),
+        uid: format!("serviceaccount-{namespace}-{name}"),
+        groups: vec![
+            "system:serviceaccounts".to_string(),
+            format!("system:serviceaccounts:{namespace}"),
+        ],
+    }
+}
+
+/// Is this one of the review kinds this module answers? Reviews are never stored: a create
+/// returns the object with its `status` filled in.
+pub(crate) fn is_review(rt: &ResourceType) -> bool {
+    matches!(
+        (rt.group.as_str(), rt.plural.as_str()),
+        ("authentication.k8s.io", "tokenreviews")
+            | ("authorization.k8s.io", "subjectaccessreviews")
+    )
+}
+
+/// Answers the create of a review (`body`), or `None` when `rt` is no review kind.
+pub(crate) fn review(
+    tokens: &Tokens,
+    state: &State,
+    rt: &ResourceType,
+    body: &Value,
+) -> Option<ApiResult<Value>> {
+    if !is_review(rt) {
+        return None;
+    }
+    let Some(fields) = body.as_object() else {
+        return Some(Err(ApiError::bad_request("a review must be an object")));
+    };
+    let mut out = fields.clone();
+    out.insert("apiVersion".into(), json!(rt.api_version()));
+    out.insert("kind".into(), json!(rt.kind));
+    out.entry("metadata").or_insert_with(|| json!({}));
+    let status = match rt.plural.as_str() {
+        "tokenreviews" => token_review(tokens, body),
+        _ => subject_access_review(state, body),
+    };
+    Some(status.map(|status| {
+        out.insert("status".into(), status);
+        Value::Object(out)
+    }))
+}
+
+fn token_review(tokens: &Tokens, body: &Value) -> ApiResult<Value> {
+    let token = body
+        .pointer("/spec/token")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            ApiError::new(
+                422,
+                "Invalid",
+                "TokenReview.authentication.k8s.io \"\" is invalid: spec.token: Required value",
+            )
+        })?;
+    Ok(match tokens.get(token) {
+        Some(user) => {
+            let mut groups = user.groups.clone();
+            groups.push("system:authenticated".to_string());
+            json!({
+                "authenticated": true,
+                "user": {"username": user.username, "uid": user.uid, "groups": groups},
+                "audiences": body.pointer("/spec/audiences").cloned().unwrap_or(json!([])),
+            })
+        }
+        None => json!({"user": {}, "error": "invalid bearer token"}),
+    })
+}
+
+/// What a SubjectAccessReview asks about.
+#[derive(Debug, PartialEq)]
+enum Attributes {
+    NonResource {
+        path: String,
+        verb: String,
+    },
+    Resource {
+        namespace: String,
+        group: String,
+        /// `resource` or `resource/subresource`.
+        resource: String,
+        name: String,
+        verb: String,
+    },
+}
+
+fn string_at(v: &Value, pointer: &str) -> String {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn subject_access_review(state: &State, body: &Value) -> ApiResult<Value> {
+    let user = string_at(body, "/spec/user");
+    let groups = strings(body.pointer("/spec/groups"));
+    let attributes = if let Some(n) = body.pointer("/spec/nonResourceAttributes") {
+        Attributes::NonResource {
+            path: string_at(n, "/path"),
+            verb: string_at(n, "/verb"),
+        }
+    } else if let Some(r) = body.pointer("/spec/resourceAttributes") {
+        let resource = string_at(r, "/resource");
+        let sub = string_at(r, "/subresource");
+        Attributes::Resource {
+            namespace: string_at(r, "/namespace"),
+            group: string_at(r, "/group"),
+            resource: if sub.is_empty() {
+                resource
+            } else {
+                format!("{resource}/{sub}")
+            },
+            name: string_at(r, "/name"),
+            verb: string_at(r, "/verb"),
+        }
+    } else {
+        return Err(ApiError::new(
+            422,
+            "Invalid",
+            "SubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.resourceAttributes: \
+             Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes \
+             must be specified",
+        ));
+    };
+    if user.is_empty() && groups.is_empty() {
+        return Err(ApiError::new(
+            422,
+            "Invalid",
+            "SubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.user: Invalid value: \
+             \"\": at least one of user or group must be specified",
+        ));
+    }
+    Ok(match allowed_by(state, &user, &groups, &attributes) {
+        Some(reason) => json!({"allowed": true, "reason": reason}),
+        None => json!({"allowed": false}),
+    })
+}
+
+/// Does a binding's subject name this user?
+fn subject_matches(subject: &Value, user: &str, groups: &[String]) -> bool {
+    let name = string_at(subject, "/name");
+    match subject.get("kind").and_then(Value::as_str) {
+        Some("User") => name == user,
+        Some("Group") => groups.contains(&name),
+        Some("ServiceAccount") => {
+            user == format!(
+                "system:serviceaccount:{}:{name}",
+                string_at(subject, "/namespace")
+            )
+        }
+        _ => false,
+    }
+}
+
+fn matches(allowed: &[String], wanted: &str) -> bool {
+    allowed.iter().any(|a| a == "*" || a == wanted)
+}
+
+/// Does one PolicyRule allow the request?
+fn rule_allows(rule: &Value, attributes: &Attributes) -> bool {
+    let list = |key: &str| strings(rule.get(key));
+    match attributes {
+        Attributes::NonResource { path, verb } => {
+            matches(&list("verbs"), verb)
+                && list("nonResourceURLs").iter().any(|url| {
+                    url == path
+                        || url
+                            .strip_suffix('*')
+                            .is_some_and(|prefix| path.starts_with(prefix))
+                })
+        }
+        Attributes::Resource {
+            group,
+            resource,
+            name,
+            verb,
+            ..
+        } => {
+            let names = list("resourceNames");
+            matches(&list("verbs"), verb)
+                && matches(&list("apiGroups"), group)
+                && (matches(&list("resources"), resource)
+                    || resource
+                        .split_once('/')
+                        .is_some_and(|(_, sub)| list("resources").contains(&format!("*/{sub}"))))
+                && (names.is_empty() || names.contains(name))
+        }
+    }
+}
+
+/// The reason the user may, or `None`.
+fn allowed_by(
+    state: &State,
+    user: &str,
+    groups: &[String],
+    attributes: &Attributes,
+) -> Option<String> {
+    if groups.iter().any(|g| g == "system:masters") {
+        return Some("system:masters may do anything".to_string());
+    }
+    let objects = |group: &str, plural: &str, namespace: Option<&str>| -> Vec<Value> {
+        state
+            .rt_of(group, plural)
+            .map(|rt| state.scan(&rt, namespace).map(|(_, v)| v.clone()).collect())
+            .unwrap_or_default()
+    };
+    let rbac = "rbac.authorization.k8s.io";
+    let role_rules = |namespace: Option<&str>, role_ref: &Value| -> Vec<Value> {
+        let name = string_at(role_ref, "/name");
+        let (plural, ns) = match role_ref.get("kind").and_then(Value::as_str) {
+            Some("ClusterRole") => ("clusterroles", None),
+            Some("Role") => ("roles", namespace),
+            _ => return vec![],
+        };
+        objects(rbac, plural, ns)
+            .into_iter()
+            .find(|r| string_at(r, "/metadata/name") == name)
+            .and_then(|r| r.get("rules").and_then(Value::as_array).cloned())
+            .unwrap_or_default()
+    };
+    let bound = |binding: &Value| {
+        binding
+            .get("subjects")
+            .and_then(Value::as_array)
+            .is_some_and(|s| s.iter().any(|s| subject_matches(s, user, groups)))
+    };
+    let permits = |binding: &Value, namespace: Option<&str>| {
+        bound(binding)
+            && binding.get("roleRef").is_some_and(|r| {
+                role_rules(namespace, r)
+                    .iter()
+                    .any(|rule| rule_allows(rule, attributes))
+            })
+    };
+    for binding in objects(rbac, "clusterrolebindings", None) {
+        if permits(&binding, None) {
+            return Some(format!(
+                "RBAC: allowed by ClusterRoleBinding {:?}",
+                string_at(&binding, "/metadata/name")
+            ));
+        }
+    }
+    if let Attributes::Resource { namespace, .. } = attributes
+        && !namespace.is_empty()
+    {
+        for binding in objects(rbac, "rolebindings", Some(namespace)) {
+            if permits(&binding, Some(namespace)) {
+                return Some(format!(
+                    "RBAC: allowed by RoleBinding {:?} in {namespace}",
+                    string_at(&binding, "/metadata/name")
+                ));
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn non_resource(path: &str, verb: &str) -> Attributes {
+        Attributes::NonResource {
+            path: path.into(),
+            verb: verb.into(),
+        }
+    }
+
+    #[test]
+    fn non_resource_rules_match_exact_paths_and_prefixes() {
+        let rule = json!({"nonResourceURLs": ["/metrics"], "verbs": ["get"]});
+        assert!(rule_allows(&rule, &non_resource("/metrics", "get")));
+        assert!(!rule_allows(&rule, &non_resource("/metrics", "post")));
+        assert!(!rule_allows(&rule, &non_resource("/metricsz", "get")));
+        let prefix = json!({"nonResourceURLs": ["/debug/*"], "verbs": ["*"]});
+        assert!(rule_allows(&prefix, &non_resource("/debug/pprof", "get")));
+        assert!(!rule_allows(&prefix, &non_resource("/metrics", "get")));
+        let resource_rule = json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]});
+        assert!(!rule_allows(
+            &resource_rule,
+            &non_resource("/metrics", "get")
+        ));
+    }
+
+    #[test]
+    fn resource_rules_match_group_resource_verb_and_name() {
+        let attrs = |resource: &str, name: &str| Attributes::Resource {
+            namespace: "ns".into(),
+            group: "math.example.com".into(),
+            resource: resource.into(),
+            name: name.into(),
+            verb: "patch".into(),
+        };
+        let rule = json!({"apiGroups": ["math.example.com"], "resources": ["numbers/status"], "verbs": ["patch"]});
+        assert!(rule_allows(&rule, &attrs("numbers/status", "")));
+        assert!(!rule_allows(&rule, &attrs("numbers", "")));
+        let named = json!({"apiGroups": ["*"], "resources": ["numbers"], "verbs": ["*"], "resourceNames": ["a"]});
+        assert!(rule_allows(&named, &attrs("numbers", "a")));
+        assert!(!rule_allows(&named, &attrs("numbers", "b")));
+    }
+
+    #[test]
+    fn subjects_match_users_groups_and_service_accounts() {
+        let sa = service_account_user("monitoring", "prometheus");
+        let subject =
+            json!({"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"});
+        assert!(subject_matches(&subject, &sa.username, &sa.groups));
+        assert!(!subject_matches(
+            &subject,
+            "system:serviceaccount:other:prometheus",
+            &[]
+        ));
+        let group = json!({"kind": "Group", "name": "system:serviceaccounts:monitoring", "apiGroup": "rbac.authorization.k8s.io"});
+        assert!(subject_matches(&group, &sa.username, &sa.groups));
+        let user = json!({"kind": "User", "name": "jane"});
+        assert!(subject_matches(&user, "jane", &[]));
+        assert!(!subject_matches(&user, "john", &[]));
+    }
+
+    /// Through HTTP and kube's typed client, as the manager asks.
+    #[tokio::test]
+    async fn reviews_answer_for_registered_tokens_and_stored_rbac() {
+        use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+        use k8s_openapi::api::authorization::v1::{
+            NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+        };
+        use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+        use kube::api::{Api, PostParams};
+
+        let server = crate::TestServer::start().await.unwrap();
+        server.add_service_account_token("t0k3n", "monitoring", "prometheus");
+        let client = server.client();
+        let review = |token: &str| {
+            let client = client.clone();
+            let review = TokenReview {
+                spec: TokenReviewSpec {
+                    token: Some(token.to_string()),
+                    audiences: None,
+                },
+                ..Default::default()
+            };
+            async move {
+                Api::<TokenReview>::all(client)
+                    .create(&PostParams::default(), &review)
+                    .await
+                    .unwrap()
+                    .status
+                    .unwrap()
+            }
+        };
+        let known = review("t0k3n").await;
+        assert_eq!(known.authenticated, Some(true));
+        let user = known.user.unwrap();
+        assert_eq!(
+            user.username.as_deref(),
+            Some("system:serviceaccount:monitoring:prometheus")
+        );
+        assert!(
+            user.groups
+                .as_ref()
+                .unwrap()
+                .contains(&"system:authenticated".to_string())
+        );
+        assert_ne!(review("other").await.authenticated, Some(true));
+
+        let may_get_metrics = || {
+            let client = client.clone();
+            let access = SubjectAccessReview {
+                spec: SubjectAccessReviewSpec {
+                    user: user.username.clone(),
+                    groups: user.groups.clone(),
+                    non_resource_attributes: Some(NonResourceAttributes {
+                        path: Some("/metrics".into()),
+                        verb: Some("get".into()),
+                    }),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            async move {
+                Api::<SubjectAccessReview>::all(client)
+                    .create(&PostParams::default(), &access)
+                    .await
+                    .unwrap()
+                    .status
+                    .unwrap()
+                    .allowed
+            }
+        };
+        assert!(!may_get_metrics().await);
+        let role: ClusterRole = serde_json::from_value(json!({
+            "metadata": {"name": "metrics-reader"},
+            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
+        }))
+        .unwrap();
+        Api::<ClusterRole>::all(client.clone())
+            .create(&PostParams::default(), &role)
+            .await
+            .unwrap();
+        assert!(!may_get_metrics().await, "a role alone grants nothing");
+        let binding: ClusterRoleBinding = serde_json::from_value(json!({
+            "metadata": {"name": "prometheus-metrics"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "metrics-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}],
+        }))
+        .unwrap();
+        Api::<ClusterRoleBinding>::all(client.clone())
+            .create(&PostParams::default(), &binding)
+            .await
+            .unwrap();
+        assert!(may_get_metrics().await);
+        // Reviews are answers, not objects.
+        assert!(
+            server
+                .objects("authentication.k8s.io", "tokenreviews", None)
+                .is_empty()
+        );
+        server.shutdown().await;
+    }
+}

@@ -1,0 +1,285 @@
+//! The hints are tested: deliberately broken variants of the reference solutions, each the
+//! mistake a newcomer makes, run through the real checker (kubectl against the test API
+//! server), must produce the hint documented for that mistake. The variants live here, not in
+//! the solutions the learners read; they reuse the solutions' pieces and change one thing.
+
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use math_workshop::check::{self, Outcome, Target};
+use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
+use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
+use math_workshop::solutions::tuple::{self, Tuple};
+use math_workshop::solutions::{self, fermat};
+use math_workshop::track::Track;
+use math_workshop::{math, panics};
+use serde_json::json;
+
+/// Runs stage `stage`'s check on a track; every expectation gets a few seconds.
+async fn check(stage: u8, track: Track) -> Outcome {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| panics::install_hook(false));
+    let mut opts = check::Options::new(stage, Target::TestServer);
+    opts.timeout = Duration::from_secs(5);
+    check::check(&track, &opts).await.expect("the check runs")
+}
+
+fn assert_hint(outcome: &Outcome, hint: &str) {
+    assert!(
+        outcome.has_failure(hint),
+        "expected a ✗ with {hint:?}; the check said:\n{}",
+        outcome
+            .lines
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    );
+}
+
+/// Mistake: the status written with a patch of the object, which the API server ignores for
+/// `status` (the CRD has a status subresource).
+async fn number_patching_the_object(number: Arc<Number>, ctx: Arc<Context>) -> Result<Action> {
+    let value = number.spec.value;
+    let status = NumberStatus {
+        observed_generation: number.metadata.generation.unwrap_or_default(),
+        fizz_buzz: math::fizzbuzz(value),
+        is_square: math::is_square(value),
+        is_prime: math::is_prime(value),
+    };
+    let numbers: Api<Number> =
+        Api::namespaced(ctx.client.clone(), &number.namespace().unwrap_or_default());
+    let patch =
+        json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Number", "status": status });
+    numbers
+        .patch(
+            &number.name_any(),
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(patch),
+        )
+        .await?;
+    Ok(Action::await_change())
+}
+
+fn run_number_patching_the_object(ctx: Arc<Context>) -> BoxFuture<'static, ()> {
+    Controller::new(
+        Api::<Number>::all(ctx.client.clone()),
+        watcher::Config::default(),
+    )
+    .run(number_patching_the_object, error_policy, ctx)
+    .for_each(log)
+    .boxed()
+}
+
+#[tokio::test]
+async fn patching_the_object_instead_of_the_status() {
+    let track = Track {
+        number: run_number_patching_the_object,
+        ..solutions::track()
+    };
+    let outcome = check(1, track).await;
+    assert_hint(
+        &outcome,
+        "Number number-sample (15) has no status.fizzBuzz after 5 s",
+    );
+    assert_hint(
+        &outcome,
+        "did you patch the status subresource (Api::patch_status), not the object?",
+    );
+}
+
+/// Mistake: none yet, the exercise is still a `todo!()` (after EXERCISE 1a is done).
+async fn number_unfinished(_number: Arc<Number>, _ctx: Arc<Context>) -> Result<Action> {
+    todo!("EXERCISE 1b: compute the Number's status and patch it")
+}
+
+fn run_number_unfinished(ctx: Arc<Context>) -> BoxFuture<'static, ()> {
+    Controller::new(
+        Api::<Number>::all(ctx.client.clone()),
+        watcher::Config::default(),
+    )
+    .run(number_unfinished, error_policy, ctx)
+    .for_each(log)
+    .boxed()
+}
+
+#[tokio::test]
+async fn a_todo_is_reported_with_where_it_is() {
+    let track = Track {
+        number: run_number_unfinished,
+        ..solutions::track()
+    };
+    let outcome = check(1, track).await;
+    assert_hint(
+        &outcome,
+        "the Number controller panicked: not yet implemented: EXERCISE 1b: compute the Number's status and patch it (at workshop/tests/hints.rs:",
+    );
+    assert_hint(
+        &outcome,
+        "fill in the exercise in workshop/src/solutions/number.rs",
+    );
+}
+
+/// Mistake: the children are created without an ownerReference.
+async fn apply_children_without_owner(t: &Tuple, ctx: &Context) -> Result<Vec<Number>> {
+    let numbers: Api<Number> =
+        Api::namespaced(ctx.client.clone(), &t.namespace().unwrap_or_default());
+    let mut children = Vec::new();
+    for (index, value) in t.spec.numbers.iter().enumerate() {
+        let number = Number::new(
+            &tuple::child_name(&t.name_any(), index),
+            NumberSpec { value: *value },
+        );
+        let apply = PatchParams::apply(MANAGER).force();
+        children.push(
+            numbers
+                .patch(&number.name_any(), &apply, &Patch::Apply(&number))
+                .await?,
+        );
+    }
+    Ok(children)
+}
+
+async fn tuple_without_owner(t: Arc<Tuple>, ctx: Arc<Context>) -> Result<Action> {
+    let children = apply_children_without_owner(&t, &ctx).await?;
+    tuple::delete_extras(&t, &children, &ctx).await?;
+    tuple::write_status(&t, &children, &ctx).await?;
+    Ok(Action::await_change())
+}
+
+/// Mistake: the Numbers the Tuple no longer wants are left behind.
+async fn tuple_keeping_extras(t: Arc<Tuple>, ctx: Arc<Context>) -> Result<Action> {
+    let children = tuple::apply_children(&t, &ctx).await?;
+    tuple::write_status(&t, &children, &ctx).await?;
+    Ok(Action::await_change())
+}
+
+fn run_tuple(
+    ctx: Arc<Context>,
+    reconcile: fn(Arc<Tuple>, Arc<Context>) -> BoxFuture<'static, Result<Action>>,
+) -> BoxFuture<'static, ()> {
+    let client = ctx.client.clone();
+    Controller::new(
+        Api::<Tuple>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .owns(Api::<Number>::all(client), watcher::Config::default())
+    .run(reconcile, error_policy, ctx)
+    .for_each(log)
+    .boxed()
+}
+
+#[tokio::test]
+async fn children_without_an_owner_reference() {
+    let track = Track {
+        tuple: |ctx| run_tuple(ctx, |t, ctx| tuple_without_owner(t, ctx).boxed()),
+        ..solutions::track()
+    };
+    let outcome = check(2, track).await;
+    assert_hint(
+        &outcome,
+        "each of them has a controller ownerReference to Tuple tuple-sample",
+    );
+    assert_hint(
+        &outcome,
+        "set number.metadata.owner_references to the Tuple's controller_owner_ref(&())",
+    );
+    assert_hint(
+        &outcome,
+        "the garbage collector deletes a Number whose controller ownerReference names the deleted Tuple's uid",
+    );
+}
+
+#[tokio::test]
+async fn extras_not_deleted() {
+    let track = Track {
+        tuple: |ctx| run_tuple(ctx, |t, ctx| tuple_keeping_extras(t, ctx).boxed()),
+        ..solutions::track()
+    };
+    let outcome = check(2, track).await;
+    assert_hint(
+        &outcome,
+        "after shrinking tuple-sample to [4]: Numbers tuple-sample-1, tuple-sample-2 still exist after 5 s",
+    );
+    assert_hint(
+        &outcome,
+        "delete the Numbers the Tuple owns that its spec no longer lists (EXERCISE 2b",
+    );
+}
+
+/// Mistake: the Tuple controller does not watch its Numbers (no `.owns()`).
+fn run_tuple_without_owns(ctx: Arc<Context>) -> BoxFuture<'static, ()> {
+    Controller::new(
+        Api::<Tuple>::all(ctx.client.clone()),
+        watcher::Config::default(),
+    )
+    .run(tuple::reconcile, error_policy, ctx)
+    .for_each(log)
+    .boxed()
+}
+
+#[tokio::test]
+async fn no_owns_so_no_healing() {
+    let track = Track {
+        tuple: run_tuple_without_owns,
+        ..solutions::track()
+    };
+    let outcome = check(2, track).await;
+    assert_hint(
+        &outcome,
+        "Number tuple-sample-1 did not come back after 5 s",
+    );
+    assert_hint(
+        &outcome,
+        "add .owns(Api::<Number>::all(..), watcher::Config::default()) to the Tuple's Controller (EXERCISE 2d",
+    );
+}
+
+/// Mistake: the Fermat controller does not watch its Tuples.
+fn run_fermat_without_owns(ctx: Arc<Context>) -> BoxFuture<'static, ()> {
+    Controller::new(
+        Api::<fermat::Fermat>::all(ctx.client.clone()),
+        watcher::Config::default(),
+    )
+    .run(fermat::reconcile, error_policy, ctx)
+    .for_each(log)
+    .boxed()
+}
+
+#[tokio::test]
+async fn fermat_without_owns_never_reports() {
+    let track = Track {
+        fermat: run_fermat_without_owns,
+        ..solutions::track()
+    };
+    let outcome = check(3, track).await;
+    assert_hint(
+        &outcome,
+        "Fermat fermat-sample (5) has no status.twoSquaresFound after 5 s",
+    );
+    assert_hint(
+        &outcome,
+        "are you woken when a Tuple changes (.owns, EXERCISE 3d)?",
+    );
+}
+
+/// A reconcile that always fails: the error it returns is named in the hints.
+async fn tuple_failing(_tuple: Arc<Tuple>, _ctx: Arc<Context>) -> Result<Action> {
+    Err(Error::Missing("uid"))
+}
+
+#[tokio::test]
+async fn the_last_reconcile_error_is_named() {
+    let track = Track {
+        tuple: |ctx| run_tuple(ctx, |t, ctx| tuple_failing(t, ctx).boxed()),
+        ..solutions::track()
+    };
+    let outcome = check(2, track).await;
+    assert_hint(&outcome, "(last Tuple reconcile error: tuple-s");
+    assert_hint(&outcome, "the object has no uid)");
+}
