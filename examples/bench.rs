@@ -5,6 +5,10 @@
 //! cargo build --release --locked && cargo run --release --locked --example bench -- [n] [heal-samples]
 //! ```
 //! (`make bench` does both.) It prints numbers; it asserts nothing.
+//!
+//! `BENCH_SERVER=slow` gives both test API servers (the floor's and the manager's) a real
+//! kube-apiserver's write cost: 25 ms per write and at most 1000 writes/s, queued (the
+//! loopback kube-apiserver + etcd of issue 8 wrote about 1000 objects/s with 32 in flight).
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -35,7 +39,11 @@ async fn main() -> anyhow::Result<()> {
         "math-controller benchmark: Fermat n = {n} ({tuples} Tuples, {numbers} Numbers), test API server on loopback\n"
     );
 
-    let baseline = tight_client(tuples as usize).await?;
+    let slow = std::env::var("BENCH_SERVER").is_ok_and(|s| s == "slow");
+    if slow {
+        println!("server: slowed like a real kube-apiserver (25 ms per write, ≤ 1000 writes/s)\n");
+    }
+    let baseline = tight_client(tuples as usize, slow).await?;
     println!(
         "baseline: a tight client (64 requests in flight) writes {} objects and {} statuses in {:.2} s",
         tuples + numbers,
@@ -45,6 +53,9 @@ async fn main() -> anyhow::Result<()> {
 
     let server = TestServer::start().await?;
     install_crds(&server)?;
+    if slow {
+        slow_down(&server);
+    }
     let mut manager = spawn_manager(&binary, &server).await?;
     server.reset_requests();
 
@@ -142,6 +153,27 @@ async fn main() -> anyhow::Result<()> {
         ms(percentile(&mut ready_again, 50)),
         ms(percentile(&mut ready_again, 99)),
     );
+    // An outage: the API server goes away 0.3 s into a Fermat 200 and is back 3 s later.
+    Api::<Fermat>::default_namespaced(server.client())
+        .create(
+            &PostParams::default(),
+            &Fermat::new("g", FermatSpec { number: 200 }),
+        )
+        .await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.stop();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    server.resume();
+    let back = Instant::now();
+    server
+        .wait_for(GROUP, "fermats", Duration::from_secs(120), |fs| {
+            fs.iter().any(|f| f["metadata"]["name"] == "g" && ready(f))
+        })
+        .await?;
+    println!(
+        "outage:   a Fermat 200 cut 0.3 s in by a 3 s outage is Ready {:.2} s after the server returned",
+        back.elapsed().as_secs_f64()
+    );
     let peak = peak_memory_kib(manager.id());
     stop(&mut manager, &server).await?;
     match peak {
@@ -154,9 +186,12 @@ async fn main() -> anyhow::Result<()> {
 
 /// What a client needs that writes the same objects as fast as it can: every create and
 /// every status write, 64 requests in flight.
-async fn tight_client(tuples: usize) -> anyhow::Result<Duration> {
+async fn tight_client(tuples: usize, slow: bool) -> anyhow::Result<Duration> {
     let server = TestServer::start().await?;
     install_crds(&server)?;
+    if slow {
+        slow_down(&server);
+    }
     let client: Client = server.client();
     let tuple_api: Api<Tuple> = Api::default_namespaced(client.clone());
     let number_api: Api<Number> = Api::default_namespaced(client.clone());
@@ -206,6 +241,14 @@ async fn tight_client(tuples: usize) -> anyhow::Result<Duration> {
     let elapsed = start.elapsed();
     server.shutdown().await;
     Ok(elapsed)
+}
+
+/// A real kube-apiserver's write cost (see the module comment).
+fn slow_down(server: &TestServer) {
+    for verb in [Verb::Create, Verb::Update, Verb::Patch, Verb::Delete] {
+        server.set_latency(RequestFilter::new().verb(verb), Duration::from_millis(25));
+    }
+    server.set_write_rate(1000);
 }
 
 fn install_crds(server: &TestServer) -> anyhow::Result<()> {

@@ -73,6 +73,10 @@ pub struct RunArgs {
     /// retried (watches are ended by the server before this; at least 2s).
     #[arg(long, default_value = "30s", value_parser = parse_read_timeout)]
     pub api_read_timeout: Duration,
+    /// How long to wait for an unreachable API server at startup (a control-plane restart,
+    /// a minikube still starting) before giving up with an error; `0s` gives up at once.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub startup_timeout: Duration,
     /// Log lines as text or JSON.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

@@ -33,6 +33,8 @@ pub struct Context {
     pub fermats: Store<Fermat>,
     pub recorder: Recorder,
     pub metrics: Metrics,
+    /// The API server outage in progress, if any (shared with the watches).
+    pub outage: Arc<crate::outage::Outage>,
     /// Consecutive failures per object, for the error policy's exponential backoff.
     failures: Memory<u32>,
     /// Children written to whose change the cache has not shown yet (see
@@ -97,6 +99,7 @@ impl Context {
         };
         Context {
             recorder: Recorder::new(client.clone(), reporter),
+            outage: crate::outage::Outage::new(client.clone()),
             client,
             numbers,
             tuples,
@@ -275,6 +278,11 @@ impl Context {
             EventType::Warning => &self.recorder,
         };
         if let Err(error) = recorder.publish(&event, &regarding.object_ref(&())).await {
+            if crate::outage::is_unreachable(&error) {
+                // Reported once, as an outage.
+                self.outage.unreachable(None, &error);
+                return;
+            }
             warn!(%error, reason, "could not publish an Event on {} {}", P::kind(&()), regarding.name_any());
         }
     }

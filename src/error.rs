@@ -47,6 +47,15 @@ impl Error {
         self.status_code() == Some(409)
     }
 
+    /// The API server could not be reached (an outage): retried fast and reported once,
+    /// by [`crate::outage::Outage`], rather than backed off and logged per object.
+    pub fn is_unreachable(&self) -> bool {
+        match self {
+            Error::Kube { source, .. } => crate::outage::is_unreachable(source),
+            _ => false,
+        }
+    }
+
     /// A short label for metrics and logs.
     pub fn kind_label(&self) -> &'static str {
         match self {

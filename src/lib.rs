@@ -16,6 +16,7 @@ pub mod memory;
 pub mod metrics;
 pub mod metrics_auth;
 pub mod number;
+pub mod outage;
 pub mod shutdown;
 pub mod status;
 pub mod telemetry;

@@ -75,7 +75,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         None
     };
     let client = client(args.kubeconfig.as_deref(), args.api_read_timeout).await?;
-    manager::preflight(&client, &args.namespace).await?;
+    manager::wait_for_api_server(&client, &args.namespace, args.startup_timeout).await?;
     let options = Options {
         metrics_address: args.metrics_address(),
         metrics_secure: args.metrics_security(),

@@ -30,6 +30,7 @@ use crate::health::{self, Readiness};
 use crate::leader::{self, LeaderElectionConfig};
 use crate::metrics::{Metrics, ReconcileResult};
 use crate::metrics_auth::{self, SecureMetrics};
+use crate::outage;
 use crate::shutdown::{self, Stopped};
 use crate::status::{Outcome, Progress};
 use crate::watches::{resync, watch_and_fan_out};
@@ -133,14 +134,25 @@ async fn observed<K>(
 where
     K: Resource<DynamicType = ()>,
 {
-    let timer = ctx.metrics.reconcile_started(controller);
     let key = object_key(obj.as_ref());
+    if ctx.outage.is_down() {
+        // Every request would fail, and the outage's probe tells when to try again: wait
+        // without knocking (or logging the plan again), and run within a second of its return.
+        ctx.outage.waiting(&key);
+        let attempt = ctx.note_failure(&key);
+        return Ok(Action::requeue(outage::retry_delay(
+            attempt,
+            crate::watches::random(),
+        )));
+    }
+    let timer = ctx.metrics.reconcile_started(controller);
     tracing::trace!("{key}: reconcile starts");
     let result = reconcile.await;
     tracing::trace!("{key}: reconcile ends");
     match result {
         Ok(outcome) => {
             ctx.note_success(&key);
+            ctx.outage.reconciled(&key);
             timer.finish(match outcome.progress {
                 Progress::Settled => ReconcileResult::Success,
                 Progress::Pending => ReconcileResult::Requeue,
@@ -163,7 +175,8 @@ where
     }
 }
 
-/// Back off exponentially per object, and say so in words.
+/// Back off exponentially per object, and say so in words; an unreachable API server is
+/// retried fast instead (see [`crate::outage`]).
 fn error_policy<K: Resource<DynamicType = ()>>(
     obj: Arc<K>,
     error: &Error,
@@ -171,6 +184,14 @@ fn error_policy<K: Resource<DynamicType = ()>>(
 ) -> Action {
     let key = object_key(obj.as_ref());
     let attempt = ctx.note_failure(&key);
+    if error.is_unreachable() {
+        // An outage: retry within a second of the server's return, and let the outage
+        // say it once instead of a line per object per attempt.
+        ctx.outage.unreachable(Some(&key), error);
+        let delay = outage::retry_delay(attempt, crate::watches::random());
+        debug!(%error, attempt, "{key}: API server unreachable; retrying in {delay:?}");
+        return Action::requeue(delay);
+    }
     let delay = backoff(attempt);
     warn!(%error, attempt, "{key}: reconcile failed; retrying in {delay:?}");
     Action::requeue(delay)
@@ -233,6 +254,56 @@ pub async fn preflight(client: &Client, namespace: &Option<String>) -> Result<()
     check::<Tuple>(client, namespace, "tuples.math.example.com").await?;
     check::<Fermat>(client, namespace, "fermats.math.example.com").await?;
     Ok(())
+}
+
+/// How long a manager started while the API server is unreachable waits for it: long enough
+/// for a control-plane restart (a pod restarted during an upgrade).
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// [`preflight`], retried while the API server is unreachable (connection refused: a
+/// control plane restarting, a minikube still starting), for at most `timeout`. Says so in
+/// one line, then a line per [`outage::REPORT_EVERY`] at most. Any other answer (CRDs
+/// missing, forbidden) is final at once.
+pub async fn wait_for_api_server(
+    client: &Client,
+    namespace: &Option<String>,
+    timeout: Duration,
+) -> Result<(), StartError> {
+    let started = std::time::Instant::now();
+    let mut reported: Option<std::time::Instant> = None;
+    let mut attempt = 0;
+    loop {
+        match preflight(client, namespace).await {
+            Err(StartError::Unreachable(error)) => {
+                let waited = started.elapsed();
+                if waited >= timeout {
+                    return Err(StartError::Unreachable(format!(
+                        "{error} (waited {:.0?})",
+                        timeout
+                    )));
+                }
+                if reported.is_none_or(|t| t.elapsed() >= outage::REPORT_EVERY) {
+                    warn!(
+                        %error,
+                        "waiting for the API server ({:.0?} so far, giving up after {timeout:?})",
+                        waited
+                    );
+                    reported = Some(std::time::Instant::now());
+                }
+                let delay = outage::retry_delay(attempt, crate::watches::random());
+                attempt += 1;
+                tokio::time::sleep(delay.min(timeout.saturating_sub(waited))).await;
+            }
+            Ok(()) if reported.is_some() => {
+                info!(
+                    "API server reachable after {:.1?}; starting",
+                    started.elapsed()
+                );
+                return Ok(());
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Run the manager until `shutdown` resolves (or, with leader election, leadership is lost).
@@ -376,6 +447,11 @@ async fn run_controllers(
     let (tuples_with_news_tx, tuples_with_news) = mpsc::unbounded::<ObjectRef<Tuple>>();
     let (fermats_with_news_tx, fermats_with_news) = mpsc::unbounded::<ObjectRef<Fermat>>();
 
+    let caches = (numbers.clone(), tuples.clone(), fermats.clone());
+    let ctx = Arc::new(
+        Context::new(client.clone(), caches, metrics)
+            .with_in_flight_timeout(options.in_flight_timeout),
+    );
     let ns = &options.namespace;
     // The server ends each watch before the client's read timeout could cut a quiet one.
     let watch_timeout = client::watch_timeout_seconds(options.read_timeout);
@@ -390,6 +466,7 @@ async fn run_controllers(
             numbers.clone(),
             number_changes_tx,
             Some(tuples_with_news_tx),
+            ctx.outage.clone(),
         )
         .boxed(),
         watch_and_fan_out(
@@ -399,6 +476,7 @@ async fn run_controllers(
             tuples.clone(),
             tuple_changes_tx,
             Some(fermats_with_news_tx),
+            ctx.outage.clone(),
         )
         .boxed(),
         watch_and_fan_out::<Fermat, Fermat>(
@@ -408,17 +486,13 @@ async fn run_controllers(
             fermats.clone(),
             fermat_changes_tx,
             None,
+            ctx.outage.clone(),
         )
         .boxed(),
     ])
     .take_until(stop.clone().cancelled_owned())
     .for_each(|()| futures::future::ready(()));
 
-    let caches = (numbers.clone(), tuples.clone(), fermats.clone());
-    let ctx = Arc::new(
-        Context::new(client.clone(), caches, metrics)
-            .with_in_flight_timeout(options.in_flight_timeout),
-    );
     let config = ControllerConfig::default().concurrency(options.concurrency);
     let number_controller = Controller::for_shared_stream(number_changes, numbers.clone())
         .reconcile_all_on(resync(options.sync_period))

@@ -16,6 +16,8 @@ use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tracing::{debug, warn};
 
+use crate::outage::{Outage, WatchBackoff, is_unreachable};
+
 /// Kept by `kubectl apply` on every object; the manager never reads it.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
@@ -74,6 +76,7 @@ pub(crate) fn watch_and_fan_out<K, P>(
     reader: Store<K>,
     own: mpsc::UnboundedSender<Arc<K>>,
     parents: Option<mpsc::UnboundedSender<ObjectRef<P>>>,
+    outage: Arc<Outage>,
 ) -> impl Stream<Item = ()> + Send
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
@@ -90,9 +93,16 @@ where
     // were deleted while the watch was down, and no Delete event will ever say so.
     let mut before_relist: Vec<Arc<K>> = Vec::new();
     watcher(api, config)
-        .default_backoff()
+        .backoff(WatchBackoff::default())
         .modify(slim)
         .reflect(writer)
+        .inspect(move |event| {
+            if let Err(error) = event
+                && watch_unreachable(error)
+            {
+                outage.unreachable(None, error)
+            }
+        })
         .map(move |event| match event {
             Ok(watcher::Event::Apply(obj)) => {
                 tell_parents(&obj);
@@ -121,8 +131,22 @@ where
                 }
             }
             Ok(watcher::Event::InitApply(_)) => {}
+            // An unreachable server is reported once, by the outage above.
+            Err(error) if watch_unreachable(&error) => {
+                debug!(%error, "watching {}s failed; retrying", K::kind(&()))
+            }
             Err(error) => warn!(%error, "watching {}s failed; retrying with backoff", K::kind(&())),
         })
+}
+
+/// Whether a watch failed because the API server could not be reached.
+fn watch_unreachable(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => is_unreachable(e),
+        _ => false,
+    }
 }
 
 /// The objects of `before` (the cache when a relist began) that `after` (the relisted cache)
@@ -153,7 +177,7 @@ fn jittered(period: Duration, random: u64) -> Duration {
 }
 
 /// A random number from the standard library's per-process hash keys: plenty for jitter.
-fn random() -> u64 {
+pub(crate) fn random() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u128(
