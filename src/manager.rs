@@ -142,7 +142,7 @@ where
         let attempt = ctx.note_failure(&key);
         return Ok(Action::requeue(outage::retry_delay(
             attempt,
-            crate::watches::random(),
+            outage::random(),
         )));
     }
     let timer = ctx.metrics.reconcile_started(controller);
@@ -188,7 +188,7 @@ fn error_policy<K: Resource<DynamicType = ()>>(
         // An outage: retry within a second of the server's return, and let the outage
         // say it once instead of a line per object per attempt.
         ctx.outage.unreachable(Some(&key), error);
-        let delay = outage::retry_delay(attempt, crate::watches::random());
+        let delay = outage::retry_delay(attempt, outage::random());
         debug!(%error, attempt, "{key}: API server unreachable; retrying in {delay:?}");
         return Action::requeue(delay);
     }
@@ -290,7 +290,7 @@ pub async fn wait_for_api_server(
                     );
                     reported = Some(std::time::Instant::now());
                 }
-                let delay = outage::retry_delay(attempt, crate::watches::random());
+                let delay = outage::retry_delay(attempt, outage::random());
                 attempt += 1;
                 tokio::time::sleep(delay.min(timeout.saturating_sub(waited))).await;
             }

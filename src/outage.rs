@@ -108,7 +108,7 @@ impl Outage {
             if !is_unreachable(&error) {
                 break;
             }
-            tokio::time::sleep(retry_delay(attempt, crate::watches::random())).await;
+            tokio::time::sleep(retry_delay(attempt, random())).await;
             attempt += 1;
         }
         self.reachable();
@@ -170,7 +170,7 @@ impl Iterator for WatchBackoff {
     type Item = Duration;
 
     fn next(&mut self) -> Option<Duration> {
-        let delay = retry_delay(self.attempt, crate::watches::random());
+        let delay = retry_delay(self.attempt, random());
         self.attempt = self.attempt.saturating_add(1);
         Some(delay)
     }
@@ -180,6 +180,19 @@ impl Backoff for WatchBackoff {
     fn reset(&mut self) {
         self.attempt = 0;
     }
+}
+
+/// A random number from the standard library's per-process hash keys: plenty for jitter.
+pub(crate) fn random() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default(),
+    );
+    hasher.finish()
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tracing::{debug, warn};
 
-use crate::outage::{Outage, WatchBackoff, is_unreachable};
+use crate::outage::{Outage, WatchBackoff, is_unreachable, random};
 
 /// Kept by `kubectl apply` on every object; the manager never reads it.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -174,19 +174,6 @@ pub(crate) fn resync(period: Duration) -> impl Stream<Item = ()> + Send {
 fn jittered(period: Duration, random: u64) -> Duration {
     let permille = 900 + (random % 201) as u32;
     period.saturating_mul(permille) / 1000
-}
-
-/// A random number from the standard library's per-process hash keys: plenty for jitter.
-pub(crate) fn random() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default(),
-    );
-    hasher.finish()
 }
 
 #[cfg(test)]
