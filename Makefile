@@ -8,7 +8,7 @@ KUBECTL ?= kubectl
 .PHONY: workshop-crds workshop-install workshop-run workshop-check workshop-verify
 
 help: ## Show the targets.
-	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-18s %s\n", $$1, $$2}'
 
 install: ## Install the CRDs into the cluster of the current kubeconfig.
 	$(KUBECTL) apply -f crds/
