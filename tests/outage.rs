@@ -106,10 +106,18 @@ async fn an_outage_mid_fermat_ends_converged_with_each_child_created_once() {
     // Slow enough that the Fermat is still being built when the server goes away.
     h.server.set_latency(
         RequestFilter::new().verb(Verb::Create),
-        Duration::from_millis(20),
+        Duration::from_millis(50),
     );
     let f = h.create_fermat("f", 200).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The outage begins mid-build, however fast this machine is: once a few Numbers exist.
+    let building = tokio::time::Instant::now();
+    while stored_names(&h, "numbers").len() < 10 {
+        assert!(
+            building.elapsed() < Duration::from_secs(30),
+            "the Fermat never started building"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let before = manager.lines().len();
     h.server.outage(Duration::from_secs(4));
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -121,6 +129,16 @@ async fn an_outage_mid_fermat_ends_converged_with_each_child_created_once() {
     let during: Vec<String> = lines_now[before..].to_vec();
     let later: Vec<String> = lines_now[settled..].to_vec();
     wait_for(&h.fermats(), "f", fermat_ready).await;
+    // The return is announced (the probe knocks at most a second apart).
+    let back = tokio::time::Instant::now();
+    while !manager
+        .lines()
+        .iter()
+        .any(|l| l.contains("API server reachable again"))
+        && back.elapsed() < Duration::from_secs(10)
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     let (tuples, numbers) = desired_children(&f);
     assert_eq!(stored_names(&h, "tuples"), tuples);
