@@ -6,12 +6,11 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, PropagationPolicy};
-use math_controller::api::{Number, NumberSpec, Tuple};
+use math_controller::api::Tuple;
 use math_controller::math;
 use serde_json::json;
 use test_apiserver::{RequestFilter, Verb};
@@ -367,32 +366,7 @@ async fn a_restarted_manager_on_a_converged_cluster_writes_nothing() {
 #[tokio::test]
 async fn a_child_controlled_by_someone_else_is_left_alone_and_reported() {
     let h = Harness::start().await;
-    let owner = Api::<ConfigMap>::default_namespaced(h.client.clone())
-        .create(
-            &PostParams::default(),
-            &ConfigMap {
-                metadata: kube::api::ObjectMeta {
-                    name: Some("someone".into()),
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("owner");
-    let mut foreign = Number::new("c-1", NumberSpec { value: 99 });
-    foreign.metadata.owner_references = Some(vec![OwnerReference {
-        api_version: "v1".into(),
-        kind: "ConfigMap".into(),
-        name: "someone".into(),
-        uid: owner.uid().expect("uid"),
-        controller: Some(true),
-        block_owner_deletion: None,
-    }]);
-    h.numbers()
-        .create(&PostParams::default(), &foreign)
-        .await
-        .expect("foreign number");
+    h.create_foreign_number("c-1", 99).await;
     // An unowned Number of a desired name is adopted instead.
     h.create_number("c-2", 5).await;
     let t = h.create_tuple("c", vec![4, 9, 16]).await;

@@ -11,11 +11,10 @@ use std::process::Output;
 use std::time::Duration;
 
 use common::*;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
-use math_controller::api::{Number, NumberSpec, Tuple, TupleSpec};
+use math_controller::api::{Tuple, TupleSpec};
 use serde_json::Value;
 use test_apiserver::{RequestFilter, Verb};
 
@@ -234,32 +233,7 @@ async fn missing_and_edited_children_are_marked_and_the_plugin_only_reads() {
 #[tokio::test]
 async fn a_child_controlled_by_someone_else_is_marked() {
     let h = Harness::start().await;
-    let owner = Api::<ConfigMap>::default_namespaced(h.client.clone())
-        .create(
-            &PostParams::default(),
-            &ConfigMap {
-                metadata: kube::api::ObjectMeta {
-                    name: Some("someone".into()),
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("owner");
-    let mut foreign = Number::new("c-1", NumberSpec { value: 99 });
-    foreign.metadata.owner_references = Some(vec![OwnerReference {
-        api_version: "v1".into(),
-        kind: "ConfigMap".into(),
-        name: "someone".into(),
-        uid: owner.uid().expect("uid"),
-        controller: Some(true),
-        block_owner_deletion: None,
-    }]);
-    h.numbers()
-        .create(&PostParams::default(), &foreign)
-        .await
-        .expect("number");
+    h.create_foreign_number("c-1", 99).await;
     h.create_tuple("c", vec![4, 9]).await;
     wait_for(&h.tuples(), "c", |t| {
         t.status

@@ -139,6 +139,40 @@ impl Harness {
             .expect("create Tuple")
     }
 
+    /// A Number controlled by something that is not ours (a ConfigMap named `someone`), as a
+    /// child name taken by another controller.
+    pub async fn create_foreign_number(&self, name: &str, value: i64) -> Number {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        use kube::ResourceExt;
+        let owner = Api::<ConfigMap>::default_namespaced(self.client.clone())
+            .create(
+                &PostParams::default(),
+                &ConfigMap {
+                    metadata: kube::api::ObjectMeta {
+                        name: Some("someone".into()),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("owner");
+        let mut foreign = Number::new(name, NumberSpec { value });
+        foreign.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            name: "someone".into(),
+            uid: owner.uid().expect("uid"),
+            controller: Some(true),
+            block_owner_deletion: None,
+        }]);
+        self.numbers()
+            .create(&PostParams::default(), &foreign)
+            .await
+            .expect("foreign number")
+    }
+
     pub async fn create_fermat(&self, name: &str, number: i64) -> Fermat {
         self.fermats()
             .create(
