@@ -3,8 +3,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
@@ -20,7 +20,7 @@ use crate::children::{self, Child, Desired, Plan};
 use crate::error::{Error, Result};
 use crate::memory::Memory;
 use crate::metrics::{Metrics, WriteKind};
-use crate::status::{self, Progress, StatusWrite};
+use crate::status::{self, Pace, StatusWrite};
 
 /// The name Events are reported under (`kubectl describe` shows it as "From").
 pub const REPORTER: &str = "math-controller";
@@ -43,6 +43,12 @@ pub struct Context {
     in_flight: Memory<Option<String>>,
     /// Statuses written whose echo the cache has not shown yet (see [`Context::write_status`]).
     statuses: Memory<WrittenStatus>,
+    /// Waiting statuses written in the last [`status::PROGRESS_EVERY`], by object.
+    reports: Memory<()>,
+    /// When an object of each kind last settled (its status final): the progress its parents
+    /// wait for. Starts at the manager's start.
+    settled: Mutex<HashMap<&'static str, Instant>>,
+    started: Instant,
 }
 
 /// A status write that the watch has not delivered yet.
@@ -107,6 +113,9 @@ impl Context {
             failures: Memory::new("failures", metrics.clone(), FAILURE_MEMORY),
             in_flight: Memory::new("child_writes", metrics.clone(), IN_FLIGHT_TIMEOUT),
             statuses: Memory::new("status_writes", metrics.clone(), IN_FLIGHT_TIMEOUT),
+            reports: Memory::new("progress_reports", metrics.clone(), status::PROGRESS_EVERY),
+            settled: Mutex::default(),
+            started: Instant::now(),
             metrics,
         }
     }
@@ -304,16 +313,58 @@ impl Context {
             .or_else(|| cached.cloned())
     }
 
+    /// An object of this kind settled: its parents' children are making progress.
+    pub(crate) fn note_settled(&self, kind: &str) {
+        let kind = match kind {
+            "Number" => "Number",
+            "Tuple" => "Tuple",
+            _ => "Fermat",
+        };
+        if let Ok(mut settled) = self.settled.lock() {
+            settled.insert(kind, Instant::now());
+        }
+    }
+
+    /// How a waiting parent's children of kind `C` are coming along (see [`status::decide`]).
+    /// Time the API server was unreachable does not count as the children's quiet: nothing
+    /// could settle then.
+    pub fn pace<P: Resource<DynamicType = ()>, C: Child>(
+        &self,
+        parent: &P,
+        ready: usize,
+        shown: usize,
+        now: Timestamp,
+    ) -> Pace {
+        let last = self
+            .settled
+            .lock()
+            .ok()
+            .and_then(|s| s.get(C::KIND).copied())
+            .unwrap_or(self.started);
+        let last = self.outage.back_since().map_or(last, |back| back.max(last));
+        let since_report = self
+            .reports
+            .get(&status_key(parent))
+            .map(|(_, left)| self.reports.ttl().saturating_sub(left));
+        Pace {
+            age: status::age(parent.meta().creation_timestamp.as_ref(), now),
+            children_quiet: last.elapsed(),
+            since_report,
+            ready,
+            shown,
+        }
+    }
+
     /// Write an object's status if [`status::decide`] says it is due; answers when to look
     /// again (`None`: on the next watch event). `current` is the status as far as we know
     /// ([`Context::known_status`]); what we write is remembered until the cache shows it.
+    /// `waiting` is `None` for a final status, else how the object's children come along.
     pub async fn write_status<P, S>(
         &self,
         obj: &P,
         current: Option<&S>,
         desired: &S,
-        progress: Progress,
-        now: Timestamp,
+        waiting: Option<&Pace>,
     ) -> Result<Option<Duration>>
     where
         P: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
@@ -329,8 +380,7 @@ impl Context {
         let cached_version = obj.resource_version();
         let current = current.map(serde_json::to_value).transpose()?;
         let desired = serde_json::to_value(desired)?;
-        let age = status::age(obj.meta().creation_timestamp.as_ref(), now);
-        match status::decide(current.as_ref(), &desired, progress, age)? {
+        match status::decide(current.as_ref(), &desired, waiting)? {
             StatusWrite::Unchanged => Ok(None),
             StatusWrite::Hold(wait) => Ok(Some(wait)),
             StatusWrite::Patch(patch) => {
@@ -354,6 +404,9 @@ impl Context {
                         name: name.clone(),
                         source: Box::new(source),
                     })?;
+                if waiting.is_some() {
+                    self.reports.insert(key.clone(), ());
+                }
                 if let Some(seen) = cached_version {
                     let status = desired;
                     self.statuses.insert(key, WrittenStatus { seen, status });
@@ -385,6 +438,7 @@ impl Context {
     pub(crate) fn sweep(&self) {
         self.in_flight.expire();
         self.statuses.expire();
+        self.reports.expire();
         self.failures.expire();
     }
 

@@ -132,6 +132,12 @@ impl Child for Tuple {
     }
 }
 
+impl status::ParentStatus for FermatStatus {
+    fn ready_children(&self) -> Option<i64> {
+        self.ready_tuples
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

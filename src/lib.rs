@@ -18,6 +18,7 @@ pub mod metrics_auth;
 pub mod number;
 pub mod outage;
 pub mod shutdown;
+pub mod startup;
 pub mod status;
 pub mod telemetry;
 pub mod tls;

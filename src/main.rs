@@ -8,7 +8,7 @@ use math_controller::cli::{Cli, Command, RunArgs};
 use math_controller::leader::LeaderElectionConfig;
 use math_controller::manager::{self, Options};
 use math_controller::metrics::Metrics;
-use math_controller::{api, client, telemetry};
+use math_controller::{api, client, startup, telemetry};
 use tokio::signal::unix::{SignalKind, signal};
 
 #[tokio::main]
@@ -75,7 +75,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         None
     };
     let client = client(args.kubeconfig.as_deref(), args.api_read_timeout).await?;
-    manager::wait_for_api_server(&client, &args.namespace, args.startup_timeout).await?;
+    startup::wait_for_api_server(&client, &args.namespace, args.startup_timeout).await?;
     let options = Options {
         metrics_address: args.metrics_address(),
         metrics_secure: args.metrics_security(),

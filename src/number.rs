@@ -58,13 +58,7 @@ pub async fn reconcile(number: Arc<Number>, ctx: Arc<Context>) -> Result<Outcome
     let known = ctx.known_status(number.as_ref(), number.status.as_ref());
     let desired = desired_status(&number, known.as_ref(), now);
     let requeue_after = ctx
-        .write_status(
-            number.as_ref(),
-            known.as_ref(),
-            &desired,
-            Progress::Settled,
-            now,
-        )
+        .write_status(number.as_ref(), known.as_ref(), &desired, None)
         .await?;
     Ok(Outcome {
         requeue_after,

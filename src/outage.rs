@@ -48,6 +48,8 @@ struct State {
     /// The objects whose reconcile failed for it and is waiting to run again.
     waiting: HashSet<String>,
     last_report: Option<Instant>,
+    /// When the last outage ended.
+    back: Option<Instant>,
 }
 
 impl Outage {
@@ -123,7 +125,13 @@ impl Outage {
                 s.waiting.len()
             );
             s.last_report = None;
+            s.back = Some(Instant::now());
         }
+    }
+
+    /// When the last outage ended, if there was one.
+    pub fn back_since(&self) -> Option<Instant> {
+        self.state.lock().ok().and_then(|s| s.back)
     }
 
     /// Whether an outage is in progress.

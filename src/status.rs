@@ -10,12 +10,62 @@ use serde_json::{Map, Value, json};
 
 use crate::api::READY;
 
-/// How long a brand-new parent whose children are simply still being computed keeps quiet
-/// instead of publishing an intermediate "waiting" status. In a burst (a Fermat of 1000
-/// creating 500 Tuples) nearly every parent finishes inside this window, which saves one
-/// status write per parent; a parent that is stuck (a conflict, a name too long) says so at
-/// once, whatever its age.
-pub const WAITING_STATUS_GRACE: Duration = Duration::from_secs(5);
+/// How long a parent's children may go without progress before the parent says what it waits
+/// for. Progress is a child of that kind settling (its own status final), anywhere in the
+/// manager; a converging tree keeps making it at any speed of the API server, so a brand-new
+/// parent gives one status, its answer, however long the tree takes. A real stall (the
+/// children's status writes failing, their controller stopped) shows after this long. Time
+/// the API server was unreachable does not count.
+pub const STALL_AFTER: Duration = Duration::from_secs(5);
+
+/// A parent rewrites a progress report (its ready/desired counts while waiting) at most this
+/// often...
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// ...and only once this many more children are ready than the status shows. Every child
+/// costs at least one write of its own, so progress reports stay under 1 % of a tree's
+/// writes: a Tuple (2 Numbers) never reports progress, a Fermat 10000 (5000 Tuples) at
+/// most 50 times, and in practice once per [`PROGRESS_EVERY`].
+pub const PROGRESS_STEP: usize = 100;
+
+/// How a waiting parent's children are coming along: what [`decide`] needs to tell a
+/// progress report worth a write from one that is not.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pace {
+    /// Since the object was created.
+    pub age: Duration,
+    /// Since a child of this kind last settled anywhere (or the manager started, or the API
+    /// server came back).
+    pub children_quiet: Duration,
+    /// Since this manager last wrote a waiting status for this object (`None`: not recently).
+    pub since_report: Option<Duration>,
+    /// Ready children now, and as the status shows them.
+    pub ready: usize,
+    pub shown: usize,
+}
+
+impl Pace {
+    /// How long the children have gone without progress, as far as this parent can tell.
+    fn idle(&self) -> Duration {
+        self.age.min(self.children_quiet)
+    }
+
+    fn stalled(&self) -> bool {
+        self.idle() >= STALL_AFTER
+    }
+
+    /// Enough news, and long enough since the last report.
+    fn report_due(&self) -> bool {
+        let since = self.since_report.unwrap_or(self.age).min(self.age);
+        since >= PROGRESS_EVERY && self.ready >= self.shown + PROGRESS_STEP
+    }
+}
+
+/// A status that exposes how many children it counts as ready (the Tuple's `readyNumbers`,
+/// the Fermat's `readyTuples`), for progress reports.
+pub trait ParentStatus: Serialize + serde::de::DeserializeOwned + Clone {
+    fn ready_children(&self) -> Option<i64>;
+}
 
 /// The `Ready` condition a controller wants to report.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,27 +154,31 @@ pub fn is_ready_for(
 /// What to do about a status.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StatusWrite {
-    /// The stored status already says this: write nothing.
+    /// The stored status already says this, or the difference is not worth a write.
     Unchanged,
     /// Send this JSON merge patch to the status subresource.
     Patch(Value),
-    /// Not yet: a brand-new object whose children are on their way; look again after this.
+    /// Not yet: a brand-new object whose children are on their way; look again after this
+    /// (to notice a stall) unless a child's news comes first.
     Hold(Duration),
 }
 
-/// Decide whether to write `desired` over `current`.
+/// Decide whether to write `desired` over `current`. `waiting` is `None` for a final status
+/// (always written when it differs), and for a status that only says what the object waits
+/// for, how its children are coming along.
 ///
-/// `age` is how long ago the object was created. A pending status (children still being
-/// computed) is not worth a write while the object is brand new and has no status at all:
-/// nothing wrong is shown, and the final answer usually follows within the grace period.
-/// A pending status *is* written when a previous one exists (it may hold an answer for an
-/// older generation, which would now be wrong) but only when its reason changes, not for
-/// every child that becomes ready on the way.
+/// A waiting status is written
+/// - when it replaces a status of another reason or generation (an answer for an older
+///   spec would now be wrong; a parent that *was* Ready says it no longer is);
+/// - on a brand-new object only when its children stalled ([`STALL_AFTER`]), or as a
+///   progress report;
+/// - as a progress report at most every [`PROGRESS_EVERY`] and [`PROGRESS_STEP`] children.
+///
+/// So a tree that converges writes one status per object, whatever the API server's speed.
 pub fn decide<S: Serialize + PartialEq>(
     current: Option<&S>,
     desired: &S,
-    progress: Progress,
-    age: Duration,
+    waiting: Option<&Pace>,
 ) -> Result<StatusWrite, serde_json::Error> {
     if current == Some(desired) {
         return Ok(StatusWrite::Unchanged);
@@ -134,11 +188,13 @@ pub fn decide<S: Serialize + PartialEq>(
         None => Value::Null,
     };
     let new = serde_json::to_value(desired)?;
-    if progress == Progress::Pending {
-        if current.is_none() && age < WAITING_STATUS_GRACE {
-            return Ok(StatusWrite::Hold(WAITING_STATUS_GRACE - age));
+    if let Some(pace) = waiting {
+        let news = pace.report_due();
+        if current.is_none() && !news && !pace.stalled() {
+            let recheck = STALL_AFTER.saturating_sub(pace.idle());
+            return Ok(StatusWrite::Hold(recheck.max(MIN_RECHECK)));
         }
-        if same_wait(&old, &new) {
+        if current.is_some() && same_wait(&old, &new) && !news {
             return Ok(StatusWrite::Unchanged);
         }
     }
@@ -146,6 +202,9 @@ pub fn decide<S: Serialize + PartialEq>(
         json!({ "status": merge_patch(&old, &new) }),
     ))
 }
+
+/// The shortest recheck of a held status: a child's news usually comes first anyway.
+const MIN_RECHECK: Duration = Duration::from_millis(500);
 
 /// Both statuses wait for the same reason at the same generation: only counts moved.
 fn same_wait(old: &Value, new: &Value) -> bool {
@@ -261,49 +320,114 @@ mod tests {
         assert!(!is_ready_for(&[], Some(2), Some(2)));
     }
 
+    fn pace(age: u64, quiet: u64, since_report: Option<u64>, ready: usize, shown: usize) -> Pace {
+        let secs = Duration::from_secs;
+        Pace {
+            age: secs(age),
+            children_quiet: secs(quiet),
+            since_report: since_report.map(secs),
+            ready,
+            shown,
+        }
+    }
+
     #[test]
-    fn decide_skips_unchanged_and_holds_young_pending_statuses() {
-        let waiting = |n: i64, reason: &str| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": reason}]});
-        let young = Duration::from_secs(1);
-        let old_age = Duration::from_secs(60);
-        let now = waiting(2, "Waiting");
+    fn a_new_parent_holds_while_its_children_make_progress() {
+        let status = |n: i64, reason: &str| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": reason}]});
+        let waiting = status(0, "Waiting");
+        let decide =
+            |current: Option<&Value>, pace: &Pace| decide(current, &waiting, Some(pace)).ok();
+        // However old the parent, as long as children keep settling it holds...
         assert_eq!(
-            decide(Some(&now.clone()), &now, Progress::Settled, young).ok(),
+            decide(None, &pace(60, 1, None, 0, 0)),
+            Some(StatusWrite::Hold(STALL_AFTER - Duration::from_secs(1)))
+        );
+        assert_eq!(
+            decide(None, &pace(1, 60, None, 0, 0)),
+            Some(StatusWrite::Hold(STALL_AFTER - Duration::from_secs(1)))
+        );
+        // ...and says what it waits for once they stall.
+        assert_eq!(
+            decide(None, &pace(60, 6, None, 0, 0)),
+            Some(StatusWrite::Patch(json!({"status": waiting.clone()})))
+        );
+        assert_eq!(
+            decide(None, &pace(4, 4, None, 0, 0)),
+            Some(StatusWrite::Hold(Duration::from_secs(1)))
+        );
+    }
+
+    #[test]
+    fn progress_is_reported_every_five_seconds_and_hundred_children_at_most() {
+        let status = |n: i64| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": "Waiting"}]});
+        let shown = status(100);
+        let now = status(250);
+        let report = Some(StatusWrite::Patch(json!({"status": {"n": 250}})));
+        let decide = |current: Option<&Value>, pace: &Pace| decide(current, &now, Some(pace)).ok();
+        assert_eq!(decide(Some(&shown), &pace(30, 0, None, 250, 100)), report);
+        assert_eq!(
+            decide(Some(&shown), &pace(30, 0, Some(5), 250, 100)),
+            report
+        );
+        // Too soon after the last report, or too little news: nothing.
+        assert_eq!(
+            decide(Some(&shown), &pace(30, 0, Some(4), 250, 100)),
             Some(StatusWrite::Unchanged)
         );
         assert_eq!(
-            decide(None, &now, Progress::Pending, young).ok(),
-            Some(StatusWrite::Hold(WAITING_STATUS_GRACE - young))
+            decide(Some(&shown), &pace(30, 0, None, 199, 100)),
+            Some(StatusWrite::Unchanged)
         );
+        // A stall does not repeat a waiting status either.
         assert_eq!(
-            decide(None, &now, Progress::Pending, old_age).ok(),
+            decide(Some(&shown), &pace(30, 30, None, 150, 100)),
+            Some(StatusWrite::Unchanged)
+        );
+        // The first report of a big parent comes once it is 5 s old.
+        assert_eq!(
+            decide(None, &pace(5, 0, None, 100, 0)),
             Some(StatusWrite::Patch(json!({"status": now.clone()})))
         );
-        // A previous answer exists: a pending status replaces it even when young...
-        let answered = waiting(2, "AllNumbersReady");
+        // Younger: it holds, and looks again when a stall would be due.
         assert_eq!(
-            decide(Some(&answered), &now, Progress::Pending, young).ok(),
+            decide(None, &pace(4, 0, None, 100, 0)),
+            Some(StatusWrite::Hold(STALL_AFTER))
+        );
+    }
+
+    #[test]
+    fn a_waiting_status_replaces_another_reason_at_once_and_answers_are_always_written() {
+        let status = |n: i64, reason: &str| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": reason}]});
+        let young = pace(0, 0, None, 0, 0);
+        let answered = status(2, "AllNumbersReady");
+        let waiting = status(2, "Waiting");
+        assert_eq!(
+            decide(Some(&answered), &answered, None).ok(),
+            Some(StatusWrite::Unchanged)
+        );
+        assert_eq!(
+            decide(Some(&answered), &waiting, Some(&young)).ok(),
             Some(StatusWrite::Patch(
                 json!({"status": {"conditions": [{"type": "Ready", "reason": "Waiting"}]}})
             ))
         );
-        // ...but not merely because a count moved.
+        let mut older = status(2, "Waiting");
+        older["observedGeneration"] = json!(0);
         assert_eq!(
-            decide(Some(&waiting(1, "Waiting")), &now, Progress::Pending, young).ok(),
-            Some(StatusWrite::Unchanged)
+            decide(Some(&older), &waiting, Some(&young)).ok(),
+            Some(StatusWrite::Patch(
+                json!({"status": {"observedGeneration": 1}})
+            ))
         );
-        // A final answer is always written.
         assert_eq!(
-            decide(
-                Some(&waiting(1, "Waiting")),
-                &answered,
-                Progress::Settled,
-                young
-            )
-            .ok(),
+            decide(Some(&status(1, "Waiting")), &answered, None).ok(),
             Some(StatusWrite::Patch(
                 json!({"status": {"n": 2, "conditions": [{"type": "Ready", "reason": "AllNumbersReady"}]}})
             ))
+        );
+        assert_eq!(
+            decide(None, &answered, None).ok(),
+            Some(StatusWrite::Patch(json!({"status": answered.clone()})))
         );
     }
 

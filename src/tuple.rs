@@ -105,6 +105,12 @@ impl Child for Number {
     }
 }
 
+impl status::ParentStatus for TupleStatus {
+    fn ready_children(&self) -> Option<i64> {
+        self.ready_numbers
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

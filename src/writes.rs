@@ -20,7 +20,6 @@ use kube::api::{
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use tracing::info;
@@ -29,7 +28,7 @@ use crate::children::{Child, Desired, MAX_NAME_LEN, Plan, plan};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::metrics::WriteKind;
-use crate::status::{Outcome, Progress, name_list};
+use crate::status::{Outcome, ParentStatus, Progress, name_list};
 
 /// How many create requests one reconcile keeps in flight.
 const WRITES_IN_FLIGHT: usize = 32;
@@ -49,7 +48,7 @@ where
         + Clone
         + Debug
         + DeserializeOwned,
-    S: Serialize + DeserializeOwned + Clone,
+    S: ParentStatus,
 {
     if parent.meta().deletion_timestamp.is_some() {
         // Being deleted: the garbage collector takes the children; recreating them would
@@ -70,8 +69,12 @@ where
     let now = Timestamp::now();
     let known = ctx.known_status(parent, current);
     let (desired_status, progress) = status(&plan, known.as_ref(), now);
+    let shown = known.as_ref().and_then(|s| s.ready_children()).unwrap_or(0);
+    let shown = usize::try_from(shown).unwrap_or(0);
+    let pace = ctx.pace::<P, C>(parent, plan.ready.len(), shown, now);
+    let waiting = (progress == Progress::Pending).then_some(&pace);
     let requeue_after = ctx
-        .write_status(parent, known.as_ref(), &desired_status, progress, now)
+        .write_status(parent, known.as_ref(), &desired_status, waiting)
         .await?;
     let outcome = Outcome {
         requeue_after,

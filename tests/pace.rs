@@ -1,0 +1,105 @@
+//! Write counts that do not depend on the API server's speed (issue 8): against a server
+//! slowed like a loaded kube-apiserver (latency on every write, a cap on writes per second),
+//! a converging tree writes one status per object, plus a few progress reports on the big
+//! parent, and those reports show its ready count moving.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use futures::StreamExt;
+use kube::runtime::watcher::{self, Event};
+use test_apiserver::{RequestFilter, Verb};
+
+/// Successful status writes to one resource.
+fn status_writes(h: &Harness, resource: &str) -> usize {
+    h.server
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.verb == Verb::Patch
+                && r.resource == resource
+                && r.subresource.as_deref() == Some("status")
+                && r.status == 200
+        })
+        .count()
+}
+
+/// A Fermat 1000 (500 Tuples, 1000 Numbers) against a server that takes 10 ms per write and
+/// at most 250 writes a second: converging takes well over the 5 s that a waiting parent
+/// used to wait before writing "waiting", so every Tuple used to write twice. Now: 1500
+/// creates and 1500 statuses (the minimum, 3001 with the Fermat's answer), and the Fermat's
+/// progress reports on top, at most one per 100 Tuples.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fermat_1000_on_a_slow_server_writes_the_minimum_plus_bounded_progress() {
+    let mut h = Harness::without_manager().await;
+    h.server.set_latency(
+        RequestFilter::new().verb(Verb::Create),
+        Duration::from_millis(10),
+    );
+    h.server.set_latency(
+        RequestFilter::new().verb(Verb::Patch),
+        Duration::from_millis(10),
+    );
+    h.server.set_write_rate(250);
+    h.start_manager();
+
+    // What a person watching the Fermat sees: every status it goes through.
+    let seen = tokio::spawn({
+        let fermats = h.fermats();
+        async move {
+            let mut shown = Vec::new();
+            let mut events = watcher::watcher(fermats, watcher::Config::default()).boxed();
+            while let Some(Ok(event)) = events.next().await {
+                if let Event::Apply(f) | Event::InitApply(f) = event
+                    && let Some(s) = f.status
+                {
+                    let ready = s.conditions.first().map(|c| c.status == "True");
+                    shown.push((s.ready_tuples, ready));
+                    if ready == Some(true) {
+                        break;
+                    }
+                }
+            }
+            shown
+        }
+    });
+    h.create_fermat("f", 1000).await;
+    let f = wait_for(&h.fermats(), "f", fermat_ready).await;
+    let shown = tokio::time::timeout(Duration::from_secs(10), seen)
+        .await
+        .expect("the watcher saw the Fermat become ready")
+        .expect("the watcher did not panic");
+
+    assert_eq!(h.writes(Verb::Create, "tuples"), 500);
+    assert_eq!(h.writes(Verb::Create, "numbers"), 1000);
+    assert_eq!(status_writes(&h, "numbers"), 1000, "one status per Number");
+    assert_eq!(status_writes(&h, "tuples"), 500, "one status per Tuple");
+    let fermat_statuses = status_writes(&h, "fermats");
+    let reports = fermat_statuses - 1;
+    assert!(
+        reports <= 500 / 100,
+        "{reports} progress reports for 500 Tuples: {shown:?}"
+    );
+    let writes: Vec<String> = (h.server.requests().iter())
+        .filter(|r| r.verb.is_write() && r.resource == "fermats")
+        .map(|r| format!("{:?} {:?} {}", r.verb, r.subresource, r.status))
+        .collect();
+    // The test's own create of the Fermat aside, the manager's writes.
+    assert_eq!(h.object_writes() - 1, 3001 + reports, "{writes:?}");
+
+    // The reports are progress a person can see: the ready count only goes up, and the
+    // last status is the answer.
+    let counts: Vec<i64> = shown.iter().filter_map(|(n, _)| *n).collect();
+    assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{shown:?}");
+    assert_eq!(shown.last(), Some(&(Some(500), Some(true))), "{shown:?}");
+    assert!(
+        shown.len() >= 2,
+        "a Fermat that took seconds to build showed no progress: {shown:?}"
+    );
+    // 1000 = 10² + 30² = 18² + 26²: both found by the cluster.
+    let status = f.status.expect("a status");
+    assert_eq!(status.decompositions.map(|d| d.len()), Some(2));
+    h.stop_manager().await;
+}
