@@ -38,9 +38,10 @@ lint: ## Check formatting and clippy, as CI does.
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-bench: ## Measure convergence, write counts and healing against the test API server.
+SIZES ?= 1000 10000
+bench: ## Converge time vs the floor, writes, heal, memory, outage (CLUSTER=1: the current kubeconfig's cluster; SIZES="1000 10000").
 	$(CARGO) build --release --locked
-	$(CARGO) run --release --locked --example bench
+	$(CARGO) run --release --locked --example bench -- $(if $(CLUSTER),--cluster) $(SIZES)
 
 .PHONY: install-plugin
 install-plugin: ## Install `kubectl math` (the kubectl-math plugin) into ~/.cargo/bin, which must be on the PATH.

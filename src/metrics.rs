@@ -121,8 +121,14 @@ struct MemoryLabels {
 
 /// What the manager remembers between reconciles, the `memory` label of
 /// `math_controller_remembered_entries`: child writes and status writes whose watch echo has
-/// not arrived yet, and objects whose reconciles failed (for their backoff).
-pub const MEMORIES: [&str; 3] = ["child_writes", "status_writes", "failures"];
+/// not arrived yet, waiting statuses written lately (to space progress reports), and objects
+/// whose reconciles failed (for their backoff).
+pub const MEMORIES: [&str; 4] = [
+    "child_writes",
+    "status_writes",
+    "progress_reports",
+    "failures",
+];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BuildLabels {
@@ -239,7 +245,8 @@ impl Metrics {
         registry.register(
             "remembered_entries",
             "Entries the manager keeps between reconciles (child_writes and status_writes not \
-             echoed by the watch yet, failures for the backoff); they expire, so this stays bounded",
+             echoed by the watch yet, recent progress_reports, failures for the backoff); they \
+             expire, so this stays bounded",
             remembered.clone(),
         );
         for memory in MEMORIES {

@@ -1,0 +1,407 @@
+//! Benchmark: how fast the real (release) manager binary converges a Fermat, what it writes,
+//! how fast it heals, how much memory it holds and how it comes back from an outage, each
+//! size next to the *floor* measured in the same run on the same server: a tight kube-rs
+//! client writing the same objects and statuses with 32 requests in flight.
+//!
+//! ```text
+//! cargo build --release --locked && cargo run --release --locked --example bench -- [--cluster] [n ...]
+//! ```
+//! (`make bench`, `make bench CLUSTER=1` do both.) Sizes default to 1000 and 10000. It prints
+//! numbers; it asserts nothing.
+//!
+//! - Default: the in-memory test API server, on loopback. `BENCH_SERVER=slow` gives it a real
+//!   kube-apiserver's write cost: 25 ms per write and at most 1000 writes/s, queued (the
+//!   loopback kube-apiserver + etcd of issue 8 wrote about 1000 objects/s with 32 in flight).
+//! - `--cluster` (or `BENCH_CLUSTER=1`): the cluster of the current kubeconfig (minikube,
+//!   kind, anything). Everything happens in namespaces of its own (`math-bench-…`, deleted at
+//!   the end); the CRDs must be installed (`make install`) and no other math-controller may
+//!   watch those namespaces (stop a deployed one first; the bench warns if it sees one). The
+//!   outage is only caused on the test API server.
+//!
+//! Writes are counted by the manager itself (`math_controller_write_requests_total` on its
+//! `/metrics`), so they are the same on any server. `HEAL_SAMPLES` (default 50) sets how many
+//! Numbers are deleted one at a time to time their return.
+
+mod floor;
+mod manager;
+
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::{Client, ResourceExt};
+use math_controller::api::{Fermat, FermatSpec, Number};
+use test_apiserver::{RequestFilter, TestServer, Verb};
+
+use manager::{Manager, Writes};
+
+/// Where the benchmark runs.
+struct Server {
+    client: Client,
+    /// The in-memory server, when it is one: it can be slowed and stopped.
+    test: Option<TestServer>,
+}
+
+impl Server {
+    async fn new(cluster: bool, slow: bool) -> anyhow::Result<Server> {
+        if cluster {
+            let client = Client::try_default().await.map_err(|e| {
+                anyhow::anyhow!(
+                    "no cluster in the current kubeconfig ({e}); try `kubectl cluster-info`"
+                )
+            })?;
+            let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+                Api::all(client.clone());
+            if crds.get_opt("fermats.math.example.com").await?.is_none() {
+                anyhow::bail!(
+                    "the CRDs are not installed in this cluster: run `make install` first"
+                );
+            }
+            return Ok(Server { client, test: None });
+        }
+        let server = TestServer::start().await?;
+        server.apply_crd_yaml(&math_controller::api::crds_yaml()?)?;
+        if slow {
+            for verb in [Verb::Create, Verb::Update, Verb::Patch, Verb::Delete] {
+                server.set_latency(RequestFilter::new().verb(verb), Duration::from_millis(25));
+            }
+            server.set_write_rate(1000);
+        }
+        Ok(Server {
+            client: server.client(),
+            test: Some(server),
+        })
+    }
+
+    /// The kubeconfig the manager is started with (`None`: the current one).
+    fn kubeconfig(&self) -> Option<std::path::PathBuf> {
+        self.test
+            .as_ref()
+            .map(|s| s.kubeconfig_path().to_path_buf())
+    }
+
+    async fn create_namespace(&self, name: &str) -> anyhow::Result<()> {
+        use k8s_openapi::api::core::v1::Namespace;
+        let mut ns = Namespace::default();
+        ns.metadata.name = Some(name.to_string());
+        Api::<Namespace>::all(self.client.clone())
+            .create(&PostParams::default(), &ns)
+            .await?;
+        Ok(())
+    }
+
+    /// Deleted in the background: the cluster's namespace controller takes the objects.
+    async fn delete_namespace(&self, name: &str) {
+        use k8s_openapi::api::core::v1::Namespace;
+        let api = Api::<Namespace>::all(self.client.clone());
+        if let Err(e) = api.delete(name, &DeleteParams::background()).await {
+            eprintln!("could not delete namespace {name}: {e}");
+        }
+    }
+}
+
+/// One size's results, for the summary table.
+struct Row {
+    n: i64,
+    floor: Duration,
+    converge: Duration,
+    writes: Writes,
+    minimum: u64,
+    steady: u64,
+    restart: u64,
+    heal: (Duration, Duration),
+    rss_mib: Option<f64>,
+    outage: Option<Duration>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let mut cluster = std::env::var("BENCH_CLUSTER").is_ok_and(|v| !v.is_empty() && v != "0");
+    let mut sizes = Vec::new();
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--cluster" => cluster = true,
+            n => sizes
+                .push(n.parse::<i64>().map_err(|_| {
+                    anyhow::anyhow!("usage: bench [--cluster] [n ...] (got {n:?})")
+                })?),
+        }
+    }
+    if sizes.is_empty() {
+        sizes = vec![1000, 10000];
+    }
+    let heal_samples: usize = std::env::var("HEAL_SAMPLES")
+        .ok()
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(50);
+    let slow = !cluster && std::env::var("BENCH_SERVER").is_ok_and(|s| s == "slow");
+    let binary =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/math-controller");
+    anyhow::ensure!(
+        binary.exists(),
+        "build the manager first: cargo build --release --locked"
+    );
+    let server = Server::new(cluster, slow).await?;
+    let place = match (cluster, slow) {
+        (true, _) => "the cluster of the current kubeconfig".to_string(),
+        (false, true) => {
+            "the test API server, slowed like a real kube-apiserver (25 ms per write, ≤ 1000 writes/s)"
+                .to_string()
+        }
+        (false, false) => "the in-memory test API server on loopback".to_string(),
+    };
+    println!("math-controller benchmark against {place}\n");
+
+    let mut rows = Vec::new();
+    for n in sizes {
+        rows.push(measure(&server, &binary, n, heal_samples).await?);
+    }
+    println!(
+        "\n| n | floor | manager | ratio | object writes (minimum) | progress reports | Event writes | steady 3 s | after restart | heal p50 / p99 | peak RSS | outage → Ready |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for r in rows {
+        println!(
+            "| {} | {:.2} s | {:.2} s | {:.2}× | {} ({}) | {} | {} | {} | {} | {:.0} / {:.0} ms | {} | {} |",
+            r.n,
+            r.floor.as_secs_f64(),
+            r.converge.as_secs_f64(),
+            r.converge.as_secs_f64() / r.floor.as_secs_f64(),
+            r.writes.objects(),
+            r.minimum,
+            r.writes.fermat_statuses.saturating_sub(1),
+            r.writes.events,
+            r.steady,
+            r.restart,
+            ms(r.heal.0),
+            ms(r.heal.1),
+            r.rss_mib.map_or("?".into(), |m| format!("{m:.1} MiB")),
+            r.outage
+                .map_or("–".into(), |d| format!("{:.2} s", d.as_secs_f64())),
+        );
+    }
+    if let Some(test) = server.test {
+        test.shutdown().await;
+    }
+    Ok(())
+}
+
+async fn measure(
+    server: &Server,
+    binary: &std::path::Path,
+    n: i64,
+    heal_samples: usize,
+) -> anyhow::Result<Row> {
+    let tuples = (n / 2).max(0) as usize;
+    let numbers = 2 * tuples;
+    let tag = format!("{n}-{}", std::process::id());
+    println!("Fermat n = {n}: {tuples} Tuples, {numbers} Numbers");
+
+    let floor_ns = format!("math-bench-floor-{tag}");
+    server.create_namespace(&floor_ns).await?;
+    let floor = floor::run(&server.client, &floor_ns, tuples).await?;
+    println!(
+        "  floor:    a tight client (32 requests in flight) writes {} objects and their statuses in {:.2} s",
+        tuples + numbers,
+        floor.as_secs_f64()
+    );
+    if floor::someone_else_reconciles(&server.client, &floor_ns).await {
+        println!(
+            "  WARNING: another controller created Numbers for the floor's Tuples: a math-controller is already running in this cluster, and the numbers below are not comparable (stop it first)"
+        );
+    }
+    server.delete_namespace(&floor_ns).await;
+
+    let ns = format!("math-bench-{tag}");
+    server.create_namespace(&ns).await?;
+    let kubeconfig = server.kubeconfig();
+    let mut manager = Manager::start(binary, kubeconfig.as_deref(), &ns).await?;
+    let fermats: Api<Fermat> = Api::namespaced(server.client.clone(), &ns);
+    let start = Instant::now();
+    fermats
+        .create(
+            &PostParams::default(),
+            &Fermat::new("f", FermatSpec { number: n }),
+        )
+        .await?;
+    wait_ready(&fermats, "f", Duration::from_secs(1200)).await?;
+    let converge = start.elapsed();
+    let writes = manager.writes().await?;
+    let minimum = 2 * (tuples + numbers) as u64 + 1;
+    println!(
+        "  converge: {:.2} s from creating the Fermat to its Ready status ({:.2}× the floor)",
+        converge.as_secs_f64(),
+        converge.as_secs_f64() / floor.as_secs_f64()
+    );
+    println!(
+        "  writes:   {} creates + {} status writes ({} of them the Fermat's progress reports) + {} other object writes = {} (minimum {minimum}); plus {} Event writes",
+        writes.creates,
+        writes.statuses,
+        writes.fermat_statuses.saturating_sub(1),
+        writes.other,
+        writes.objects(),
+        writes.events
+    );
+    if let Some(test) = &server.test {
+        let refused = test
+            .requests()
+            .iter()
+            .filter(|r| r.verb.is_write() && r.status >= 400)
+            .count();
+        println!("            {refused} write requests refused by the server");
+    }
+
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let steady = manager.writes().await?.all() - writes.all();
+    println!("  steady:   {steady} write requests in the 3 s after converging");
+    let first_rss = manager.peak_rss_mib();
+
+    manager.stop().await?;
+    let mut manager = Manager::start(binary, kubeconfig.as_deref(), &ns).await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let restart = manager.writes().await?.all();
+    println!(
+        "  restart:  {restart} write requests in the 3 s after the restarted manager was ready"
+    );
+
+    let heal = heal(&server.client, &ns, n, heal_samples).await?;
+    println!(
+        "  heal:     a deleted Number is back and Ready after p50 {:.1} ms, p99 {:.1} ms ({heal_samples} samples)",
+        ms(heal.0),
+        ms(heal.1)
+    );
+
+    let outage = match &server.test {
+        Some(test) => Some(outage(test, &server.client, &ns).await?),
+        None => None,
+    };
+    if let Some(back) = outage {
+        println!(
+            "  outage:   a Fermat 200 cut 0.3 s in by a 3 s outage is Ready {:.2} s after the server returned",
+            back.as_secs_f64()
+        );
+    }
+    let rss_mib = [first_rss, manager.peak_rss_mib()]
+        .into_iter()
+        .flatten()
+        .reduce(f64::max);
+    match rss_mib {
+        Some(mib) => println!(
+            "  memory:   manager peak RSS {mib:.1} MiB (the larger of the first run and the restarted one)"
+        ),
+        None => println!("  memory:   unavailable (no /proc)"),
+    }
+    manager.stop().await?;
+    server.delete_namespace(&ns).await;
+    Ok(Row {
+        n,
+        floor,
+        converge,
+        writes,
+        minimum,
+        steady,
+        restart,
+        heal,
+        rss_mib,
+        outage,
+    })
+}
+
+/// Delete one Number at a time and time its return (a new UID, Ready): p50 and p99.
+async fn heal(
+    client: &Client,
+    ns: &str,
+    n: i64,
+    samples: usize,
+) -> anyhow::Result<(Duration, Duration)> {
+    let api: Api<Number> = Api::namespaced(client.clone(), ns);
+    let tuples = (n / 2).max(1);
+    let mut ready_again = Vec::new();
+    for i in 0..samples {
+        let a = 1 + (i as i64 * 7919) % tuples;
+        let name = format!("f-{a}-and-{}-{}", n - a, i % 2);
+        let old_uid = api.get(&name).await?.uid();
+        let t0 = Instant::now();
+        api.delete(&name, &DeleteParams::default()).await?;
+        loop {
+            if let Some(number) = api.get_opt(&name).await?
+                && number.uid() != old_uid
+                && number_ready(&number)
+            {
+                ready_again.push(t0.elapsed());
+                break;
+            }
+            anyhow::ensure!(
+                t0.elapsed() < Duration::from_secs(60),
+                "{name} did not come back"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+    Ok((
+        percentile(&mut ready_again, 50),
+        percentile(&mut ready_again, 99),
+    ))
+}
+
+/// The API server goes away 0.3 s into a Fermat 200 and is back 3 s later: how long after
+/// its return is the Fermat Ready?
+async fn outage(test: &TestServer, client: &Client, ns: &str) -> anyhow::Result<Duration> {
+    let fermats: Api<Fermat> = Api::namespaced(client.clone(), ns);
+    fermats
+        .create(
+            &PostParams::default(),
+            &Fermat::new("g", FermatSpec { number: 200 }),
+        )
+        .await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    test.stop();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    test.resume();
+    let back = Instant::now();
+    wait_ready(&fermats, "g", Duration::from_secs(120)).await?;
+    Ok(back.elapsed())
+}
+
+async fn wait_ready(api: &Api<Fermat>, name: &str, limit: Duration) -> anyhow::Result<()> {
+    let start = Instant::now();
+    loop {
+        if let Some(f) = api.get_opt(name).await?
+            && let Some(status) = &f.status
+            && status.observed_generation == f.metadata.generation
+            && status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            start.elapsed() < limit,
+            "Fermat {name} not Ready after {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn number_ready(number: &Number) -> bool {
+    number.status.as_ref().is_some_and(|s| {
+        s.observed_generation == number.metadata.generation
+            && s.conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+    })
+}
+
+fn percentile(samples: &mut [Duration], p: usize) -> Duration {
+    if samples.is_empty() {
+        return Duration::ZERO;
+    }
+    samples.sort();
+    let index = ((samples.len() * p).div_ceil(100)).clamp(1, samples.len()) - 1;
+    samples[index]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

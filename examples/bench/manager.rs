@@ -1,0 +1,157 @@
+//! The manager under measurement: the release binary started as a person would start it
+//! (`--namespace`, a kubeconfig), read through its own `/metrics` and `/readyz`.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+
+pub struct Manager {
+    child: Child,
+    metrics: SocketAddr,
+}
+
+/// The manager's write requests, from `math_controller_write_requests_total`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Writes {
+    pub creates: u64,
+    pub statuses: u64,
+    /// Of the statuses, the Fermats': its answer, and progress reports before it.
+    pub fermat_statuses: u64,
+    /// Corrections, adoptions, deletions.
+    pub other: u64,
+    pub events: u64,
+}
+
+impl Writes {
+    /// Writes to Numbers, Tuples and Fermats.
+    pub fn objects(&self) -> u64 {
+        self.creates + self.statuses + self.other
+    }
+
+    pub fn all(&self) -> u64 {
+        self.objects() + self.events
+    }
+
+    fn parse(text: &str) -> Writes {
+        let mut w = Writes::default();
+        for line in text.lines() {
+            let Some(rest) = line.strip_prefix("math_controller_write_requests_total{") else {
+                continue;
+            };
+            let Some((labels, value)) = rest.split_once("} ") else {
+                continue;
+            };
+            let value = value.trim().parse::<f64>().unwrap_or(0.0) as u64;
+            let label = |name: &str| {
+                labels
+                    .split(',')
+                    .find_map(|l| l.strip_prefix(&format!("{name}=\"")))
+                    .map(|v| v.trim_end_matches('"'))
+            };
+            match label("operation") {
+                Some("create") => w.creates += value,
+                Some("patch_status") => {
+                    w.statuses += value;
+                    if label("kind") == Some("Fermat") {
+                        w.fermat_statuses += value;
+                    }
+                }
+                Some("event") => w.events += value,
+                Some(_) => w.other += value,
+                None => {}
+            }
+        }
+        w
+    }
+}
+
+fn free_port() -> anyhow::Result<SocketAddr> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?)
+}
+
+/// `GET path` over plain HTTP/1.0: the body, when the answer is 200.
+async fn get(address: SocketAddr, path: &str) -> Option<String> {
+    let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.ok()?;
+    let (head, body) = answer.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200")
+        .then(|| body.to_string())
+        .or_else(|| head.starts_with("HTTP/1.0 200").then(|| body.to_string()))
+}
+
+impl Manager {
+    /// Start the binary on `namespace` and wait until it reports ready (caches listed).
+    pub async fn start(
+        binary: &Path,
+        kubeconfig: Option<&Path>,
+        namespace: &str,
+    ) -> anyhow::Result<Manager> {
+        let (metrics, probes) = (free_port()?, free_port()?);
+        let concurrency = std::env::var("BENCH_CONCURRENCY").unwrap_or_else(|_| "16".into());
+        let mut command = Command::new(binary);
+        command
+            .args(["--namespace", namespace, "--concurrency", &concurrency])
+            .arg(format!("--metrics-bind-address={metrics}"))
+            .arg(format!("--health-probe-bind-address={probes}"))
+            .env(
+                "RUST_LOG",
+                std::env::var("MANAGER_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdout(Stdio::null())
+            .kill_on_drop(true);
+        if let Some(path) = kubeconfig {
+            command.env("KUBECONFIG", path);
+        }
+        let child = command.spawn()?;
+        let start = Instant::now();
+        while get(probes, "/readyz").await.is_none() {
+            anyhow::ensure!(
+                start.elapsed() < Duration::from_secs(60),
+                "the manager did not become ready within 60 s"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Ok(Manager { child, metrics })
+    }
+
+    pub async fn writes(&self) -> anyhow::Result<Writes> {
+        let text = get(self.metrics, "/metrics")
+            .await
+            .ok_or_else(|| anyhow::anyhow!("the manager's /metrics did not answer"))?;
+        Ok(Writes::parse(&text))
+    }
+
+    /// The process's peak resident memory so far (VmHWM), in MiB.
+    pub fn peak_rss_mib(&self) -> Option<f64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()?)).ok()?;
+        let kib: f64 = status
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        Some(kib / 1024.0)
+    }
+
+    /// SIGTERM, and the graceful stop it starts.
+    pub async fn stop(mut self) -> anyhow::Result<()> {
+        if let Some(pid) = self.child.id() {
+            std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status()?;
+        }
+        let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .map_err(|_| anyhow::anyhow!("the manager did not stop within 30 s of SIGTERM"))??;
+        anyhow::ensure!(status.success(), "the manager exited with {status}");
+        Ok(())
+    }
+}
