@@ -100,12 +100,14 @@ impl Manager {
             .args(["--namespace", namespace, "--concurrency", &concurrency])
             .arg(format!("--metrics-bind-address={metrics}"))
             .arg(format!("--health-probe-bind-address={probes}"))
-            .env(
-                "RUST_LOG",
-                std::env::var("MANAGER_LOG").unwrap_or_else(|_| "warn".into()),
-            )
             .stdout(Stdio::null())
             .kill_on_drop(true);
+        // Its log only when asked for (MANAGER_LOG=info, say): a line per write would drown
+        // the numbers.
+        match std::env::var("MANAGER_LOG") {
+            Ok(filter) => command.env("RUST_LOG", filter),
+            Err(_) => command.env_remove("RUST_LOG").stderr(Stdio::null()),
+        };
         if let Some(path) = kubeconfig {
             command.env("KUBECONFIG", path);
         }
