@@ -106,7 +106,10 @@ where
         .map(move |event| match event {
             Ok(watcher::Event::Apply(obj)) => {
                 tell_parents(&obj);
-                let _ = own.unbounded_send(Arc::new(obj));
+                // The cache's own copy: a burst of 10000 events queues pointers, not 10000
+                // second copies of the objects.
+                let cached = reader.get(&ObjectRef::from_obj(&obj));
+                let _ = own.unbounded_send(cached.unwrap_or_else(|| Arc::new(obj)));
             }
             Ok(watcher::Event::Delete(obj)) => tell_parents(&obj),
             // The reflector fills a new cache on the side; until InitDone, `reader` still
