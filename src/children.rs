@@ -6,7 +6,7 @@
 //! only in the parent's namespace, never by the owner's name: two Fermats called alike in
 //! two namespaces do not see each other's Tuples.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -187,7 +187,7 @@ pub fn plan<C: Child>(
         invalid_names: Vec::new(),
         desired: desired.len(),
     };
-    let wanted: BTreeSet<&str> = desired.iter().map(|d| d.name.as_str()).collect();
+    let wanted: HashSet<&str> = desired.iter().map(|d| d.name.as_str()).collect();
     for child in owned {
         let name = child.name_any();
         if !wanted.contains(name.as_str())

@@ -16,9 +16,10 @@ use serde::de::DeserializeOwned;
 use tracing::{debug, info, warn};
 
 use crate::api::{Fermat, Number, Tuple};
-use crate::children::{self, Child, Desired, Plan};
+use crate::children::{Child, Desired, Plan};
 use crate::error::{Error, Result};
 use crate::memory::Memory;
+use crate::owners::OwnerIndex;
 use crate::metrics::{Metrics, WriteKind};
 use crate::status::{self, Pace, StatusWrite};
 
@@ -31,6 +32,9 @@ pub struct Context {
     pub numbers: Store<Number>,
     pub tuples: Store<Tuple>,
     pub fermats: Store<Fermat>,
+    /// Numbers and Tuples by the UID of their controller (kept by the watches).
+    pub number_owners: Arc<OwnerIndex>,
+    pub tuple_owners: Arc<OwnerIndex>,
     pub recorder: Recorder,
     pub metrics: Metrics,
     /// The API server outage in progress, if any (shared with the watches).
@@ -110,6 +114,8 @@ impl Context {
             numbers,
             tuples,
             fermats,
+            number_owners: OwnerIndex::new(),
+            tuple_owners: OwnerIndex::new(),
             failures: Memory::new("failures", metrics.clone(), FAILURE_MEMORY),
             in_flight: Memory::new("child_writes", metrics.clone(), IN_FLIGHT_TIMEOUT),
             statuses: Memory::new("status_writes", metrics.clone(), IN_FLIGHT_TIMEOUT),
@@ -189,13 +195,14 @@ impl Context {
                 store.get(&key).map(|c| (d.name.clone(), c))
             })
             .collect();
-        let owned = store
-            .state()
-            .into_iter()
-            .filter(|c| {
-                c.meta().namespace == namespace && children::controller_uid(c.as_ref()) == uid
-            })
-            .collect::<Vec<_>>();
+        let owned = match uid {
+            Some(uid) => self.owner_index::<C>().owned(
+                store,
+                uid,
+                namespace.as_deref().unwrap_or_default(),
+            ),
+            None => Vec::new(),
+        };
         let ns = namespace.as_deref().unwrap_or_default();
         let mut in_flight = HashSet::new();
         let mut recheck_in: Option<Duration> = None;
@@ -218,6 +225,14 @@ impl Context {
             owned,
             in_flight,
             recheck_in,
+        }
+    }
+
+    /// The index of the children of kind `C` by their controller.
+    fn owner_index<C: Child>(&self) -> &OwnerIndex {
+        match C::KIND {
+            "Number" => &self.number_owners,
+            _ => &self.tuple_owners,
         }
     }
 

@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod metrics_auth;
 pub mod number;
 pub mod outage;
+pub mod owners;
 pub mod shutdown;
 pub mod startup;
 pub mod status;

@@ -369,6 +369,7 @@ async fn run_controllers(
             numbers.clone(),
             number_changes_tx,
             Some(tuples_with_news_tx),
+            Some(ctx.number_owners.clone()),
             ctx.outage.clone(),
         )
         .boxed(),
@@ -379,6 +380,7 @@ async fn run_controllers(
             tuples.clone(),
             tuple_changes_tx,
             Some(fermats_with_news_tx),
+            Some(ctx.tuple_owners.clone()),
             ctx.outage.clone(),
         )
         .boxed(),
@@ -388,6 +390,7 @@ async fn run_controllers(
             fermat_writer,
             fermats.clone(),
             fermat_changes_tx,
+            None,
             None,
             ctx.outage.clone(),
         )

@@ -16,6 +16,7 @@ use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tracing::{debug, warn};
 
+use crate::owners::OwnerIndex;
 use crate::outage::{Outage, WatchBackoff, is_unreachable, random};
 
 /// Kept by `kubectl apply` on every object; the manager never reads it.
@@ -24,8 +25,15 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// Drop what the manager never reads before it reaches the cache: managedFields and the
 /// last-applied annotation are often larger than the object itself.
 fn slim<K: Resource>(obj: &mut K) {
-    obj.managed_fields_mut().clear();
-    obj.annotations_mut().remove(LAST_APPLIED);
+    // `None`, not an emptied Vec: that would keep its buffer, per object.
+    obj.meta_mut().managed_fields = None;
+    let annotations = &mut obj.meta_mut().annotations;
+    if let Some(map) = annotations {
+        map.remove(LAST_APPLIED);
+        if map.is_empty() {
+            *annotations = None;
+        }
+    }
 }
 
 /// The owners of kind `P` named in a child's ownerReferences, as cache keys, and the parent
@@ -76,6 +84,7 @@ pub(crate) fn watch_and_fan_out<K, P>(
     reader: Store<K>,
     own: mpsc::UnboundedSender<Arc<K>>,
     parents: Option<mpsc::UnboundedSender<ObjectRef<P>>>,
+    index: Option<Arc<OwnerIndex>>,
     outage: Arc<Outage>,
 ) -> impl Stream<Item = ()> + Send
 where
@@ -105,13 +114,21 @@ where
         })
         .map(move |event| match event {
             Ok(watcher::Event::Apply(obj)) => {
+                if let Some(index) = &index {
+                    index.apply(&obj);
+                }
                 tell_parents(&obj);
                 // The cache's own copy: a burst of 10000 events queues pointers, not 10000
                 // second copies of the objects.
                 let cached = reader.get(&ObjectRef::from_obj(&obj));
                 let _ = own.unbounded_send(cached.unwrap_or_else(|| Arc::new(obj)));
             }
-            Ok(watcher::Event::Delete(obj)) => tell_parents(&obj),
+            Ok(watcher::Event::Delete(obj)) => {
+                if let Some(index) = &index {
+                    index.delete(&obj);
+                }
+                tell_parents(&obj)
+            }
             // The reflector fills a new cache on the side; until InitDone, `reader` still
             // shows the old one.
             Ok(watcher::Event::Init) => before_relist = reader.state(),
@@ -119,6 +136,9 @@ where
             // everything that vanished while the watch was down.
             Ok(watcher::Event::InitDone) => {
                 let now = reader.state();
+                if let Some(index) = &index {
+                    index.rebuild(&now);
+                }
                 for gone in vanished(&std::mem::take(&mut before_relist), &now) {
                     debug!(
                         "{} {}/{} vanished while the watch was down",

@@ -242,6 +242,10 @@ async fn measure(
         writes.objects(),
         writes.events
     );
+    let [numbers_run, tuples_run, fermats_run] = writes.reconciles;
+    println!(
+        "            reconciles: {numbers_run} of Numbers, {tuples_run} of Tuples, {fermats_run} of the Fermat"
+    );
     if let Some(test) = &server.test {
         let refused = test
             .requests()

@@ -24,6 +24,8 @@ pub struct Writes {
     /// Corrections, adoptions, deletions.
     pub other: u64,
     pub events: u64,
+    /// Reconciles run, by controller: number, tuple, fermat.
+    pub reconciles: [u64; 3],
 }
 
 impl Writes {
@@ -39,6 +41,15 @@ impl Writes {
     fn parse(text: &str) -> Writes {
         let mut w = Writes::default();
         for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("math_controller_reconcile_total{controller=\"")
+                && let Some((controller, rest)) = rest.split_once('"')
+                && let Some((_, value)) = rest.split_once("} ")
+            {
+                let slot = ["number", "tuple", "fermat"].iter().position(|c| *c == controller);
+                if let (Some(slot), Ok(value)) = (slot, value.trim().parse::<f64>()) {
+                    w.reconciles[slot] += value as u64;
+                }
+            }
             let Some(rest) = line.strip_prefix("math_controller_write_requests_total{") else {
                 continue;
             };
