@@ -369,7 +369,7 @@ async fn run_controllers(
             numbers.clone(),
             number_changes_tx,
             Some(tuples_with_news_tx),
-            Some(ctx.number_owners.clone()),
+            Some(ctx.clone()),
             ctx.outage.clone(),
         )
         .boxed(),
@@ -380,7 +380,7 @@ async fn run_controllers(
             tuples.clone(),
             tuple_changes_tx,
             Some(fermats_with_news_tx),
-            Some(ctx.tuple_owners.clone()),
+            Some(ctx.clone()),
             ctx.outage.clone(),
         )
         .boxed(),

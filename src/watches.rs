@@ -16,7 +16,7 @@ use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tracing::{debug, warn};
 
-use crate::owners::OwnerIndex;
+use crate::context::Context;
 use crate::outage::{Outage, WatchBackoff, is_unreachable, random};
 
 /// Kept by `kubectl apply` on every object; the manager never reads it.
@@ -84,7 +84,7 @@ pub(crate) fn watch_and_fan_out<K, P>(
     reader: Store<K>,
     own: mpsc::UnboundedSender<Arc<K>>,
     parents: Option<mpsc::UnboundedSender<ObjectRef<P>>>,
-    index: Option<Arc<OwnerIndex>>,
+    children_of: Option<Arc<Context>>,
     outage: Arc<Outage>,
 ) -> impl Stream<Item = ()> + Send
 where
@@ -114,8 +114,9 @@ where
         })
         .map(move |event| match event {
             Ok(watcher::Event::Apply(obj)) => {
-                if let Some(index) = &index {
-                    index.apply(&obj);
+                if let Some(ctx) = &children_of {
+                    ctx.saw_event(&obj);
+                    ctx.owner_index_of(&K::kind(&())).inspect(|i| i.apply(&obj));
                 }
                 tell_parents(&obj);
                 // The cache's own copy: a burst of 10000 events queues pointers, not 10000
@@ -124,8 +125,10 @@ where
                 let _ = own.unbounded_send(cached.unwrap_or_else(|| Arc::new(obj)));
             }
             Ok(watcher::Event::Delete(obj)) => {
-                if let Some(index) = &index {
-                    index.delete(&obj);
+                if let Some(ctx) = &children_of {
+                    ctx.saw_event(&obj);
+                    ctx.owner_index_of(&K::kind(&()))
+                        .inspect(|i| i.delete(&obj));
                 }
                 tell_parents(&obj)
             }
@@ -136,8 +139,9 @@ where
             // everything that vanished while the watch was down.
             Ok(watcher::Event::InitDone) => {
                 let now = reader.state();
-                if let Some(index) = &index {
-                    index.rebuild(&now);
+                if let Some(ctx) = &children_of {
+                    ctx.owner_index_of(&K::kind(&()))
+                        .inspect(|i| i.rebuild(&now));
                 }
                 for gone in vanished(&std::mem::take(&mut before_relist), &now) {
                     debug!(

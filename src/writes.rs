@@ -147,6 +147,9 @@ where
     }
     let creates = new_children.into_iter().map(|(name, child)| {
         let api = api.clone();
+        // Expected before the request: the watch may deliver the child (and even its
+        // deletion by someone else) before the answer comes back.
+        ctx.expect_change::<C>(&namespace, &name, None);
         async move {
             let result = api.create(&PostParams::default(), &child).await;
             (name, result)
@@ -160,15 +163,14 @@ where
     let mut failure = None;
     for (name, result) in results {
         match result {
-            Ok(_) => {
-                ctx.expect_change::<C>(&namespace, &name, None);
-                created.push(name)
+            Ok(_) => created.push(name),
+            // The cache was behind, or the answer to an earlier create was lost: the
+            // object exists, and the watch will show it.
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => {
+                ctx.forget_change::<C>(&namespace, &name);
+                failure = failure.or(Some(kube_err("creating", &name)(e)))
             }
-            Err(kube::Error::Api(s)) if s.code == 409 => {
-                // The cache was behind: the object exists. The watch will show it.
-                ctx.expect_change::<C>(&namespace, &name, None);
-            }
-            Err(e) => failure = failure.or(Some(kube_err("creating", &name)(e))),
         }
     }
     // Created follows the desired order, whatever order the answers came in.
@@ -191,11 +193,16 @@ where
         let api = api.clone();
         let name = child.name_any();
         ctx.metrics.write(controller, C::KIND, WriteKind::Patch);
+        ctx.expect_change::<C>(&namespace, &name, child.resource_version());
+        let namespace = namespace.clone();
         async move {
-            match api
+            let result = api
                 .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
+                .await;
+            if result.is_err() {
+                ctx.forget_change::<C>(&namespace, &name);
+            }
+            match result {
                 Ok(_) => Ok(true),
                 Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
                 Err(e) => Err(e),
@@ -214,7 +221,6 @@ where
             .await
             .map_err(kube_err("correcting", &name))?
         {
-            ctx.expect_change::<C>(&namespace, &name, child.resource_version());
             let was = serde_json::to_string(child.child_spec())?;
             let now = serde_json::to_string(spec)?;
             corrected.push(format!("{name} (spec {was} back to {now})"))
@@ -235,7 +241,6 @@ where
             .await
             .map_err(kube_err("adopting", &name))?
         {
-            ctx.expect_change::<C>(&namespace, &name, child.resource_version());
             adopted.push(name)
         }
     }
@@ -254,13 +259,14 @@ where
             ..DeleteParams::default()
         };
         ctx.metrics.write(controller, C::KIND, WriteKind::Delete);
+        ctx.expect_change::<C>(&namespace, &name, child.resource_version());
         match api.delete(&name, &params).await {
-            Ok(_) => {
-                ctx.expect_change::<C>(&namespace, &name, child.resource_version());
-                deleted.push(name)
+            Ok(_) => deleted.push(name),
+            Err(kube::Error::Api(s)) if s.code == 404 => ctx.forget_change::<C>(&namespace, &name),
+            Err(e) => {
+                ctx.forget_change::<C>(&namespace, &name);
+                return Err(kube_err("deleting", &name)(e));
             }
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => return Err(kube_err("deleting", &name)(e)),
         }
     }
 

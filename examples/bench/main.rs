@@ -20,7 +20,8 @@
 //!
 //! Writes are counted by the manager itself (`math_controller_write_requests_total` on its
 //! `/metrics`), so they are the same on any server. `HEAL_SAMPLES` (default 50) sets how many
-//! Numbers are deleted one at a time to time their return.
+//! Numbers are deleted one at a time to time their return; `BENCH_MANAGER=path` measures
+//! another binary (an older build, or a script that wraps it in `perf record` or valgrind).
 
 mod floor;
 mod manager;
@@ -135,8 +136,13 @@ async fn main() -> anyhow::Result<()> {
         .transpose()?
         .unwrap_or(50);
     let slow = !cluster && std::env::var("BENCH_SERVER").is_ok_and(|s| s == "slow");
-    let binary =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/math-controller");
+    // BENCH_MANAGER runs another build (or a wrapper: valgrind, perf) instead.
+    let binary = match std::env::var_os("BENCH_MANAGER") {
+        Some(path) => std::path::PathBuf::from(path),
+        None => {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/math-controller")
+        }
+    };
     anyhow::ensure!(
         binary.exists(),
         "build the manager first: cargo build --release --locked"

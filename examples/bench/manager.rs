@@ -45,7 +45,9 @@ impl Writes {
                 && let Some((controller, rest)) = rest.split_once('"')
                 && let Some((_, value)) = rest.split_once("} ")
             {
-                let slot = ["number", "tuple", "fermat"].iter().position(|c| *c == controller);
+                let slot = ["number", "tuple", "fermat"]
+                    .iter()
+                    .position(|c| *c == controller);
                 if let (Some(slot), Ok(value)) = (slot, value.trim().parse::<f64>()) {
                     w.reconciles[slot] += value as u64;
                 }
