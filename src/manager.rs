@@ -369,8 +369,7 @@ async fn run_controllers(
             numbers.clone(),
             number_changes_tx,
             Some(tuples_with_news_tx),
-            Some(ctx.clone()),
-            ctx.outage.clone(),
+            ctx.clone(),
         )
         .boxed(),
         watch_and_fan_out(
@@ -380,8 +379,7 @@ async fn run_controllers(
             tuples.clone(),
             tuple_changes_tx,
             Some(fermats_with_news_tx),
-            Some(ctx.clone()),
-            ctx.outage.clone(),
+            ctx.clone(),
         )
         .boxed(),
         watch_and_fan_out::<Fermat, Fermat>(
@@ -391,8 +389,7 @@ async fn run_controllers(
             fermats.clone(),
             fermat_changes_tx,
             None,
-            None,
-            ctx.outage.clone(),
+            ctx.clone(),
         )
         .boxed(),
     ])

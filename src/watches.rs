@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use tracing::{debug, warn};
 
 use crate::context::Context;
-use crate::outage::{Outage, WatchBackoff, is_unreachable, random};
+use crate::outage::{WatchBackoff, is_unreachable, random};
 
 /// Kept by `kubectl apply` on every object; the manager never reads it.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -84,8 +84,7 @@ pub(crate) fn watch_and_fan_out<K, P>(
     reader: Store<K>,
     own: mpsc::UnboundedSender<Arc<K>>,
     parents: Option<mpsc::UnboundedSender<ObjectRef<P>>>,
-    children_of: Option<Arc<Context>>,
-    outage: Arc<Outage>,
+    ctx: Arc<Context>,
 ) -> impl Stream<Item = ()> + Send
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
@@ -101,6 +100,7 @@ where
     // What the cache held when a (re)list began: the objects that are not in the new list
     // were deleted while the watch was down, and no Delete event will ever say so.
     let mut before_relist: Vec<Arc<K>> = Vec::new();
+    let outage = ctx.outage.clone();
     watcher(api, config)
         .backoff(WatchBackoff::default())
         .modify(slim)
@@ -114,9 +114,9 @@ where
         })
         .map(move |event| match event {
             Ok(watcher::Event::Apply(obj)) => {
-                if let Some(ctx) = &children_of {
-                    ctx.saw_event(&obj);
-                    ctx.owner_index_of(&K::kind(&())).inspect(|i| i.apply(&obj));
+                ctx.saw_event(&obj);
+                if let Some(index) = ctx.owner_index_of(&K::kind(&())) {
+                    index.apply(&obj);
                 }
                 tell_parents(&obj);
                 // The cache's own copy: a burst of 10000 events queues pointers, not 10000
@@ -125,10 +125,9 @@ where
                 let _ = own.unbounded_send(cached.unwrap_or_else(|| Arc::new(obj)));
             }
             Ok(watcher::Event::Delete(obj)) => {
-                if let Some(ctx) = &children_of {
-                    ctx.saw_event(&obj);
-                    ctx.owner_index_of(&K::kind(&()))
-                        .inspect(|i| i.delete(&obj));
+                ctx.saw_event(&obj);
+                if let Some(index) = ctx.owner_index_of(&K::kind(&())) {
+                    index.delete(&obj);
                 }
                 tell_parents(&obj)
             }
@@ -139,9 +138,8 @@ where
             // everything that vanished while the watch was down.
             Ok(watcher::Event::InitDone) => {
                 let now = reader.state();
-                if let Some(ctx) = &children_of {
-                    ctx.owner_index_of(&K::kind(&()))
-                        .inspect(|i| i.rebuild(&now));
+                if let Some(index) = ctx.owner_index_of(&K::kind(&())) {
+                    index.rebuild(&now);
                 }
                 for gone in vanished(&std::mem::take(&mut before_relist), &now) {
                     debug!(
