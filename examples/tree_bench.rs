@@ -6,8 +6,15 @@
 //! ```text
 //! cargo run --release --locked --example tree_bench -- [n]
 //! ```
-//! It prints numbers; it asserts nothing.
+//! It prints numbers; it asserts nothing. While the manager converges, the view is paced
+//! the way `--watch` paces it ([`Pacer`], [`drain`]) and the bench reports what a person
+//! would feel: what a frame costs, how often one comes, and how long after a watch event
+//! reached the process the frame that shows it was ready (the lag). The watch events are
+//! received and stamped by a task of their own, so that time spent waiting for the view's
+//! loop counts as lag.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -17,21 +24,63 @@ use math_controller::manager::{self, Options as ManagerOptions};
 use math_controller::metrics::Metrics;
 use math_controller::tree::cli::MAX_CHILDREN;
 use math_controller::tree::load::{self, Connection};
+use math_controller::tree::pace::Pacer;
 use math_controller::tree::render::{self, Marks, Options};
-use math_controller::tree::watch::{FRAME, Model};
+use math_controller::tree::watch::{FRAME, Model, drain};
 use math_controller::tree::{Kind, Object, Target, build, is_ready};
 use test_apiserver::TestServer;
 
-fn stats(name: &str, samples: &mut [Duration]) {
+fn stats(name: &str, unit: &str, samples: &mut [Duration]) {
+    if samples.is_empty() {
+        println!("{name}: no {unit}");
+        return;
+    }
     samples.sort();
     let at = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
     println!(
-        "{name}: {} frames, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        "{name}: {} {unit}, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
         samples.len(),
         at(0.5).as_secs_f64() * 1e3,
         at(0.99).as_secs_f64() * 1e3,
         at(1.0).as_secs_f64() * 1e3
     );
+}
+
+/// What the headless view measured while it followed the cluster.
+#[derive(Default)]
+struct Feel {
+    costs: Vec<Duration>,
+    intervals: Vec<Duration>,
+    lags: Vec<Duration>,
+    last_start: Option<Instant>,
+}
+
+impl Feel {
+    /// A frame started at `started` and was ready now, showing the events stamped `shown`.
+    fn frame(&mut self, started: Instant, shown: &mut Vec<Instant>) -> Duration {
+        let ready = Instant::now();
+        let cost = ready - started;
+        self.costs.push(cost);
+        if let Some(previous) = self.last_start.replace(started) {
+            self.intervals.push(started - previous);
+        }
+        self.lags.extend(shown.drain(..).map(|at| ready - at));
+        cost
+    }
+
+    fn print(&mut self, what: &str) {
+        stats(&format!("{what}: frame cost"), "frames", &mut self.costs);
+        stats(
+            &format!("{what}: between frame starts"),
+            "intervals",
+            &mut self.intervals,
+        );
+        stats(
+            &format!("{what}: watch event to the frame showing it"),
+            "events",
+            &mut self.lags,
+        );
+    }
 }
 
 #[tokio::main]
@@ -77,7 +126,19 @@ async fn main() -> anyhow::Result<()> {
         namespaces: false,
     };
     let initial = load::list_all(&conn, Some("default")).await?;
-    let (mut model, mut updates) = Model::start(&client, Some("default"), initial);
+    let (mut model, updates) = Model::start(&client, Some("default"), initial);
+    // Received and stamped as they arrive, whatever the view's loop is doing.
+    let (tx, rx) = futures::channel::mpsc::unbounded();
+    tokio::spawn(updates.for_each(move |update| {
+        let _ = tx.unbounded_send((Instant::now(), update));
+        futures::future::ready(())
+    }));
+    let stamps = Rc::new(RefCell::new(Vec::new()));
+    let taken = stamps.clone();
+    let mut updates = rx.map(move |(at, update)| {
+        taken.borrow_mut().push(at);
+        update
+    });
     let fermats: Api<Fermat> = Api::default_namespaced(client.clone());
     let start = Instant::now();
     fermats
@@ -86,23 +147,26 @@ async fn main() -> anyhow::Result<()> {
             &Fermat::new("f", FermatSpec { number: n }),
         )
         .await?;
-    let (mut frames, mut events) = (Vec::new(), 0usize);
-    let mut next = Instant::now();
+    let (mut feel, mut events) = (Feel::default(), 0usize);
+    let mut pacer = Pacer::new(Instant::now());
     loop {
+        let deadline = pacer.next(pacer.started() + Duration::from_secs(1));
         tokio::select! {
-            Some(update) = updates.next() => {
-                model.update(update, Instant::now());
-                events += 1;
-            }
-            _ = tokio::time::sleep_until(next.into()) => {
-                let t = Instant::now();
-                let (_lines, count) = model.frame(&target, "default", &options, t);
-                frames.push(t.elapsed());
-                next = Instant::now() + FRAME;
-                let done = model.objects().fermats.first().is_some_and(|f| is_ready(&Object::Fermat(f.clone())));
-                if done && count == expected {
+            biased;
+            _ = tokio::time::sleep_until(deadline.into()) => {
+                let started = Instant::now();
+                let (_lines, count) = model.frame(&target, "default", &options, started);
+                let cost = feel.frame(started, &mut stamps.borrow_mut());
+                pacer.drawn(started, cost);
+                let done = count == expected
+                    && model.objects().fermats.first().is_some_and(|f| is_ready(&Object::Fermat(f.clone())));
+                if done {
                     break;
                 }
+            }
+            Some(update) = updates.next() => {
+                events += drain(&mut model, &mut updates, update);
+                pacer.changed();
             }
         }
     }
@@ -110,26 +174,23 @@ async fn main() -> anyhow::Result<()> {
         "converged in {:.1} s with the live view following ({events} watch events)",
         start.elapsed().as_secs_f64()
     );
-    stats(
-        "live view while converging (build + lay out one frame)",
-        &mut frames,
-    );
+    feel.print("live view while converging");
 
     // A deleted Number, from the delete request to the frame that shows it back.
     let numbers: Api<Number> = Api::default_namespaced(client.clone());
     let victim = format!("f-{}-and-{}-1", n / 4, n - n / 4);
     let deleted = Instant::now();
     numbers.delete(&victim, &DeleteParams::default()).await?;
-    let mut next = Instant::now();
-    let (mut gone_seen, mut back_frames) = (None, Vec::new());
+    let (mut gone_seen, mut feel) = (None, Feel::default());
     loop {
+        let deadline = pacer.next(pacer.started() + Duration::from_secs(1));
         tokio::select! {
-            Some(update) = updates.next() => model.update(update, Instant::now()),
-            _ = tokio::time::sleep_until(next.into()) => {
-                let t = Instant::now();
-                let (lines, _) = model.frame(&target, "default", &options, t);
-                back_frames.push(t.elapsed());
-                next = Instant::now() + FRAME;
+            biased;
+            _ = tokio::time::sleep_until(deadline.into()) => {
+                let started = Instant::now();
+                let (lines, _) = model.frame(&target, "default", &options, started);
+                let cost = feel.frame(started, &mut stamps.borrow_mut());
+                pacer.drawn(started, cost);
                 let text = render::to_text(&lines, false);
                 let line = text.lines().find(|l| l.contains(&victim)).unwrap_or("");
                 if line.contains("✗") && gone_seen.is_none() {
@@ -139,10 +200,14 @@ async fn main() -> anyhow::Result<()> {
                     break;
                 }
             }
+            Some(update) = updates.next() => {
+                drain(&mut model, &mut updates, update);
+                pacer.changed();
+            }
         }
     }
     println!(
-        "a deleted Number: on screen as gone after {}, back and Ready after {:.0} ms (frames every {} ms)",
+        "a deleted Number: on screen as gone after {}, back and Ready after {:.0} ms (frames at least {} ms apart)",
         gone_seen.map_or("(between two frames)".to_string(), |d| format!(
             "{:.0} ms",
             d.as_secs_f64() * 1e3
@@ -150,6 +215,7 @@ async fn main() -> anyhow::Result<()> {
         deleted.elapsed().as_secs_f64() * 1e3,
         FRAME.as_millis()
     );
+    feel.print("live view after the delete");
 
     // The one-shot `kubectl math tree fermat/f`: list, build, lay out, print.
     for _ in 0..5 {

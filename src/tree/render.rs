@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
@@ -184,7 +185,7 @@ fn walk(
     if folded > 0 {
         let hidden: Vec<&Node> = (0..node.children.len())
             .filter(|i| !shown.contains(i))
-            .map(|i| &node.children[i])
+            .map(|i| node.children[i].as_ref())
             .collect();
         let text = fold_summary(&hidden, !shown.is_empty());
         rows.push(Row {
@@ -202,7 +203,7 @@ fn walk(
 
 /// Which children to draw when only `limit` fit: the ones with something wrong or that just
 /// changed (a learner looks for those), then the healthy ones, each in the parent's order.
-pub fn shown(children: &[Node], limit: usize, marks: &Marks) -> Vec<usize> {
+pub fn shown(children: &[Arc<Node>], limit: usize, marks: &Marks) -> Vec<usize> {
     if children.len() <= limit {
         return (0..children.len()).collect();
     }
