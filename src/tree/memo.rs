@@ -26,6 +26,9 @@ pub struct Memo {
 
 pub(super) type Entries<P, S, C> = HashMap<String, Entry<P, S, C>>;
 
+/// The children a node was built from; see [`inputs`].
+pub(super) type Inputs<C> = Vec<Option<Arc<C>>>;
+
 /// One parent: what it wants (fixed while the parent object is the same), the nodes of its
 /// missing children (which depend on nothing else), and its last node with the children
 /// it was built from.
@@ -33,7 +36,7 @@ pub(super) struct Entry<P, S, C> {
     parent: Arc<P>,
     pub desired: Arc<[Desired<S>]>,
     pub missing: Vec<Option<Arc<Node>>>,
-    built: Option<(Vec<Option<Arc<C>>>, Arc<Node>)>,
+    built: Option<(Inputs<C>, Arc<Node>)>,
     used: u64,
 }
 
@@ -110,7 +113,7 @@ impl<P, S, C> Entry<P, S, C> {
         unchanged.then(|| node.clone())
     }
 
-    pub fn keep(&mut self, children: Vec<Option<Arc<C>>>, node: Arc<Node>) {
+    pub fn keep(&mut self, children: Inputs<C>, node: Arc<Node>) {
         self.built = Some((children, node));
     }
 }
@@ -118,7 +121,7 @@ impl<P, S, C> Entry<P, S, C> {
 /// The inputs of a parent's node, comparable from one build to the next: the children found
 /// by the desired names (in that order), then the owned ones in a stable order (the
 /// reflector's snapshot order is not).
-pub(super) fn inputs<C>(found: &[Option<Arc<C>>], owned: &[Arc<C>]) -> Vec<Option<Arc<C>>> {
+pub(super) fn inputs<C>(found: &[Option<Arc<C>>], owned: &[Arc<C>]) -> Inputs<C> {
     let mut owned: Vec<&Arc<C>> = owned.iter().collect();
     owned.sort_unstable_by_key(|c| Arc::as_ptr(c) as *const () as usize);
     let mut all = found.to_vec();
