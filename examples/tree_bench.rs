@@ -18,6 +18,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use futures::stream::LocalBoxStream;
 use kube::api::{Api, DeleteParams, PostParams};
 use math_controller::api::{Fermat, FermatSpec, Number};
 use math_controller::manager::{self, Options as ManagerOptions};
@@ -25,8 +26,8 @@ use math_controller::metrics::Metrics;
 use math_controller::tree::cli::MAX_CHILDREN;
 use math_controller::tree::load::{self, Connection};
 use math_controller::tree::pace::Pacer;
-use math_controller::tree::render::{self, Marks, Options};
-use math_controller::tree::watch::{FRAME, Model, drain};
+use math_controller::tree::render::{self, Line, Marks, Options};
+use math_controller::tree::watch::{FRAME, Model, Update, drain};
 use math_controller::tree::{Kind, Object, Target, build, is_ready};
 use test_apiserver::TestServer;
 
@@ -46,21 +47,33 @@ fn stats(name: &str, unit: &str, samples: &mut [Duration]) {
     );
 }
 
+/// The CPU time this thread has had, to a scheduler tick (Linux; zero elsewhere). A frame's wall time on a busy
+/// machine is mostly waiting for a core (the manager and the API server run in this
+/// process too); its CPU time is what the view itself costs.
+fn thread_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let nanos = stat.split_whitespace().next().and_then(|n| n.parse().ok());
+    Duration::from_nanos(nanos.unwrap_or(0))
+}
+
 /// What the headless view measured while it followed the cluster.
 #[derive(Default)]
 struct Feel {
     costs: Vec<Duration>,
+    cpu: Vec<Duration>,
     intervals: Vec<Duration>,
     lags: Vec<Duration>,
     last_start: Option<Instant>,
 }
 
 impl Feel {
-    /// A frame started at `started` and was ready now, showing the events stamped `shown`.
-    fn frame(&mut self, started: Instant, shown: &mut Vec<Instant>) -> Duration {
+    /// A frame started at `started` (with `cpu` from [`thread_cpu`]) and was ready now,
+    /// showing the events stamped `shown`.
+    fn frame(&mut self, started: Instant, cpu: Duration, shown: &mut Vec<Instant>) -> Duration {
         let ready = Instant::now();
         let cost = ready - started;
         self.costs.push(cost);
+        self.cpu.push(thread_cpu().saturating_sub(cpu));
         if let Some(previous) = self.last_start.replace(started) {
             self.intervals.push(started - previous);
         }
@@ -70,6 +83,7 @@ impl Feel {
 
     fn print(&mut self, what: &str) {
         stats(&format!("{what}: frame cost"), "frames", &mut self.costs);
+        stats(&format!("{what}: frame CPU time"), "frames", &mut self.cpu);
         stats(
             &format!("{what}: between frame starts"),
             "intervals",
@@ -80,6 +94,49 @@ impl Feel {
             "events",
             &mut self.lags,
         );
+    }
+}
+
+/// The live view without a terminal, paced and fed the way `--watch` is.
+struct View {
+    model: Model,
+    updates: LocalBoxStream<'static, Update>,
+    /// When each update taken from `updates` since the last frame arrived.
+    stamps: Rc<RefCell<Vec<Instant>>>,
+    pacer: Pacer,
+    target: Target,
+    options: Options,
+}
+
+impl View {
+    /// Draw frames as the watch events come until `done` says so; how many events came.
+    async fn follow(
+        &mut self,
+        feel: &mut Feel,
+        mut done: impl FnMut(&mut Model, &[Line], usize) -> bool,
+    ) -> usize {
+        let mut events = 0;
+        loop {
+            let deadline = self
+                .pacer
+                .next(self.pacer.started() + Duration::from_secs(1));
+            tokio::select! {
+                biased;
+                _ = tokio::time::sleep_until(deadline.into()) => {
+                    let (started, cpu) = (Instant::now(), thread_cpu());
+                    let (lines, count) = self.model.frame(&self.target, "default", &self.options, started);
+                    let cost = feel.frame(started, cpu, &mut self.stamps.borrow_mut());
+                    self.pacer.drawn(started, cost);
+                    if done(&mut self.model, &lines, count) {
+                        return events;
+                    }
+                }
+                Some(update) = self.updates.next() => {
+                    events += drain(&mut self.model, &mut self.updates, update);
+                    self.pacer.changed();
+                }
+            }
+        }
     }
 }
 
@@ -126,7 +183,7 @@ async fn main() -> anyhow::Result<()> {
         namespaces: false,
     };
     let initial = load::list_all(&conn, Some("default")).await?;
-    let (mut model, updates) = Model::start(&client, Some("default"), initial);
+    let (model, updates) = Model::start(&client, Some("default"), initial);
     // Received and stamped as they arrive, whatever the view's loop is doing.
     let (tx, rx) = futures::channel::mpsc::unbounded();
     tokio::spawn(updates.for_each(move |update| {
@@ -135,10 +192,18 @@ async fn main() -> anyhow::Result<()> {
     }));
     let stamps = Rc::new(RefCell::new(Vec::new()));
     let taken = stamps.clone();
-    let mut updates = rx.map(move |(at, update)| {
+    let updates = rx.map(move |(at, update)| {
         taken.borrow_mut().push(at);
         update
     });
+    let mut view = View {
+        model,
+        updates: updates.boxed_local(),
+        stamps,
+        pacer: Pacer::new(Instant::now()),
+        target: target.clone(),
+        options: options.clone(),
+    };
     let fermats: Api<Fermat> = Api::default_namespaced(client.clone());
     let start = Instant::now();
     fermats
@@ -147,34 +212,28 @@ async fn main() -> anyhow::Result<()> {
             &Fermat::new("f", FermatSpec { number: n }),
         )
         .await?;
-    let (mut feel, mut events) = (Feel::default(), 0usize);
-    let mut pacer = Pacer::new(Instant::now());
-    loop {
-        let deadline = pacer.next(pacer.started() + Duration::from_secs(1));
-        tokio::select! {
-            biased;
-            _ = tokio::time::sleep_until(deadline.into()) => {
-                let started = Instant::now();
-                let (_lines, count) = model.frame(&target, "default", &options, started);
-                let cost = feel.frame(started, &mut stamps.borrow_mut());
-                pacer.drawn(started, cost);
-                let done = count == expected
-                    && model.objects().fermats.first().is_some_and(|f| is_ready(&Object::Fermat(f.clone())));
-                if done {
-                    break;
-                }
-            }
-            Some(update) = updates.next() => {
-                events += drain(&mut model, &mut updates, update);
-                pacer.changed();
-            }
-        }
-    }
+    let mut feel = Feel::default();
+    let events = view
+        .follow(&mut feel, |model, _, count| {
+            count == expected
+                && (model.objects().fermats.first())
+                    .is_some_and(|f| is_ready(&Object::Fermat(f.clone())))
+        })
+        .await;
     println!(
         "converged in {:.1} s with the live view following ({events} watch events)",
         start.elapsed().as_secs_f64()
     );
     feel.print("live view while converging");
+
+    // Until the last highlights fade: a Tuple is drawn among its 10000 siblings when it is
+    // not healthy or just changed, and only MAX_CHILDREN of those fit.
+    let mut feel = Feel::default();
+    view.follow(&mut feel, |model, _, _| {
+        model.tracker.next_expiry().is_none()
+    })
+    .await;
+    feel.print("live view, highlights fading");
 
     // A deleted Number, from the delete request to the frame that shows it back.
     let numbers: Api<Number> = Api::default_namespaced(client.clone());
@@ -182,30 +241,15 @@ async fn main() -> anyhow::Result<()> {
     let deleted = Instant::now();
     numbers.delete(&victim, &DeleteParams::default()).await?;
     let (mut gone_seen, mut feel) = (None, Feel::default());
-    loop {
-        let deadline = pacer.next(pacer.started() + Duration::from_secs(1));
-        tokio::select! {
-            biased;
-            _ = tokio::time::sleep_until(deadline.into()) => {
-                let started = Instant::now();
-                let (lines, _) = model.frame(&target, "default", &options, started);
-                let cost = feel.frame(started, &mut stamps.borrow_mut());
-                pacer.drawn(started, cost);
-                let text = render::to_text(&lines, false);
-                let line = text.lines().find(|l| l.contains(&victim)).unwrap_or("");
-                if line.contains("✗") && gone_seen.is_none() {
-                    gone_seen = Some(deleted.elapsed());
-                }
-                if line.contains("↻ back") && line.contains("True") {
-                    break;
-                }
-            }
-            Some(update) = updates.next() => {
-                drain(&mut model, &mut updates, update);
-                pacer.changed();
-            }
+    view.follow(&mut feel, |_, lines, _| {
+        let text = render::to_text(lines, false);
+        let line = text.lines().find(|l| l.contains(&victim)).unwrap_or("");
+        if line.contains("✗") && gone_seen.is_none() {
+            gone_seen = Some(deleted.elapsed());
         }
-    }
+        line.contains("↻ back") && line.contains("True")
+    })
+    .await;
     println!(
         "a deleted Number: on screen as gone after {}, back and Ready after {:.0} ms (frames at least {} ms apart)",
         gone_seen.map_or("(between two frames)".to_string(), |d| format!(
