@@ -47,9 +47,9 @@ fn stats(name: &str, unit: &str, samples: &mut [Duration]) {
     );
 }
 
-/// The CPU time this thread has had, to a scheduler tick (Linux; zero elsewhere). A frame's wall time on a busy
-/// machine is mostly waiting for a core (the manager and the API server run in this
-/// process too); its CPU time is what the view itself costs.
+/// The CPU time this thread has had, to a scheduler tick (Linux; zero elsewhere). On a busy
+/// machine a frame's wall time is much waiting for a core (the manager and the API server
+/// run in this process too); its CPU time is what the view itself costs.
 fn thread_cpu() -> Duration {
     let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
     let nanos = stat.split_whitespace().next().and_then(|n| n.parse().ok());

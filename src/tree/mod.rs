@@ -29,15 +29,15 @@ use kube::Resource;
 use crate::api::{Fermat, Number, Tuple};
 use crate::children::{self, Child, Desired};
 use crate::{fermat, tuple};
-use memo::Memo;
+use memo::{Map, Memo};
 use summary::{fermat_summary, number_summary, number_wanted, tuple_summary, tuple_wanted};
 
 /// The objects of a tree looked up by name and by controller, within one namespace.
 struct Index<'a, 'm> {
-    tuples: HashMap<(&'a str, &'a str), &'a Arc<Tuple>>,
-    numbers: HashMap<(&'a str, &'a str), &'a Arc<Number>>,
-    tuples_by_owner: HashMap<&'a str, Vec<Arc<Tuple>>>,
-    numbers_by_owner: HashMap<&'a str, Vec<Arc<Number>>>,
+    tuples: Map<(&'a str, &'a str), &'a Arc<Tuple>>,
+    numbers: Map<(&'a str, &'a str), &'a Arc<Number>>,
+    tuples_by_owner: Map<&'a str, Vec<Arc<Tuple>>>,
+    numbers_by_owner: Map<&'a str, Vec<Arc<Number>>>,
     /// Borrowed one step at a time: a Fermat's entry is let go before its Tuples' are taken.
     memo: RefCell<&'m mut Memo>,
     build: u64,
@@ -53,8 +53,8 @@ fn key<K: Resource>(obj: &K) -> (&str, &str) {
 
 /// Children by the UID of their controller, kept only within the controller's namespace
 /// (the manager's rule: owner UID, in the parent's namespace).
-fn by_owner<K: Resource>(objects: &[Arc<K>]) -> HashMap<&str, Vec<Arc<K>>> {
-    let mut map: HashMap<&str, Vec<Arc<K>>> = HashMap::new();
+fn by_owner<K: Resource>(objects: &[Arc<K>]) -> Map<&str, Vec<Arc<K>>> {
+    let mut map: Map<&str, Vec<Arc<K>>> = Map::default();
     for obj in objects {
         if let Some(uid) = children::controller_uid(obj.as_ref()) {
             map.entry(uid).or_default().push(obj.clone());
@@ -191,7 +191,7 @@ impl<'a, 'm> Index<'a, 'm> {
 
     fn owned<K: Resource>(
         &self,
-        by_owner: &HashMap<&str, Vec<Arc<K>>>,
+        by_owner: &Map<&str, Vec<Arc<K>>>,
         parent: &ObjectMeta,
     ) -> Vec<Arc<K>> {
         let uid = parent.uid.as_deref().unwrap_or_default();
@@ -253,7 +253,7 @@ fn diagnose<C: Child>(
         .collect();
     let plan = children::plan(uid, desired.to_vec(), &by_name, &owned, &HashSet::new());
 
-    let mut problems: HashMap<&str, Problem> = HashMap::new();
+    let mut problems: Map<&str, Problem> = Map::default();
     for name in &plan.invalid_names {
         problems.insert(name, Problem::NameTooLong);
     }

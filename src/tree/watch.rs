@@ -27,7 +27,7 @@ use super::memo::Memo;
 pub use super::pace::FRAME;
 use super::pace::Pacer;
 use super::render::{self, Line, Options, Span, Style};
-use super::{Kind, Object, Objects, Target, build_with};
+use super::{Kind, Node, NotFound, Object, Objects, Target, build_with};
 
 /// How often an idle view redraws, for its clock and ages.
 const TICK: Duration = Duration::from_secs(1);
@@ -52,6 +52,9 @@ pub struct Model {
     pub tracker: Tracker,
     /// The last frame's subtrees, for the next frame to reuse.
     memo: Memo,
+    /// The last frame's tree, while no watch event came since: a key or the clock redraws
+    /// without building anything.
+    tree: Option<Tree>,
     /// The last watch error, until the next event shows it recovered.
     pub trouble: Option<String>,
 }
@@ -119,6 +122,7 @@ impl Model {
             initial: Some(initial),
             tracker: Tracker::new(),
             memo: Memo::new(),
+            tree: None,
             trouble: None,
         };
         (model, updates)
@@ -128,10 +132,12 @@ impl Model {
         match update {
             Update::Seen(seen, kind, object) => {
                 self.trouble = None;
+                self.tree = None;
                 self.tracker.observe(seen, &object, kind, now);
             }
             Update::Synced(kind) => {
                 self.trouble = None;
+                self.tree = None;
                 self.synced[kind as usize] = true;
                 if self.synced.iter().all(|s| *s) {
                     self.initial = None;
@@ -161,17 +167,38 @@ impl Model {
         options: &Options,
         now: Instant,
     ) -> (Vec<Line>, usize) {
-        let objects = self.objects();
+        let tree = match self.tree.take() {
+            Some(tree) if &tree.target == target && tree.namespace == namespace => tree,
+            _ => {
+                let objects = self.objects();
+                Tree {
+                    roots: build_with(&objects, target, namespace, &mut self.memo),
+                    count: objects.len(),
+                    target: target.clone(),
+                    namespace: namespace.to_string(),
+                }
+            }
+        };
         let marks = self.tracker.marks(now);
-        let lines = match build_with(&objects, target, namespace, &mut self.memo) {
-            Ok(roots) => render::lines(&roots, options, &marks, Timestamp::now()),
+        let lines = match &tree.roots {
+            Ok(roots) => render::lines(roots, options, &marks, Timestamp::now()),
             Err(missing) => vec![vec![Span {
                 text: format!("{missing}; waiting for it to appear"),
                 style: Style::Bad,
             }]],
         };
-        (lines, objects.len())
+        let count = tree.count;
+        self.tree = Some(tree);
+        (lines, count)
     }
+}
+
+/// A built tree and what it was built for.
+struct Tree {
+    roots: Result<Vec<Node>, NotFound>,
+    count: usize,
+    target: Target,
+    namespace: String,
 }
 
 /// The longest a batch of watch updates is taken in before the keys and the next frame get
