@@ -159,7 +159,10 @@ impl Model {
         }
     }
 
-    /// The tree lines of one frame, and how many objects they were built from.
+    /// The tree lines of one frame, and how many objects they were built from. A frame of a
+    /// Fermat of 20000 must stay cheap while thousands of objects change: the tree is only
+    /// built again after a watch event, and then only the subtrees that changed (see
+    /// [`Memo`]); a key or the clock just lays the last tree out again.
     pub fn frame(
         &mut self,
         target: &Target,
