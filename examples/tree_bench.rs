@@ -6,32 +6,138 @@
 //! ```text
 //! cargo run --release --locked --example tree_bench -- [n]
 //! ```
-//! It prints numbers; it asserts nothing.
+//! It prints numbers; it asserts nothing. While the manager converges, the view is paced
+//! the way `--watch` paces it ([`Pacer`], [`drain`]) and the bench reports what a person
+//! would feel: what a frame costs, how often one comes, and how long after a watch event
+//! reached the process the frame that shows it was ready (the lag). The watch events are
+//! received and stamped by a task of their own, so that time spent waiting for the view's
+//! loop counts as lag.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use futures::stream::LocalBoxStream;
 use kube::api::{Api, DeleteParams, PostParams};
 use math_controller::api::{Fermat, FermatSpec, Number};
 use math_controller::manager::{self, Options as ManagerOptions};
 use math_controller::metrics::Metrics;
 use math_controller::tree::cli::MAX_CHILDREN;
 use math_controller::tree::load::{self, Connection};
-use math_controller::tree::render::{self, Marks, Options};
-use math_controller::tree::watch::{FRAME, Model};
+use math_controller::tree::pace::Pacer;
+use math_controller::tree::render::{self, Line, Marks, Options};
+use math_controller::tree::watch::{FRAME, Model, Update, drain};
 use math_controller::tree::{Kind, Object, Target, build, is_ready};
 use test_apiserver::TestServer;
 
-fn stats(name: &str, samples: &mut [Duration]) {
+fn stats(name: &str, unit: &str, samples: &mut [Duration]) {
+    if samples.is_empty() {
+        println!("{name}: no {unit}");
+        return;
+    }
     samples.sort();
     let at = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
     println!(
-        "{name}: {} frames, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        "{name}: {} {unit}, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
         samples.len(),
         at(0.5).as_secs_f64() * 1e3,
         at(0.99).as_secs_f64() * 1e3,
         at(1.0).as_secs_f64() * 1e3
     );
+}
+
+/// The CPU time this thread has had, to a scheduler tick (Linux; zero elsewhere). On a busy
+/// machine a frame's wall time is much waiting for a core (the manager and the API server
+/// run in this process too); its CPU time is what the view itself costs.
+fn thread_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let nanos = stat.split_whitespace().next().and_then(|n| n.parse().ok());
+    Duration::from_nanos(nanos.unwrap_or(0))
+}
+
+/// What the headless view measured while it followed the cluster.
+#[derive(Default)]
+struct Feel {
+    costs: Vec<Duration>,
+    cpu: Vec<Duration>,
+    intervals: Vec<Duration>,
+    lags: Vec<Duration>,
+    last_start: Option<Instant>,
+}
+
+impl Feel {
+    /// A frame started at `started` (with `cpu` from [`thread_cpu`]) and was ready now,
+    /// showing the events stamped `shown`.
+    fn frame(&mut self, started: Instant, cpu: Duration, shown: &mut Vec<Instant>) -> Duration {
+        let ready = Instant::now();
+        let cost = ready - started;
+        self.costs.push(cost);
+        self.cpu.push(thread_cpu().saturating_sub(cpu));
+        if let Some(previous) = self.last_start.replace(started) {
+            self.intervals.push(started - previous);
+        }
+        self.lags.extend(shown.drain(..).map(|at| ready - at));
+        cost
+    }
+
+    fn print(&mut self, what: &str) {
+        stats(&format!("{what}: frame cost"), "frames", &mut self.costs);
+        stats(&format!("{what}: frame CPU time"), "frames", &mut self.cpu);
+        stats(
+            &format!("{what}: between frame starts"),
+            "intervals",
+            &mut self.intervals,
+        );
+        stats(
+            &format!("{what}: watch event to the frame showing it"),
+            "events",
+            &mut self.lags,
+        );
+    }
+}
+
+/// The live view without a terminal, paced and fed the way `--watch` is.
+struct View {
+    model: Model,
+    updates: LocalBoxStream<'static, Update>,
+    /// When each update taken from `updates` since the last frame arrived.
+    stamps: Rc<RefCell<Vec<Instant>>>,
+    pacer: Pacer,
+    target: Target,
+    options: Options,
+}
+
+impl View {
+    /// Draw frames as the watch events come until `done` says so; how many events came.
+    async fn follow(
+        &mut self,
+        feel: &mut Feel,
+        mut done: impl FnMut(&mut Model, &[Line], usize) -> bool,
+    ) -> usize {
+        let mut events = 0;
+        loop {
+            let deadline = self
+                .pacer
+                .next(self.pacer.started() + Duration::from_secs(1));
+            tokio::select! {
+                biased;
+                _ = tokio::time::sleep_until(deadline.into()) => {
+                    let (started, cpu) = (Instant::now(), thread_cpu());
+                    let (lines, count) = self.model.frame(&self.target, "default", &self.options, started);
+                    let cost = feel.frame(started, cpu, &mut self.stamps.borrow_mut());
+                    self.pacer.drawn(started, cost);
+                    if done(&mut self.model, &lines, count) {
+                        return events;
+                    }
+                }
+                Some(update) = self.updates.next() => {
+                    events += drain(&mut self.model, &mut self.updates, update);
+                    self.pacer.changed();
+                }
+            }
+        }
+    }
 }
 
 #[tokio::main]
@@ -77,7 +183,27 @@ async fn main() -> anyhow::Result<()> {
         namespaces: false,
     };
     let initial = load::list_all(&conn, Some("default")).await?;
-    let (mut model, mut updates) = Model::start(&client, Some("default"), initial);
+    let (model, updates) = Model::start(&client, Some("default"), initial);
+    // Received and stamped as they arrive, whatever the view's loop is doing.
+    let (tx, rx) = futures::channel::mpsc::unbounded();
+    tokio::spawn(updates.for_each(move |update| {
+        let _ = tx.unbounded_send((Instant::now(), update));
+        futures::future::ready(())
+    }));
+    let stamps = Rc::new(RefCell::new(Vec::new()));
+    let taken = stamps.clone();
+    let updates = rx.map(move |(at, update)| {
+        taken.borrow_mut().push(at);
+        update
+    });
+    let mut view = View {
+        model,
+        updates: updates.boxed_local(),
+        stamps,
+        pacer: Pacer::new(Instant::now()),
+        target: target.clone(),
+        options: options.clone(),
+    };
     let fermats: Api<Fermat> = Api::default_namespaced(client.clone());
     let start = Instant::now();
     fermats
@@ -86,63 +212,46 @@ async fn main() -> anyhow::Result<()> {
             &Fermat::new("f", FermatSpec { number: n }),
         )
         .await?;
-    let (mut frames, mut events) = (Vec::new(), 0usize);
-    let mut next = Instant::now();
-    loop {
-        tokio::select! {
-            Some(update) = updates.next() => {
-                model.update(update, Instant::now());
-                events += 1;
-            }
-            _ = tokio::time::sleep_until(next.into()) => {
-                let t = Instant::now();
-                let (_lines, count) = model.frame(&target, "default", &options, t);
-                frames.push(t.elapsed());
-                next = Instant::now() + FRAME;
-                let done = model.objects().fermats.first().is_some_and(|f| is_ready(&Object::Fermat(f.clone())));
-                if done && count == expected {
-                    break;
-                }
-            }
-        }
-    }
+    let mut feel = Feel::default();
+    let events = view
+        .follow(&mut feel, |model, _, count| {
+            count == expected
+                && (model.objects().fermats.first())
+                    .is_some_and(|f| is_ready(&Object::Fermat(f.clone())))
+        })
+        .await;
     println!(
         "converged in {:.1} s with the live view following ({events} watch events)",
         start.elapsed().as_secs_f64()
     );
-    stats(
-        "live view while converging (build + lay out one frame)",
-        &mut frames,
-    );
+    feel.print("live view while converging");
+
+    // Until the last highlights fade: a Tuple is drawn among its 10000 siblings when it is
+    // not healthy or just changed, and only MAX_CHILDREN of those fit.
+    let mut feel = Feel::default();
+    view.follow(&mut feel, |model, _, _| {
+        model.tracker.next_expiry().is_none()
+    })
+    .await;
+    feel.print("live view, highlights fading");
 
     // A deleted Number, from the delete request to the frame that shows it back.
     let numbers: Api<Number> = Api::default_namespaced(client.clone());
     let victim = format!("f-{}-and-{}-1", n / 4, n - n / 4);
     let deleted = Instant::now();
     numbers.delete(&victim, &DeleteParams::default()).await?;
-    let mut next = Instant::now();
-    let (mut gone_seen, mut back_frames) = (None, Vec::new());
-    loop {
-        tokio::select! {
-            Some(update) = updates.next() => model.update(update, Instant::now()),
-            _ = tokio::time::sleep_until(next.into()) => {
-                let t = Instant::now();
-                let (lines, _) = model.frame(&target, "default", &options, t);
-                back_frames.push(t.elapsed());
-                next = Instant::now() + FRAME;
-                let text = render::to_text(&lines, false);
-                let line = text.lines().find(|l| l.contains(&victim)).unwrap_or("");
-                if line.contains("✗") && gone_seen.is_none() {
-                    gone_seen = Some(deleted.elapsed());
-                }
-                if line.contains("↻ back") && line.contains("True") {
-                    break;
-                }
-            }
+    let (mut gone_seen, mut feel) = (None, Feel::default());
+    view.follow(&mut feel, |_, lines, _| {
+        let text = render::to_text(lines, false);
+        let line = text.lines().find(|l| l.contains(&victim)).unwrap_or("");
+        if line.contains("✗") && gone_seen.is_none() {
+            gone_seen = Some(deleted.elapsed());
         }
-    }
+        line.contains("↻ back") && line.contains("True")
+    })
+    .await;
     println!(
-        "a deleted Number: on screen as gone after {}, back and Ready after {:.0} ms (frames every {} ms)",
+        "a deleted Number: on screen as gone after {}, back and Ready after {:.0} ms (frames at least {} ms apart)",
         gone_seen.map_or("(between two frames)".to_string(), |d| format!(
             "{:.0} ms",
             d.as_secs_f64() * 1e3
@@ -150,6 +259,7 @@ async fn main() -> anyhow::Result<()> {
         deleted.elapsed().as_secs_f64() * 1e3,
         FRAME.as_millis()
     );
+    feel.print("live view after the delete");
 
     // The one-shot `kubectl math tree fermat/f`: list, build, lay out, print.
     for _ in 0..5 {

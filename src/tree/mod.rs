@@ -10,13 +10,16 @@
 pub mod cli;
 pub mod live;
 pub mod load;
+pub mod memo;
 mod node;
+pub mod pace;
 pub mod render;
 pub mod summary;
 pub mod watch;
 
 pub use node::{Kind, Node, NotFound, Object, Objects, Problem, Ready, Target, display_name};
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -26,14 +29,18 @@ use kube::Resource;
 use crate::api::{Fermat, Number, Tuple};
 use crate::children::{self, Child, Desired};
 use crate::{fermat, tuple};
+use memo::{Map, Memo};
 use summary::{fermat_summary, number_summary, number_wanted, tuple_summary, tuple_wanted};
 
 /// The objects of a tree looked up by name and by controller, within one namespace.
-struct Index<'a> {
-    tuples: HashMap<(&'a str, &'a str), &'a Arc<Tuple>>,
-    numbers: HashMap<(&'a str, &'a str), &'a Arc<Number>>,
-    tuples_by_owner: HashMap<&'a str, Vec<Arc<Tuple>>>,
-    numbers_by_owner: HashMap<&'a str, Vec<Arc<Number>>>,
+struct Index<'a, 'm> {
+    tuples: Map<(&'a str, &'a str), &'a Arc<Tuple>>,
+    numbers: Map<(&'a str, &'a str), &'a Arc<Number>>,
+    tuples_by_owner: Map<&'a str, Vec<Arc<Tuple>>>,
+    numbers_by_owner: Map<&'a str, Vec<Arc<Number>>>,
+    /// Borrowed one step at a time: a Fermat's entry is let go before its Tuples' are taken.
+    memo: RefCell<&'m mut Memo>,
+    build: u64,
 }
 
 fn key<K: Resource>(obj: &K) -> (&str, &str) {
@@ -46,8 +53,8 @@ fn key<K: Resource>(obj: &K) -> (&str, &str) {
 
 /// Children by the UID of their controller, kept only within the controller's namespace
 /// (the manager's rule: owner UID, in the parent's namespace).
-fn by_owner<K: Resource>(objects: &[Arc<K>]) -> HashMap<&str, Vec<Arc<K>>> {
-    let mut map: HashMap<&str, Vec<Arc<K>>> = HashMap::new();
+fn by_owner<K: Resource>(objects: &[Arc<K>]) -> Map<&str, Vec<Arc<K>>> {
+    let mut map: Map<&str, Vec<Arc<K>>> = Map::default();
     for obj in objects {
         if let Some(uid) = children::controller_uid(obj.as_ref()) {
             map.entry(uid).or_default().push(obj.clone());
@@ -56,8 +63,28 @@ fn by_owner<K: Resource>(objects: &[Arc<K>]) -> HashMap<&str, Vec<Arc<K>>> {
     map
 }
 
-impl<'a> Index<'a> {
-    fn new(objects: &'a Objects) -> Index<'a> {
+/// What [`diagnose`] needs from a parent's memo entry, taken out of it for the time of one
+/// parent (the memo is needed again for the children).
+struct Wants<S> {
+    desired: Arc<[Desired<S>]>,
+    missing: Vec<Option<Arc<Node>>>,
+}
+
+impl<S> Wants<S> {
+    fn take<P, C>(entry: &mut memo::Entry<P, S, C>) -> Wants<S> {
+        let desired = entry.desired.clone();
+        let mut missing = std::mem::take(&mut entry.missing);
+        // Only if the same parent were being built twice at once (it is not): start afresh.
+        if missing.len() != desired.len() {
+            missing = vec![None; desired.len()];
+        }
+        Wants { desired, missing }
+    }
+}
+
+impl<'a, 'm> Index<'a, 'm> {
+    fn new(objects: &'a Objects, memo: &'m mut Memo) -> Index<'a, 'm> {
+        let build = memo.begin();
         Index {
             tuples: objects
                 .tuples
@@ -71,6 +98,8 @@ impl<'a> Index<'a> {
                 .collect(),
             tuples_by_owner: by_owner(&objects.tuples),
             numbers_by_owner: by_owner(&objects.numbers),
+            memo: RefCell::new(memo),
+            build,
         }
     }
 
@@ -81,19 +110,61 @@ impl<'a> Index<'a> {
         node.summary = fermat_summary(f);
         node.ready = Ready::from_conditions(status.map(|s| s.conditions.as_slice()).unwrap_or(&[]));
         node.problems = own_problems(f.meta(), status.and_then(|s| s.observed_generation));
+        let uid = f.meta().uid.as_deref().unwrap_or_default();
+        let mut wants = {
+            let mut memo = self.memo.borrow_mut();
+            let entry = memo::entry(&mut memo.fermats, self.build, uid, f, |f| {
+                fermat::desired_tuples(f)
+            });
+            Wants::take(entry)
+        };
+        let found: Vec<Option<Arc<Tuple>>> = (wants.desired.iter())
+            .map(|d| {
+                self.tuples
+                    .get(&(ns, d.name.as_str()))
+                    .map(|t| (*t).clone())
+            })
+            .collect();
         node.children = diagnose(
             f.meta(),
-            fermat::desired_tuples(f),
-            |name| self.tuples.get(&(ns, name)).copied(),
+            &mut wants,
+            &found,
             self.owned(&self.tuples_by_owner, f.meta()),
             |t, descend| self.tuple(t, descend),
             tuple_wanted,
         );
+        let mut memo = self.memo.borrow_mut();
+        if let Some(entry) = memo.fermats.get_mut(uid) {
+            entry.missing = wants.missing;
+        }
         node.finish()
     }
 
-    fn tuple(&self, t: &Arc<Tuple>, descend: bool) -> Node {
+    /// A Tuple's node, reused from the last build when neither it nor its Numbers changed.
+    fn tuple(&self, t: &Arc<Tuple>, descend: bool) -> Arc<Node> {
         let (ns, name) = key(t.as_ref());
+        let uid = t.meta().uid.as_deref().unwrap_or_default();
+        let owned = match descend {
+            true => self.owned(&self.numbers_by_owner, t.meta()),
+            false => Vec::new(),
+        };
+        let (mut wants, found, inputs) = {
+            let mut memo = self.memo.borrow_mut();
+            let entries = &mut memo.tuples[descend as usize];
+            let entry = memo::entry(entries, self.build, uid, t, tuple::desired_numbers);
+            let found: Vec<Option<Arc<Number>>> = (entry.desired.iter())
+                .map(|d| {
+                    self.numbers
+                        .get(&(ns, d.name.as_str()))
+                        .map(|n| (*n).clone())
+                })
+                .collect();
+            let inputs = memo::inputs(&found, &owned);
+            if let Some(node) = entry.reuse(&inputs) {
+                return node;
+            }
+            (Wants::take(entry), found, inputs)
+        };
         let mut node = Node::new(Kind::Tuple, Some(Object::Tuple(t.clone())), ns, name);
         let status = t.status.as_ref();
         node.summary = tuple_summary(t);
@@ -102,19 +173,25 @@ impl<'a> Index<'a> {
         if descend {
             node.children = diagnose(
                 t.meta(),
-                tuple::desired_numbers(t),
-                |name| self.numbers.get(&(ns, name)).copied(),
-                self.owned(&self.numbers_by_owner, t.meta()),
-                |n, _| number_node(n),
+                &mut wants,
+                &found,
+                owned,
+                |n, _| Arc::new(number_node(n)),
                 number_wanted,
             );
         }
-        node.finish()
+        let node = Arc::new(node.finish());
+        let mut memo = self.memo.borrow_mut();
+        if let Some(entry) = memo.tuples[descend as usize].get_mut(uid) {
+            entry.missing = wants.missing;
+            entry.keep(inputs, node.clone());
+        }
+        node
     }
 
     fn owned<K: Resource>(
         &self,
-        by_owner: &HashMap<&str, Vec<Arc<K>>>,
+        by_owner: &Map<&str, Vec<Arc<K>>>,
         parent: &ObjectMeta,
     ) -> Vec<Arc<K>> {
         let uid = parent.uid.as_deref().unwrap_or_default();
@@ -157,27 +234,26 @@ fn own_problems(meta: &ObjectMeta, observed: Option<i64>) -> Vec<Problem> {
 /// The children of one parent, in the order the parent wants them, then those it owns and
 /// no longer wants: each marked with what [`children::plan`] (the manager's own comparison)
 /// finds wrong with it. A child controlled by someone else is shown without its own
-/// children: they belong to its real owner's tree.
-fn diagnose<'a, C: Child>(
+/// children: they belong to its real owner's tree. `found` is what exists under each
+/// desired name; a missing child's node depends on its desired entry alone, so it is kept
+/// in `wants` for the next build.
+fn diagnose<C: Child>(
     parent: &ObjectMeta,
-    desired: Vec<Desired<C::Spec>>,
-    find: impl Fn(&str) -> Option<&'a Arc<C>>,
+    wants: &mut Wants<C::Spec>,
+    found: &[Option<Arc<C>>],
     owned: Vec<Arc<C>>,
-    node: impl Fn(&Arc<C>, bool) -> Node,
+    node: impl Fn(&Arc<C>, bool) -> Arc<Node>,
     wanted: impl Fn(&C::Spec) -> String,
-) -> Vec<Node> {
+) -> Vec<Arc<Node>> {
     let uid = parent.uid.as_deref().unwrap_or_default();
     let ns = parent.namespace.as_deref().unwrap_or_default();
-    let found: HashMap<String, Arc<C>> = desired
-        .iter()
-        .filter_map(|d| find(&d.name).map(|c| (d.name.clone(), c.clone())))
+    let desired = &wants.desired;
+    let by_name: HashMap<String, Arc<C>> = (desired.iter().zip(found))
+        .filter_map(|(d, c)| c.as_ref().map(|c| (d.name.clone(), c.clone())))
         .collect();
-    let plan = children::plan(uid, desired.clone(), &found, &owned, &HashSet::new());
+    let plan = children::plan(uid, desired.to_vec(), &by_name, &owned, &HashSet::new());
 
-    let mut problems: HashMap<&str, Problem> = HashMap::new();
-    for d in &plan.create {
-        problems.insert(&d.name, Problem::Missing);
-    }
+    let mut problems: Map<&str, Problem> = Map::default();
     for name in &plan.invalid_names {
         problems.insert(name, Problem::NameTooLong);
     }
@@ -198,21 +274,26 @@ fn diagnose<'a, C: Child>(
     }
 
     let mut nodes = Vec::with_capacity(desired.len() + plan.delete.len());
-    for want in &desired {
+    for (i, want) in desired.iter().enumerate() {
         let problem = problems.get(want.name.as_str()).cloned();
-        let node = match (found.get(&want.name), problem) {
-            (Some(child), problem) => {
+        let node = match &found[i] {
+            Some(child) => {
                 let foreign = matches!(problem, Some(Problem::ControlledByOther { .. }));
                 let mut n = node(child, !foreign);
-                n.problems.splice(0..0, problem);
-                n.finish()
+                if let Some(problem) = problem {
+                    Arc::make_mut(&mut n).add_problem(problem);
+                }
+                n
             }
-            (None, problem) => {
-                let mut n = Node::new(child_kind::<C>(), None, ns, &want.name);
-                n.summary = format!("wanted: {}", wanted(&want.spec));
-                n.problems.extend(problem.or(Some(Problem::Missing)));
-                n.finish()
-            }
+            // Missing, or a name too long to ever exist: neither depends on the cluster.
+            None => wants.missing[i]
+                .get_or_insert_with(|| {
+                    let mut n = Node::new(child_kind::<C>(), None, ns, &want.name);
+                    n.summary = format!("wanted: {}", wanted(&want.spec));
+                    n.problems.extend(problem.or(Some(Problem::Missing)));
+                    Arc::new(n.finish())
+                })
+                .clone(),
         };
         nodes.push(node);
     }
@@ -220,8 +301,8 @@ fn diagnose<'a, C: Child>(
     unwanted.sort_by(|a, b| key(a.as_ref()).1.cmp(key(b.as_ref()).1));
     for child in unwanted {
         let mut n = node(child, true);
-        n.problems.insert(0, Problem::Unwanted);
-        nodes.push(n.finish());
+        Arc::make_mut(&mut n).add_problem(Problem::Unwanted);
+        nodes.push(n);
     }
     nodes
 }
@@ -237,7 +318,28 @@ fn compact_json<S: serde::Serialize>(spec: &S) -> String {
 /// The trees to show: for [`Target::One`], that object's (looked for in `namespace`); for
 /// [`Target::All`], every root, sorted by namespace, kind and name.
 pub fn build(objects: &Objects, target: &Target, namespace: &str) -> Result<Vec<Node>, NotFound> {
-    let index = Index::new(objects);
+    build_with(objects, target, namespace, &mut Memo::new())
+}
+
+/// [`build`], reusing what did not change since the last build with the same `memo` (the
+/// live view builds a tree per frame).
+pub fn build_with(
+    objects: &Objects,
+    target: &Target,
+    namespace: &str,
+    memo: &mut Memo,
+) -> Result<Vec<Node>, NotFound> {
+    let roots = roots(&Index::new(objects, memo), objects, target, namespace);
+    memo.end();
+    roots
+}
+
+fn roots(
+    index: &Index,
+    objects: &Objects,
+    target: &Target,
+    namespace: &str,
+) -> Result<Vec<Node>, NotFound> {
     match target {
         Target::One { kind, name } => {
             let wanted = |meta: &ObjectMeta| {
@@ -249,7 +351,7 @@ pub fn build(objects: &Objects, target: &Target, namespace: &str) -> Result<Vec<
                     .map(|f| index.fermat(f)),
                 Kind::Tuple => (objects.tuples.iter())
                     .find(|t| wanted(t.meta()))
-                    .map(|t| index.tuple(t, true)),
+                    .map(|t| Arc::unwrap_or_clone(index.tuple(t, true))),
                 Kind::Number => (objects.numbers.iter())
                     .find(|n| wanted(n.meta()))
                     .map(number_node),
@@ -278,7 +380,7 @@ pub fn build(objects: &Objects, target: &Target, namespace: &str) -> Result<Vec<
             roots.extend(
                 (objects.tuples.iter())
                     .filter(|t| root(children::controller_uid(t.as_ref()), &fermat_uids))
-                    .map(|t| index.tuple(t, true)),
+                    .map(|t| Arc::unwrap_or_clone(index.tuple(t, true))),
             );
             roots.extend(
                 (objects.numbers.iter())

@@ -200,7 +200,8 @@ pub struct Node {
     /// The status that matters, in a few words (for a missing child: what is wanted).
     pub summary: String,
     pub problems: Vec<Problem>,
-    pub children: Vec<Node>,
+    /// Shared with the live view's memo, which reuses unchanged subtrees from frame to frame.
+    pub children: Vec<Arc<Node>>,
     /// This node and everything below it are Ready, with nothing wrong.
     pub healthy: bool,
 }
@@ -224,6 +225,12 @@ impl Node {
         }
     }
 
+    /// Put a problem its parent found first, before the node's own.
+    pub(crate) fn add_problem(&mut self, problem: Problem) {
+        self.problems.insert(0, problem);
+        self.healthy = false;
+    }
+
     pub(crate) fn finish(mut self) -> Node {
         self.healthy = self.ready == Ready::True
             && self.problems.is_empty()
@@ -233,7 +240,7 @@ impl Node {
 
     /// How many nodes this tree holds, itself included.
     pub fn count(&self) -> usize {
-        1 + self.children.iter().map(Node::count).sum::<usize>()
+        1 + self.children.iter().map(|c| c.count()).sum::<usize>()
     }
 }
 

@@ -281,7 +281,7 @@ fn fold_summaries_count_what_is_hidden() {
     waiting.status = None;
     objects.tuples[0] = Arc::new(waiting);
     let f = tree(&objects, one(Kind::Fermat, "f"));
-    let all: Vec<&Node> = f.children.iter().collect();
+    let all: Vec<&Node> = f.children.iter().map(|c| c.as_ref()).collect();
     assert_eq!(
         render::fold_summary(&all, true),
         "… 5 more Tuples: 3 Ready, 1 not Ready, 1 missing"
@@ -457,3 +457,6 @@ fn a_child_that_just_came_back_is_drawn_even_when_its_siblings_fold() {
 fn line_of<'a>(out: &'a str, name: &str) -> &'a str {
     out.lines().find(|l| l.contains(name)).unwrap_or("")
 }
+
+mod memo;
+mod pace;

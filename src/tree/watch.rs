@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crossterm::event::{Event as TermEvent, EventStream, KeyCode, KeyEvent, KeyModifiers};
 use crossterm::{cursor, execute, queue, terminal};
 use futures::stream::{BoxStream, SelectAll};
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::{self, Store};
@@ -23,12 +23,12 @@ use serde::de::DeserializeOwned;
 
 use super::live::{Seen, Tracker};
 use super::load::{Connection, PluginError};
+use super::memo::Memo;
+pub use super::pace::FRAME;
+use super::pace::Pacer;
 use super::render::{self, Line, Options, Span, Style};
-use super::{Kind, Object, Objects, Target, build};
+use super::{Kind, Node, NotFound, Object, Objects, Target, build_with};
 
-/// The shortest time between two frames: a burst of watch events (a Fermat of 20000
-/// creating 30000 objects) becomes a few redraws a second, not one per event.
-pub const FRAME: Duration = Duration::from_millis(100);
 /// How often an idle view redraws, for its clock and ages.
 const TICK: Duration = Duration::from_secs(1);
 
@@ -50,6 +50,11 @@ pub struct Model {
     /// The list taken before the watches started, shown until they have synced.
     initial: Option<Objects>,
     pub tracker: Tracker,
+    /// The last frame's subtrees, for the next frame to reuse.
+    memo: Memo,
+    /// The last frame's tree, while no watch event came since: a key or the clock redraws
+    /// without building anything.
+    tree: Option<Tree>,
     /// The last watch error, until the next event shows it recovered.
     pub trouble: Option<String>,
 }
@@ -116,6 +121,8 @@ impl Model {
             synced: [false; 3],
             initial: Some(initial),
             tracker: Tracker::new(),
+            memo: Memo::new(),
+            tree: None,
             trouble: None,
         };
         (model, updates)
@@ -125,10 +132,12 @@ impl Model {
         match update {
             Update::Seen(seen, kind, object) => {
                 self.trouble = None;
+                self.tree = None;
                 self.tracker.observe(seen, &object, kind, now);
             }
             Update::Synced(kind) => {
                 self.trouble = None;
+                self.tree = None;
                 self.synced[kind as usize] = true;
                 if self.synced.iter().all(|s| *s) {
                     self.initial = None;
@@ -150,7 +159,10 @@ impl Model {
         }
     }
 
-    /// The tree lines of one frame, and how many objects they were built from.
+    /// The tree lines of one frame, and how many objects they were built from. A frame of a
+    /// Fermat of 20000 must stay cheap while thousands of objects change: the tree is only
+    /// built again after a watch event, and then only the subtrees that changed (see
+    /// [`Memo`]); a key or the clock just lays the last tree out again.
     pub fn frame(
         &mut self,
         target: &Target,
@@ -158,17 +170,62 @@ impl Model {
         options: &Options,
         now: Instant,
     ) -> (Vec<Line>, usize) {
-        let objects = self.objects();
+        let tree = match self.tree.take() {
+            Some(tree) if &tree.target == target && tree.namespace == namespace => tree,
+            _ => {
+                let objects = self.objects();
+                Tree {
+                    roots: build_with(&objects, target, namespace, &mut self.memo),
+                    count: objects.len(),
+                    target: target.clone(),
+                    namespace: namespace.to_string(),
+                }
+            }
+        };
         let marks = self.tracker.marks(now);
-        let lines = match build(&objects, target, namespace) {
-            Ok(roots) => render::lines(&roots, options, &marks, Timestamp::now()),
+        let lines = match &tree.roots {
+            Ok(roots) => render::lines(roots, options, &marks, Timestamp::now()),
             Err(missing) => vec![vec![Span {
                 text: format!("{missing}; waiting for it to appear"),
                 style: Style::Bad,
             }]],
         };
-        (lines, objects.len())
+        let count = tree.count;
+        self.tree = Some(tree);
+        (lines, count)
     }
+}
+
+/// A built tree and what it was built for.
+struct Tree {
+    roots: Result<Vec<Node>, NotFound>,
+    count: usize,
+    target: Target,
+    namespace: String,
+}
+
+/// The longest a batch of watch updates is taken in before the keys and the next frame get
+/// their turn: a burst of 30000 events must not hold up q.
+const BATCH: Duration = Duration::from_millis(20);
+
+/// Take in `first` and every update that is ready now (up to [`BATCH`]), so that a frame
+/// shows a whole burst instead of the loop going round once per event. How many were taken.
+pub fn drain(
+    model: &mut Model,
+    updates: &mut (impl Stream<Item = Update> + Unpin),
+    first: Update,
+) -> usize {
+    let start = Instant::now();
+    model.update(first, start);
+    let mut taken = 1;
+    while start.elapsed() < BATCH {
+        match updates.next().now_or_never() {
+            Some(Some(update)) => model.update(update, Instant::now()),
+            _ => break,
+        }
+        taken += 1;
+    }
+    taken
 }
 
 /// The live view's settings.
@@ -249,23 +306,21 @@ impl Watch {
         let _screen = Screen::enter()?;
         let mut keys = EventStream::new();
         let mut scroll: usize = 0;
-        let mut dirty = true;
-        let mut last_draw = Instant::now() - FRAME;
+        let mut pacer = Pacer::new(Instant::now());
         let mut stdout = std::io::stdout();
+        let ctrl_c = tokio::signal::ctrl_c();
+        tokio::pin!(ctrl_c);
         loop {
-            let deadline = if dirty {
-                last_draw + FRAME
-            } else {
-                // Nothing new from the cluster: redraw when a highlight fades, and once a
-                // second for the clock and the ages (from the caches, no request).
-                let tick = last_draw + TICK;
-                model.tracker.next_expiry().map_or(tick, |at| at.min(tick))
-            };
+            // Nothing new from the cluster: redraw when a highlight fades, and once a second
+            // for the clock and the ages (from the caches, no request).
+            let tick = pacer.started() + TICK;
+            let idle = model.tracker.next_expiry().map_or(tick, |at| at.min(tick));
+            let deadline = pacer.next(idle);
+            // In this order: quitting first, then keys, then a frame that is due, and only
+            // then more watch events (a burst would otherwise hold off frames and keys).
             tokio::select! {
-                Some(update) = updates.next() => {
-                    model.update(update, Instant::now());
-                    dirty = true;
-                }
+                biased;
+                _ = &mut ctrl_c => return Ok(()),
                 event = keys.next() => match event {
                     Some(Ok(TermEvent::Key(event))) => {
                         let (_, height) = terminal::size()?;
@@ -276,37 +331,56 @@ impl Watch {
                             Key::Bottom => scroll = usize::MAX,
                             Key::Other => {}
                         }
-                        dirty = true;
+                        pacer.changed();
                     }
-                    Some(Ok(_)) => dirty = true,
+                    Some(Ok(_)) => pacer.changed(),
                     Some(Err(e)) => return Err(e.into()),
                     None => return Ok(()),
                 },
-                _ = tokio::signal::ctrl_c() => return Ok(()),
                 _ = tokio::time::sleep_until(deadline.into()) => {
-                    let now = Instant::now();
-                    let (lines, count) = model.frame(&self.target, &self.namespace, &self.options, now);
-                    let status = match &model.trouble {
-                        Some(trouble) => Span { text: format!("  {trouble}; retrying"), style: Style::Bad },
-                        None => Span { text: String::new(), style: Style::Plain },
-                    };
-                    let title = vec![
-                        Span {
-                            text: format!(
-                                "kubectl math {} · {count} objects · {} UTC · q quits, ↑ ↓ PgUp PgDn scroll",
-                                self.title,
-                                Timestamp::now().strftime("%H:%M:%S")
-                            ),
-                            style: Style::Header,
-                        },
-                        status,
-                    ];
-                    scroll = draw(&mut stdout, &title, &lines, scroll, self.colour)?;
-                    dirty = false;
-                    last_draw = now;
+                    let started = Instant::now();
+                    scroll = self.draw_frame(&mut model, &mut stdout, scroll, started)?;
+                    pacer.drawn(started, started.elapsed());
+                }
+                Some(update) = updates.next() => {
+                    drain(&mut model, &mut updates, update);
+                    pacer.changed();
                 }
             }
         }
+    }
+
+    /// Build, lay out and write one frame; returns the scroll position, clamped.
+    fn draw_frame(
+        &self,
+        model: &mut Model,
+        out: &mut impl Write,
+        scroll: usize,
+        now: Instant,
+    ) -> Result<usize, PluginError> {
+        let (lines, count) = model.frame(&self.target, &self.namespace, &self.options, now);
+        let status = match &model.trouble {
+            Some(trouble) => Span {
+                text: format!("  {trouble}; retrying"),
+                style: Style::Bad,
+            },
+            None => Span {
+                text: String::new(),
+                style: Style::Plain,
+            },
+        };
+        let title = vec![
+            Span {
+                text: format!(
+                    "kubectl math {} · {count} objects · {} UTC · q quits, ↑ ↓ PgUp PgDn scroll",
+                    self.title,
+                    Timestamp::now().strftime("%H:%M:%S")
+                ),
+                style: Style::Header,
+            },
+            status,
+        ];
+        Ok(draw(out, &title, &lines, scroll, self.colour)?)
     }
 }
 
