@@ -8,8 +8,6 @@
 //! cannot be reused by another object while it is compared. A memo never changes what
 //! [`super::build`] returns, only how much it recomputes (see the tests).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::children::Desired;
@@ -19,46 +17,8 @@ use super::Node;
 /// A map for the per-frame lookups by name and UID. The standard hasher (SipHash, built to
 /// resist crafted keys) was a fifth of a frame; here the keys are a namespace's object names,
 /// which a person able to create objects there could slow down their own view with at most.
-pub(super) type Map<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
-
-/// The multiply-rotate hash of rustc (FxHash): a few instructions per 8 bytes.
-#[derive(Default)]
-pub(super) struct Fx(u64);
-
-impl Fx {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for Fx {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u8(&mut self, byte: u8) {
-        self.add(u64::from(byte));
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
+/// FxHash (rustc's hash, from the `rustc-hash` crate) is a few instructions per 8 bytes.
+pub(super) type Map<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// The subtrees of the last build, keyed by UID.
 #[derive(Default)]

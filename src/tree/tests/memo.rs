@@ -77,39 +77,3 @@ fn a_memo_reuses_what_did_not_change_and_builds_what_a_fresh_build_would() {
         json(&build(&objects, &Target::All, NS).expect("all"))
     );
 }
-
-#[test]
-fn the_fast_hash_tells_names_apart_and_finds_them_again() {
-    use std::hash::BuildHasher;
-    let hash = |key: (&str, &str)| {
-        crate::tree::memo::Map::<(), ()>::default()
-            .hasher()
-            .hash_one(key)
-    };
-    assert_eq!(
-        hash(("default", "f-1-and-19")),
-        hash(("default", "f-1-and-19"))
-    );
-    assert_ne!(
-        hash(("default", "f-1-and-19")),
-        hash(("default", "f-1-and-18"))
-    );
-    assert_ne!(
-        hash(("default", "f-1-and-19")),
-        hash(("default-", "-1-and-19"))
-    );
-    assert_ne!(hash(("a", "bc")), hash(("ab", "c")), "the parts stay apart");
-
-    let objects = fermat("f", 2000);
-    let mut map = crate::tree::memo::Map::default();
-    for t in &objects.tuples {
-        map.insert(t.name_any(), t.clone());
-    }
-    assert_eq!(map.len(), 1000);
-    assert!(
-        objects
-            .tuples
-            .iter()
-            .all(|t| map.get(&t.name_any()).is_some_and(|m| Arc::ptr_eq(m, t)))
-    );
-}
