@@ -1,6 +1,7 @@
 //! What every reconcile shares: the client, the three caches, the Event recorder, the
 //! metrics, and the manager's memory of writes the caches do not show yet.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
@@ -51,7 +52,7 @@ pub struct Context {
     reports: Memory<()>,
     /// When an object of each kind last settled (its status final): the progress its parents
     /// wait for. Starts at the manager's start.
-    settled: Mutex<HashMap<&'static str, Instant>>,
+    settled: Mutex<HashMap<Cow<'static, str>, Instant>>,
     started: Instant,
 }
 
@@ -88,13 +89,17 @@ const FAILURE_MEMORY: Duration = Duration::from_secs(600);
 /// child a second time (18406 refused creates for a Fermat 10000 with 30 s, under valgrind).
 pub const IN_FLIGHT_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// The key of an object's remembered status write.
-fn status_key<P: Resource<DynamicType = ()>>(obj: &P) -> String {
-    format!(
-        "{}/{}/{}",
-        P::kind(&()),
-        obj.namespace().unwrap_or_default(),
-        obj.name_any()
+/// How the manager's memories name an object: `Kind/namespace/name`.
+fn key(kind: &str, namespace: &str, name: &str) -> String {
+    format!("{kind}/{namespace}/{name}")
+}
+
+/// [`key`] of an object: what its remembered writes, failures and backoff are filed under.
+pub(crate) fn object_key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
+    key(
+        &K::kind(&()),
+        &obj.namespace().unwrap_or_default(),
+        &obj.name_any(),
     )
 }
 
@@ -159,14 +164,12 @@ impl Context {
     /// (a duplicate create answered 409, a second correction): it waits instead. This is
     /// what controller-runtime users know as "expectations".
     pub fn expect_change<C: Child>(&self, namespace: &str, name: &str, seen: Option<String>) {
-        self.in_flight
-            .insert(format!("{}/{namespace}/{name}", C::KIND), seen);
+        self.in_flight.insert(key(C::KIND, namespace, name), seen);
     }
 
     /// A write to this child did not happen (the request failed): nothing to wait for.
     pub fn forget_change<C: Child>(&self, namespace: &str, name: &str) {
-        self.in_flight
-            .remove(&format!("{}/{namespace}/{name}", C::KIND));
+        self.in_flight.remove(&key(C::KIND, namespace, name));
     }
 
     /// The watch delivered an event for `obj`: a write to it that we remembered has reached
@@ -175,12 +178,7 @@ impl Context {
     /// deleted before its parent looked again: the cache then shows exactly what was
     /// remembered (nothing), but both events went by.
     pub fn saw_event<K: Resource<DynamicType = ()>>(&self, obj: &K) {
-        let key = format!(
-            "{}/{}/{}",
-            K::kind(&()),
-            obj.namespace().unwrap_or_default(),
-            obj.name_any()
-        );
+        let key = object_key(obj);
         if let Some((seen, _)) = self.in_flight.get(&key)
             && seen != obj.resource_version()
         {
@@ -196,7 +194,7 @@ impl Context {
         name: &str,
         cached: Option<&Arc<C>>,
     ) -> Option<Duration> {
-        let key = format!("{}/{namespace}/{name}", C::KIND);
+        let key = key(C::KIND, namespace, name);
         let (seen, left) = self.in_flight.get(&key)?;
         if seen == cached.and_then(|c| c.resource_version()) {
             return Some(left);
@@ -355,19 +353,14 @@ impl Context {
         P: Resource<DynamicType = ()>,
         S: Clone + DeserializeOwned,
     {
-        let key = status_key(obj);
+        let key = object_key(obj);
         self.written_status(&key, obj.resource_version().as_deref())
             .and_then(|written| serde_json::from_value(written).ok())
             .or_else(|| cached.cloned())
     }
 
     /// An object of this kind settled: its parents' children are making progress.
-    pub(crate) fn note_settled(&self, kind: &str) {
-        let kind = match kind {
-            "Number" => "Number",
-            "Tuple" => "Tuple",
-            _ => "Fermat",
-        };
+    pub(crate) fn note_settled(&self, kind: Cow<'static, str>) {
         if let Ok(mut settled) = self.settled.lock() {
             settled.insert(kind, Instant::now());
         }
@@ -392,7 +385,7 @@ impl Context {
         let last = self.outage.back_since().map_or(last, |back| back.max(last));
         let since_report = self
             .reports
-            .get(&status_key(parent))
+            .get(&object_key(parent))
             .map(|(_, left)| self.reports.ttl().saturating_sub(left));
         Pace {
             age: status::age(parent.meta().creation_timestamp.as_ref(), now),
@@ -424,7 +417,7 @@ impl Context {
         let namespace = obj.namespace().unwrap_or_default();
         let name = obj.name_any();
         let kind = P::kind(&()).to_string();
-        let key = status_key(obj);
+        let key = object_key(obj);
         let cached_version = obj.resource_version();
         let current = current.map(serde_json::to_value).transpose()?;
         let desired = serde_json::to_value(desired)?;

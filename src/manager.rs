@@ -17,13 +17,13 @@ use kube::api::Api;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
-use kube::{Client, Resource, ResourceExt};
+use kube::{Client, Resource};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::api::{Fermat, Number, Tuple};
 use crate::client;
-use crate::context::Context;
+use crate::context::{Context, object_key};
 use crate::error::{Error, Result};
 use crate::health::{self, Readiness};
 use crate::leader::{self, LeaderElectionConfig};
@@ -110,15 +110,6 @@ fn backoff_from(base: Duration, attempt: u32) -> Duration {
     base.saturating_mul(factor).min(BACKOFF_MAX)
 }
 
-fn object_key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
-    format!(
-        "{}/{}/{}",
-        K::kind(&()),
-        obj.namespace().unwrap_or_default(),
-        obj.name_any()
-    )
-}
-
 /// Runs a reconcile with metrics, and turns a 409 Conflict into a quiet retry with its own
 /// short backoff: it only means the cache was a step behind another writer.
 ///
@@ -153,7 +144,7 @@ where
             ctx.note_success(&key);
             ctx.outage.reconciled(&key);
             if outcome.progress == Progress::Settled {
-                ctx.note_settled(&K::kind(&()));
+                ctx.note_settled(K::kind(&()));
             }
             timer.finish(match outcome.progress {
                 Progress::Settled => ReconcileResult::Success,

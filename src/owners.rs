@@ -106,8 +106,9 @@ impl OwnerIndex {
         }
     }
 
-    /// How many owners are filed (for tests).
-    pub fn owners(&self) -> usize {
+    /// How many owners are filed.
+    #[cfg(test)]
+    fn owners(&self) -> usize {
         self.by_owner.read().map_or(0, |i| i.len())
     }
 }

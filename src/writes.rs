@@ -69,12 +69,14 @@ where
     let now = Timestamp::now();
     let known = ctx.known_status(parent, current);
     let (desired_status, progress) = status(&plan, known.as_ref(), now);
-    let shown = known.as_ref().and_then(|s| s.ready_children()).unwrap_or(0);
-    let shown = usize::try_from(shown).unwrap_or(0);
-    let pace = ctx.pace::<P, C>(parent, plan.ready.len(), shown, now);
-    let waiting = (progress == Progress::Pending).then_some(&pace);
+    // How the children come along matters only to a status that waits for them.
+    let pace = (progress == Progress::Pending).then(|| {
+        let shown = known.as_ref().and_then(|s| s.ready_children()).unwrap_or(0);
+        let shown = usize::try_from(shown).unwrap_or(0);
+        ctx.pace::<P, C>(parent, plan.ready.len(), shown, now)
+    });
     let requeue_after = ctx
-        .write_status(parent, known.as_ref(), &desired_status, waiting)
+        .write_status(parent, known.as_ref(), &desired_status, pace.as_ref())
         .await?;
     let outcome = Outcome {
         requeue_after,
