@@ -28,10 +28,8 @@ fn free_port() -> SocketAddr {
     l.local_addr().unwrap()
 }
 
-/// A cluster with deploy/'s metrics-reader ClusterRole bound to monitoring/prometheus (whose
-/// token is READER), a token for monitoring/stranger, and a manager serving secure metrics.
-async fn cluster(secure: SecureMetrics) -> (Harness, SocketAddr) {
-    let mut h = Harness::without_manager().await;
+/// deploy/'s metrics-reader ClusterRole, bound to monitoring/prometheus, whose token is READER.
+async fn grant_prometheus(h: &Harness) {
     let kubeconfig = h.server.kubeconfig_path();
     let reader = repo().join("deploy/24-metrics-reader-cluster-role.yaml");
     kubectl_ok(&kubeconfig, &["apply", "-f", &reader.to_string_lossy()]).await;
@@ -48,6 +46,13 @@ async fn cluster(secure: SecureMetrics) -> (Harness, SocketAddr) {
     .await;
     h.server
         .add_service_account_token(READER, "monitoring", "prometheus");
+}
+
+/// A cluster with deploy/'s metrics-reader ClusterRole bound to monitoring/prometheus (whose
+/// token is READER), a token for monitoring/stranger, and a manager serving secure metrics.
+async fn cluster(secure: SecureMetrics) -> (Harness, SocketAddr) {
+    let mut h = Harness::without_manager().await;
+    grant_prometheus(&h).await;
     h.server
         .add_service_account_token(STRANGER, "monitoring", "stranger");
     let address = free_port();
@@ -240,30 +245,7 @@ async fn a_replaced_certificate_is_served_without_a_restart() {
 async fn the_binary_serves_secure_metrics_with_the_flags_of_deploy() {
     let h = Harness::without_manager().await;
     let kubeconfig = h.server.kubeconfig_path();
-    kubectl_ok(
-        &kubeconfig,
-        &[
-            "apply",
-            "-f",
-            &repo()
-                .join("deploy/24-metrics-reader-cluster-role.yaml")
-                .to_string_lossy(),
-        ],
-    )
-    .await;
-    kubectl_ok(
-        &kubeconfig,
-        &[
-            "create",
-            "clusterrolebinding",
-            "prometheus-metrics",
-            "--clusterrole=math-controller-metrics-reader",
-            "--serviceaccount=monitoring:prometheus",
-        ],
-    )
-    .await;
-    h.server
-        .add_service_account_token(READER, "monitoring", "prometheus");
+    grant_prometheus(&h).await;
     let address = free_port();
     let probes = free_port();
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_math-controller"))

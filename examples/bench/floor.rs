@@ -3,13 +3,16 @@
 //! watch, nothing is computed: 32 requests in flight, each object created and its status
 //! written right after.
 
+use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt, TryStreamExt, stream};
-use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::{Client, Resource};
 use math_controller::api::{Number, NumberSpec, Tuple, TupleSpec};
-use serde_json::json;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
 
 /// Requests in flight: what the manager's create fan-out also keeps per reconcile.
 pub const IN_FLIGHT: usize = 32;
@@ -26,47 +29,42 @@ pub async fn run(client: &Client, ns: &str, tuples: usize) -> anyhow::Result<Dur
         }])
     };
     let start = Instant::now();
+    let tuple_status = json!({"status": {
+        "observedGeneration": 1, "allSquares": false, "readyNumbers": 2,
+        "desiredNumbers": 2, "conditions": condition("2/2 Numbers ready; not all are squares")
+    }});
+    let number_status = json!({"status": {
+        "observedGeneration": 1, "fizzBuzz": "1", "isSquare": false, "isPrime": false,
+        "conditions": condition("1 is not prime")
+    }});
     let tuple_writes = (0..tuples).map(|a| {
-        let api = tuple_api.clone();
-        let status = json!({"status": {
-            "observedGeneration": 1, "allSquares": false, "readyNumbers": 2,
-            "desiredNumbers": 2, "conditions": condition("2/2 Numbers ready; not all are squares")
-        }});
-        async move {
-            let name = format!("t-{a}");
-            let spec = TupleSpec {
-                numbers: vec![a as i64, 1],
-            };
-            api.create(&PostParams::default(), &Tuple::new(&name, spec))
-                .await?;
-            api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
-                .await?;
-            Ok::<_, kube::Error>(())
-        }
-        .boxed()
+        let spec = TupleSpec {
+            numbers: vec![a as i64, 1],
+        };
+        let tuple = Tuple::new(&format!("t-{a}"), spec);
+        create_with_status(tuple_api.clone(), tuple, tuple_status.clone()).boxed()
     });
     let number_writes = (0..2 * tuples).map(|i| {
-        let api = number_api.clone();
-        let status = json!({"status": {
-            "observedGeneration": 1, "fizzBuzz": "1", "isSquare": false, "isPrime": false,
-            "conditions": condition("1 is not prime")
-        }});
-        async move {
-            let name = format!("n-{i}");
-            let spec = NumberSpec { value: i as i64 };
-            api.create(&PostParams::default(), &Number::new(&name, spec))
-                .await?;
-            api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
-                .await?;
-            Ok::<_, kube::Error>(())
-        }
-        .boxed()
+        let number = Number::new(&format!("n-{i}"), NumberSpec { value: i as i64 });
+        create_with_status(number_api.clone(), number, number_status.clone()).boxed()
     });
     stream::iter(tuple_writes.chain(number_writes))
         .buffer_unordered(IN_FLIGHT)
         .try_collect::<Vec<_>>()
         .await?;
     Ok(start.elapsed())
+}
+
+/// One object created, then its status written.
+async fn create_with_status<K>(api: Api<K>, obj: K, status: Value) -> Result<(), kube::Error>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + Debug,
+{
+    let name = obj.meta().name.clone().unwrap_or_default();
+    api.create(&PostParams::default(), &obj).await?;
+    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
 }
 
 /// Whether something created Numbers of its own next to the floor's (named after a Tuple,
