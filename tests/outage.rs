@@ -5,58 +5,14 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::binary::{Manager, loud};
 use common::*;
 use kube::ResourceExt;
 use math_controller::api::Fermat;
 use math_controller::{fermat, tuple};
 use test_apiserver::{RequestFilter, Verb};
-use tokio::io::AsyncBufReadExt;
-use tokio::process::{Child, Command};
-
-/// The manager binary, its stderr lines collected as they come.
-struct Manager {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-}
-
-impl Manager {
-    fn start(h: &Harness) -> Manager {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_math-controller"))
-            .arg("--kubeconfig")
-            .arg(h.server.kubeconfig_path())
-            .args(["--metrics-bind-address=0", "--health-probe-bind-address=0"])
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("the manager binary starts");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let stderr = child.stderr.take().expect("stderr is piped");
-        let sink = lines.clone();
-        tokio::spawn(async move {
-            let mut reader = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = reader.next_line().await {
-                sink.lock().unwrap().push(line);
-            }
-        });
-        Manager { child, lines }
-    }
-
-    fn lines(&self) -> Vec<String> {
-        self.lines.lock().unwrap().clone()
-    }
-
-    async fn stop(mut self) -> Vec<String> {
-        let _ = self.child.kill().await;
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        self.lines()
-    }
-}
 
 /// The names of the Tuples and Numbers a Fermat wants.
 fn desired_children(f: &Fermat) -> (BTreeSet<String>, BTreeSet<String>) {
@@ -88,13 +44,6 @@ fn successful_creates(h: &Harness, resource: &str) -> usize {
         .count()
 }
 
-/// The log lines a person would read as warnings or errors.
-fn loud(lines: &[String]) -> Vec<&String> {
-    lines
-        .iter()
-        .filter(|l| l.contains(" WARN ") || l.contains(" ERROR ") || l.starts_with("error"))
-        .collect()
-}
 
 /// An outage 1.5 s into a Fermat 200, lasting 4 s: the manager converges once the server
 /// is back, with exactly the desired children, each created once, and says what happened
@@ -193,4 +142,40 @@ async fn a_manager_started_during_an_outage_runs_once_the_server_is_back() {
         "{waiting:#?}"
     );
     assert!(loud(&lines).len() <= 3, "{lines:#?}");
+}
+
+/// Retries during an outage are not failures of the object: the first ordinary error after
+/// the server is back is retried after the first step of the backoff (100 ms, attempt 1),
+/// not after a backoff grown by every second of the outage (issue 17's review).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_an_outage_an_error_backs_off_from_the_first_step() {
+    let h = Harness::without_manager().await;
+    let manager = Manager::start(&h);
+    // The Number's status write is on its way when the server goes away: its reconcile fails
+    // as unreachable and waits for the server, retrying about every second.
+    let status_writes = RequestFilter::new()
+        .verb(Verb::Patch)
+        .resource("numbers")
+        .subresource("status");
+    h.server
+        .set_latency(status_writes.clone(), Duration::from_secs(3));
+    h.create_number("n", 7).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    h.server.stop();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    h.server.set_latency(status_writes.clone(), Duration::ZERO);
+    // Back, and the next status write fails once with an ordinary error.
+    h.server.fail_next(status_writes, 1, 500);
+    h.server.resume();
+    wait_for(&h.numbers(), "n", number_ready).await;
+    let lines = manager.stop().await;
+    let failed: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("Number/default/n: reconcile failed"))
+        .collect();
+    assert_eq!(failed.len(), 1, "{lines:#?}");
+    assert!(
+        failed[0].contains("attempt=1") && failed[0].contains("retrying in 100ms"),
+        "{failed:#?}"
+    );
 }

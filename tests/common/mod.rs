@@ -2,6 +2,7 @@
 //! real manager running against it in-process, stoppable and restartable.
 #![allow(dead_code)]
 
+pub mod binary;
 pub mod https;
 
 use std::fmt::Debug;

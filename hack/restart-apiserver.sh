@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# restart-apiserver.sh - SIGKILL the kube-apiserver of ../shared/realk8s (a real control plane
+# built from source, see its README) and start it again with the same command line after a
+# pause, as a control-plane restart does. For `make bench CLUSTER=1 RESTART=...` and by hand.
+#
+# Usage: REAL_CLUSTER=<out-dir> hack/restart-apiserver.sh [seconds down (default 8)]
+# Returns once the new kube-apiserver process is started (not yet serving).
+set -euo pipefail
+: "${REAL_CLUSTER:?set REAL_CLUSTER to the control plane folder (../shared/realk8s/README.md)}"
+down=${1:-8}
+pidfile=$REAL_CLUSTER/run/kube-apiserver.pid
+pid=$(cat "$pidfile")
+mapfile -d '' cmd < "/proc/$pid/cmdline"
+kill -KILL "$pid"
+while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+sleep "$down"
+nohup "${cmd[@]}" >>"$REAL_CLUSTER/logs/kube-apiserver.log" 2>&1 &
+echo $! > "$pidfile"
