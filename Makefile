@@ -39,9 +39,9 @@ lint: ## Check formatting and clippy, as CI does.
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
 SIZES ?= 1000 10000
-bench: ## Converge time vs the floor, writes, heal, memory, outage (CLUSTER=1: the current kubeconfig's cluster; SIZES="1000 10000").
+bench: ## Converge time vs the floor, writes, heal, memory, outage (CLUSTER=1: the current kubeconfig's cluster; SIZES="1000 10000"; RESTART="cmd": how to restart its kube-apiserver).
 	$(CARGO) build --release --locked
-	$(CARGO) run --release --locked --example bench -- $(if $(CLUSTER),--cluster) $(SIZES)
+	$(if $(RESTART),BENCH_RESTART='$(RESTART)') $(CARGO) run --release --locked --example bench -- $(if $(CLUSTER),--cluster) $(SIZES)
 
 .PHONY: install-plugin
 install-plugin: ## Install `kubectl math` (the kubectl-math plugin) into ~/.cargo/bin, which must be on the PATH.

@@ -58,6 +58,47 @@ pub struct Conflict {
     pub owner: String,
 }
 
+/// A step of carrying out a [`Plan`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Step {
+    Create,
+    Correct,
+    Adopt,
+    Delete,
+}
+
+impl Step {
+    /// The `Ready` reason of a parent whose step was refused.
+    pub fn refused_reason(self) -> &'static str {
+        match self {
+            Step::Create => "ChildCreateRefused",
+            Step::Correct | Step::Adopt => "ChildUpdateRefused",
+            Step::Delete => "ChildDeleteRefused",
+        }
+    }
+
+    /// "creating", for messages.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Step::Create => "creating",
+            Step::Correct => "correcting",
+            Step::Adopt => "adopting",
+            Step::Delete => "deleting",
+        }
+    }
+}
+
+/// A write to a child that the API server refused (a quota, an admission policy, RBAC):
+/// what the parent's status says until a retry gets through.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Refusal {
+    pub step: Step,
+    /// The child the refused request was for (the first, when several were).
+    pub name: String,
+    /// The API server's words.
+    pub message: String,
+}
+
 /// Everything the parent must do, and what it found, for one reconcile.
 #[derive(Debug)]
 pub struct Plan<C: Child> {
@@ -79,6 +120,9 @@ pub struct Plan<C: Child> {
     pub invalid_names: Vec<String>,
     /// How many children the spec asks for.
     pub desired: usize,
+    /// What the API server refused when the plan was carried out (filled in by the writes,
+    /// empty in a fresh plan).
+    pub refused: Vec<Refusal>,
 }
 
 impl<C: Child> Plan<C> {
@@ -97,40 +141,58 @@ impl<C: Child> Plan<C> {
 
     /// The parent cannot finish without somebody else acting.
     pub fn blocked(&self) -> bool {
-        !self.conflicts.is_empty() || !self.invalid_names.is_empty()
+        !self.conflicts.is_empty() || !self.invalid_names.is_empty() || !self.refused.is_empty()
     }
 }
 
-/// Why a parent is not Ready, if it is not: a child name Kubernetes would refuse or a child
-/// owned by someone else (both need a person: [`Progress::Settled`]), or children still on
-/// their way ([`Progress::Pending`]). `None`: every desired child is done, and the parent may
-/// give its answer.
+/// Why a parent is not Ready, if it is not: a write the API server refused, a child name
+/// Kubernetes would refuse or a child owned by someone else (all need someone to act:
+/// [`Progress::Blocked`]), or children still on their way ([`Progress::Pending`]). `None`:
+/// every desired child is done, and the parent may give its answer.
+///
+/// A blocked message names what blocks, without counts (those are in the status's fields):
+/// the status is rewritten when the message changes, not when other children settle.
 pub fn unfinished<C: Child>(plan: &Plan<C>) -> Option<(Readiness, Progress)> {
     let kinds = format!("{}s", C::KIND);
-    let counts = format!("{}/{} {kinds} ready", plan.ready.len(), plan.desired);
     let not_ready = |reason, message| Readiness {
         ready: false,
         reason,
         message,
     };
-    if !plan.invalid_names.is_empty() {
+    if let Some(first) = plan.refused.first() {
+        let message = plan
+            .refused
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {} {} was refused: {}",
+                    r.step.verb(),
+                    C::KIND,
+                    r.name,
+                    r.message
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        Some((
+            not_ready(first.step.refused_reason(), message),
+            Progress::Blocked,
+        ))
+    } else if !plan.invalid_names.is_empty() {
         let names = name_list(&plan.invalid_names);
-        let message = format!(
-            "{counts}; cannot create {kinds} {names}: names longer than {MAX_NAME_LEN} characters"
-        );
-        Some((not_ready("ChildNameTooLong", message), Progress::Settled))
+        let message =
+            format!("cannot create {kinds} {names}: names longer than {MAX_NAME_LEN} characters");
+        Some((not_ready("ChildNameTooLong", message), Progress::Blocked))
     } else if !plan.conflicts.is_empty() {
         let names: Vec<_> = plan
             .conflicts
             .iter()
             .map(|c| format!("{} (controlled by {})", c.name, c.owner))
             .collect();
-        let message = format!(
-            "{counts}; {kinds} owned by someone else: {}",
-            name_list(&names)
-        );
-        Some((not_ready("ChildConflict", message), Progress::Settled))
+        let message = format!("{kinds} owned by someone else: {}", name_list(&names));
+        Some((not_ready("ChildConflict", message), Progress::Blocked))
     } else if !plan.all_ready() || plan.has_writes() {
+        let counts = format!("{}/{} {kinds} ready", plan.ready.len(), plan.desired);
         let waiting: Vec<String> = (plan.create.iter().map(|d| d.name.clone()))
             .chain(
                 plan.correct
@@ -186,6 +248,7 @@ pub fn plan<C: Child>(
         conflicts: Vec::new(),
         invalid_names: Vec::new(),
         desired: desired.len(),
+        refused: Vec::new(),
     };
     let wanted: HashSet<&str> = desired.iter().map(|d| d.name.as_str()).collect();
     for child in owned {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
@@ -19,10 +19,12 @@ use tracing::{debug, info, warn};
 use crate::api::{Fermat, Number, Tuple};
 use crate::children::{Child, Desired, Plan};
 use crate::error::{Error, Result};
+use crate::events::{Note, Publisher, Reporter};
 use crate::memory::Memory;
 use crate::metrics::{Metrics, WriteKind};
 use crate::owners::OwnerIndex;
-use crate::status::{self, Pace, StatusWrite};
+use crate::refusals::Refusals;
+use crate::status::{self, Pace, Standing, StatusWrite};
 
 /// The name Events are reported under (`kubectl describe` shows it as "From").
 pub const REPORTER: &str = "math-controller";
@@ -36,24 +38,39 @@ pub struct Context {
     /// Numbers and Tuples by the UID of their controller (kept by the watches).
     pub number_owners: Arc<OwnerIndex>,
     pub tuple_owners: Arc<OwnerIndex>,
-    pub recorder: Recorder,
+    /// Events about what the reconciles did.
+    pub events: Publisher,
     pub metrics: Metrics,
+    /// Writes the API server refused, and when to try them again.
+    pub refusals: Refusals,
     /// The API server outage in progress, if any (shared with the watches).
     pub outage: Arc<crate::outage::Outage>,
     /// Consecutive failures per object, for the error policy's exponential backoff.
     failures: Memory<u32>,
     /// Children written to whose change the cache has not shown yet (see
-    /// [`Context::expect_change`]): the child's resourceVersion in the cache when we wrote
-    /// (`None`: it was absent).
-    in_flight: Memory<Option<String>>,
+    /// [`Context::expect_change`]).
+    in_flight: Memory<Expected>,
     /// Statuses written whose echo the cache has not shown yet (see [`Context::write_status`]).
     statuses: Memory<WrittenStatus>,
     /// Waiting statuses written in the last [`status::PROGRESS_EVERY`], by object.
     reports: Memory<()>,
-    /// When an object of each kind last settled (its status final): the progress its parents
-    /// wait for. Starts at the manager's start.
+    /// When an object of each kind last settled (its status final), or its watch last
+    /// relisted or failed: the progress its parents wait for, or the moment the cache was
+    /// last disturbed. Starts at the manager's start.
     settled: Mutex<HashMap<Cow<'static, str>, Instant>>,
+    /// The kinds whose watch is relisting: their cache is catching up, and a parent waiting
+    /// for such children cannot tell a stall.
+    relisting: Mutex<HashSet<Cow<'static, str>>>,
     started: Instant,
+}
+
+/// A write to a child whose echo the watch has not delivered yet.
+#[derive(Clone, Debug)]
+struct Expected {
+    /// The child's resourceVersion in the cache when we wrote (`None`: it was absent).
+    seen: Option<String>,
+    /// The API server answered the write: a list made after now shows its effect.
+    answered: bool,
 }
 
 /// A status write that the watch has not delivered yet.
@@ -116,7 +133,8 @@ impl Context {
             instance: std::env::var("POD_NAME").ok(),
         };
         Context {
-            recorder: Recorder::new(client.clone(), reporter),
+            events: Publisher::new(client.clone(), reporter, metrics.clone()),
+            refusals: Refusals::new(metrics.clone()),
             outage: crate::outage::Outage::new(client.clone()),
             client,
             numbers,
@@ -129,6 +147,7 @@ impl Context {
             statuses: Memory::new("status_writes", metrics.clone(), IN_FLIGHT_TIMEOUT),
             reports: Memory::new("progress_reports", metrics.clone(), status::PROGRESS_EVERY),
             settled: Mutex::default(),
+            relisting: Mutex::default(),
             started: Instant::now(),
             metrics,
         }
@@ -164,7 +183,22 @@ impl Context {
     /// (a duplicate create answered 409, a second correction): it waits instead. This is
     /// what controller-runtime users know as "expectations".
     pub fn expect_change<C: Child>(&self, namespace: &str, name: &str, seen: Option<String>) {
-        self.in_flight.insert(key(C::KIND, namespace, name), seen);
+        let expected = Expected {
+            seen,
+            answered: false,
+        };
+        self.in_flight
+            .insert(key(C::KIND, namespace, name), expected);
+    }
+
+    /// The API server answered a write to this child (expected with
+    /// [`Context::expect_change`]): from now on a relist of the child's kind shows its effect.
+    pub fn change_sent<C: Child>(&self, namespace: &str, name: &str) {
+        let key = key(C::KIND, namespace, name);
+        if let Some((mut expected, _)) = self.in_flight.get(&key) {
+            expected.answered = true;
+            self.in_flight.insert(key, expected);
+        }
     }
 
     /// A write to this child did not happen (the request failed): nothing to wait for.
@@ -179,11 +213,39 @@ impl Context {
     /// remembered (nothing), but both events went by.
     pub fn saw_event<K: Resource<DynamicType = ()>>(&self, obj: &K) {
         let key = object_key(obj);
-        if let Some((seen, _)) = self.in_flight.get(&key)
-            && seen != obj.resource_version()
+        if let Some((expected, _)) = self.in_flight.get(&key)
+            && expected.seen != obj.resource_version()
         {
             self.in_flight.remove(&key);
         }
+    }
+
+    /// A watch of `kind` begins a (re)list: until it is done, the cache of that kind is
+    /// catching up, and its children's quiet is no stall.
+    pub(crate) fn relist_started(&self, kind: Cow<'static, str>) {
+        if let Ok(mut relisting) = self.relisting.lock() {
+            relisting.insert(kind);
+        }
+    }
+
+    /// A watch of `kind` failed: until it is back, its events are late, so the quiet of its
+    /// children counts from now.
+    pub(crate) fn watch_failed(&self, kind: Cow<'static, str>) {
+        self.note_settled(kind);
+    }
+
+    /// A (re)list of `kind` is in the cache: it is the truth about every write the API server
+    /// had answered before it, including those whose watch events the relist skipped (a child
+    /// created, then deleted while the watch was down, leaves no event at all). Those
+    /// expectations are met; the quiet of the kind's children counts from now.
+    pub(crate) fn relist_done(&self, kind: Cow<'static, str>) {
+        let prefix = format!("{kind}/");
+        self.in_flight
+            .retain(|key, expected| !(key.starts_with(&prefix) && expected.answered));
+        if let Ok(mut relisting) = self.relisting.lock() {
+            relisting.remove(&kind);
+        }
+        self.note_settled(kind);
     }
 
     /// How much longer a write to this child may still be on its way to the cache (`None`:
@@ -195,8 +257,8 @@ impl Context {
         cached: Option<&Arc<C>>,
     ) -> Option<Duration> {
         let key = key(C::KIND, namespace, name);
-        let (seen, left) = self.in_flight.get(&key)?;
-        if seen == cached.and_then(|c| c.resource_version()) {
+        let (expected, left) = self.in_flight.get(&key)?;
+        if expected.seen == cached.and_then(|c| c.resource_version()) {
             return Some(left);
         }
         self.in_flight.remove(&key);
@@ -294,8 +356,9 @@ impl Context {
         }
     }
 
-    /// Publish an Event on `regarding`. An Event that cannot be written is logged, never a
-    /// reason to fail the reconcile that did the work it reports.
+    /// Publish an Event on `regarding` (see [`crate::events`]: a Warning that stays the same is
+    /// published once). An Event that cannot be written is logged, never a reason to fail the
+    /// reconcile that did the work it reports.
     pub async fn publish<P: Resource<DynamicType = ()>>(
         &self,
         regarding: &P,
@@ -305,40 +368,27 @@ impl Context {
         note: String,
         related: Option<k8s_openapi::api::core::v1::ObjectReference>,
     ) {
-        let event = Event {
+        let note = Note {
             type_,
             reason: reason.to_string(),
-            note: Some(note),
             action: action.to_string(),
-            secondary: related,
+            text: note,
+            related,
         };
-        self.metrics
-            .write(self.controller_name::<P>(), "Event", WriteKind::Event);
-        // The Recorder folds Events of the same object, reason and action into one series
-        // that keeps the *first* note ("created 3 Numbers: t-0, t-1, t-2" would then stand
-        // for a later "created 1 Number: t-1"). Each report of what was done is news of its
-        // own, so it gets an Event of its own; repeated warnings still become a series.
-        let fresh;
-        let recorder = match type_ {
-            EventType::Normal => {
-                fresh = Recorder::new(
-                    self.client.clone(),
-                    Reporter {
-                        controller: REPORTER.into(),
-                        instance: std::env::var("POD_NAME").ok(),
-                    },
-                );
-                &fresh
-            }
-            EventType::Warning => &self.recorder,
-        };
-        if let Err(error) = recorder.publish(&event, &regarding.object_ref(&())).await {
-            if crate::outage::is_unreachable(&error) {
+        match self.events.publish(&regarding.object_ref(&()), note).await {
+            Ok(true) => self
+                .metrics
+                .write(self.controller_name::<P>(), "Event", WriteKind::Event),
+            Ok(false) => {}
+            Err(error) if crate::outage::is_unreachable(&error) => {
                 // Reported once, as an outage.
                 self.outage.unreachable(None, &error);
-                return;
             }
-            warn!(%error, reason, "could not publish an Event on {} {}", P::kind(&()), regarding.name_any());
+            Err(error) => {
+                self.metrics
+                    .write(self.controller_name::<P>(), "Event", WriteKind::Event);
+                warn!(%error, reason, "could not publish an Event on {} {}", P::kind(&()), regarding.name_any())
+            }
         }
     }
 
@@ -374,6 +424,7 @@ impl Context {
         parent: &P,
         ready: usize,
         shown: usize,
+        desired: usize,
         now: Timestamp,
     ) -> Pace {
         let last = self
@@ -383,29 +434,35 @@ impl Context {
             .and_then(|s| s.get(C::KIND).copied())
             .unwrap_or(self.started);
         let last = self.outage.back_since().map_or(last, |back| back.max(last));
+        let relisting = self.relisting.lock().is_ok_and(|r| r.contains(C::KIND));
         let since_report = self
             .reports
             .get(&object_key(parent))
             .map(|(_, left)| self.reports.ttl().saturating_sub(left));
         Pace {
             age: status::age(parent.meta().creation_timestamp.as_ref(), now),
-            children_quiet: last.elapsed(),
+            children_quiet: if relisting {
+                Duration::ZERO
+            } else {
+                last.elapsed()
+            },
             since_report,
             ready,
             shown,
+            desired,
         }
     }
 
     /// Write an object's status if [`status::decide`] says it is due; answers when to look
     /// again (`None`: on the next watch event). `current` is the status as far as we know
     /// ([`Context::known_status`]); what we write is remembered until the cache shows it.
-    /// `waiting` is `None` for a final status, else how the object's children come along.
+    /// `standing` says whether it is the answer, and if not, how the children come along.
     pub async fn write_status<P, S>(
         &self,
         obj: &P,
         current: Option<&S>,
         desired: &S,
-        waiting: Option<&Pace>,
+        standing: Standing<'_>,
     ) -> Result<Option<Duration>>
     where
         P: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
@@ -421,7 +478,7 @@ impl Context {
         let cached_version = obj.resource_version();
         let current = current.map(serde_json::to_value).transpose()?;
         let desired = serde_json::to_value(desired)?;
-        match status::decide(current.as_ref(), &desired, waiting)? {
+        match status::decide(current.as_ref(), &desired, standing)? {
             StatusWrite::Unchanged => Ok(None),
             StatusWrite::Hold(wait) => Ok(Some(wait)),
             StatusWrite::Patch(patch) => {
@@ -445,7 +502,7 @@ impl Context {
                         name: name.clone(),
                         source: Box::new(source),
                     })?;
-                if waiting.is_some() {
+                if !matches!(standing, Standing::Answer) {
                     self.reports.insert(key.clone(), ());
                 }
                 if let Some(seen) = cached_version {
@@ -481,6 +538,8 @@ impl Context {
         self.statuses.expire();
         self.reports.expire();
         self.failures.expire();
+        self.refusals.expire();
+        self.events.expire();
     }
 
     /// How often [`Context::sweep`] should run.

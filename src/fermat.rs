@@ -9,7 +9,7 @@ use std::sync::Arc;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Resource, ResourceExt};
 
-use crate::api::{Fermat, FermatStatus, Tuple, TupleSpec};
+use crate::api::{Fermat, FermatStatus, MAX_FERMAT_NUMBER, Tuple, TupleSpec};
 use crate::children::{self, Child, Desired, Plan};
 use crate::context::Context;
 use crate::error::Result;
@@ -17,8 +17,12 @@ use crate::math;
 use crate::status::{self, Outcome, Progress, Readiness};
 use crate::writes;
 
-/// The Tuples a Fermat wants: `[a, n-a]` for a = 1..=n/2.
+/// The Tuples a Fermat wants: `[a, n-a]` for a = 1..=n/2; none for a number beyond the
+/// schema's bound ([`beyond_schema`] says why).
 pub fn desired_tuples(fermat: &Fermat) -> Vec<Desired<TupleSpec>> {
+    if beyond_schema(fermat).is_some() {
+        return Vec::new();
+    }
     let name = fermat.name_any();
     math::fermat_splits(fermat.spec.number)
         .into_iter()
@@ -29,6 +33,21 @@ pub fn desired_tuples(fermat: &Fermat) -> Vec<Desired<TupleSpec>> {
             },
         })
         .collect()
+}
+
+/// Why a Fermat's number is not one this controller expands, if it is not: the CRD bounds it
+/// to 0..=20000, but an object stored under a looser schema (an older CRD, a workshop
+/// participant's own) may carry any int64, and n/2 Tuples of it would exhaust the manager
+/// and the cluster.
+pub fn beyond_schema(fermat: &Fermat) -> Option<Readiness> {
+    let n = fermat.spec.number;
+    (!(0..=MAX_FERMAT_NUMBER).contains(&n)).then(|| Readiness {
+        ready: false,
+        reason: "NumberOutOfRange",
+        message: format!(
+            "spec.number {n} is outside 0..={MAX_FERMAT_NUMBER}, the bound of this CRD (was it stored under another schema?); no Tuples are made for it"
+        ),
+    })
 }
 
 /// `x²+y²` for every ready Tuple whose two numbers are both squares, smallest x first.
@@ -57,7 +76,13 @@ pub fn desired_status(
     now: Timestamp,
 ) -> (FermatStatus, Progress) {
     let n = fermat.spec.number;
-    let (readiness, progress, found) = match children::unfinished(plan) {
+    let beyond = beyond_schema(fermat);
+    let counted = beyond.is_none();
+    let unfinished = match beyond {
+        Some(readiness) => Some((readiness, Progress::Blocked)),
+        None => children::unfinished(plan),
+    };
+    let (readiness, progress, found) = match unfinished {
         Some((readiness, progress)) => (readiness, progress, None),
         None => {
             let found = decompositions(&plan.ready);
@@ -91,8 +116,8 @@ pub fn desired_status(
         decompositions: found,
         is_prime: Some(math::is_prime(n)),
         one_mod_four: Some(math::is_one_mod_four(n)),
-        ready_tuples: Some(plan.ready.len() as i64),
-        desired_tuples: Some(plan.desired as i64),
+        ready_tuples: counted.then_some(plan.ready.len() as i64),
+        desired_tuples: counted.then_some(plan.desired as i64),
     };
     (status, progress)
 }

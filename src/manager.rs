@@ -128,8 +128,7 @@ where
     if ctx.outage.is_down() {
         // Every request would fail, and the outage's probe tells when to try again: wait
         // without knocking (or logging the plan again), and run within a second of its return.
-        ctx.outage.waiting(&key);
-        let attempt = ctx.note_failure(&key);
+        let attempt = ctx.outage.waiting(&key);
         return Ok(Action::requeue(outage::retry_delay(
             attempt,
             outage::random(),
@@ -143,11 +142,11 @@ where
         Ok(outcome) => {
             ctx.note_success(&key);
             ctx.outage.reconciled(&key);
-            if outcome.progress == Progress::Settled {
+            if outcome.progress != Progress::Pending {
                 ctx.note_settled(K::kind(&()));
             }
             timer.finish(match outcome.progress {
-                Progress::Settled => ReconcileResult::Success,
+                Progress::Settled | Progress::Blocked => ReconcileResult::Success,
                 Progress::Pending => ReconcileResult::Requeue,
             });
             Ok(match outcome.requeue_after {
@@ -176,15 +175,16 @@ fn error_policy<K: Resource<DynamicType = ()>>(
     ctx: Arc<Context>,
 ) -> Action {
     let key = object_key(obj.as_ref());
-    let attempt = ctx.note_failure(&key);
     if error.is_unreachable() {
         // An outage: retry within a second of the server's return, and let the outage
-        // say it once instead of a line per object per attempt.
-        ctx.outage.unreachable(Some(&key), error);
+        // say it once instead of a line per object per attempt. Its retries are counted by
+        // the outage, not as failures of the object.
+        let attempt = ctx.outage.unreachable(Some(&key), error);
         let delay = outage::retry_delay(attempt, outage::random());
         debug!(%error, attempt, "{key}: API server unreachable; retrying in {delay:?}");
         return Action::requeue(delay);
     }
+    let attempt = ctx.note_failure(&key);
     let delay = backoff(attempt);
     warn!(%error, attempt, "{key}: reconcile failed; retrying in {delay:?}");
     Action::requeue(delay)

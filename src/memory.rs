@@ -101,6 +101,13 @@ impl<V: Clone> Memory<V> {
         value
     }
 
+    /// Keep only the entries for which `keep(key, value)` holds.
+    pub fn retain(&self, mut keep: impl FnMut(&str, &V) -> bool) {
+        let mut entries = self.lock();
+        entries.retain(|key, e| keep(key, &e.value));
+        self.report(&entries);
+    }
+
     /// Forget every entry that outlived its time to live.
     pub fn expire(&self) {
         let mut entries = self.lock();

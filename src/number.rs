@@ -10,7 +10,7 @@ use crate::api::{Number, NumberStatus};
 use crate::context::Context;
 use crate::error::Result;
 use crate::math;
-use crate::status::{self, Outcome, Progress, Readiness};
+use crate::status::{self, Outcome, Progress, Readiness, Standing};
 
 /// The status a Number should have: a pure function of its spec and previous status.
 pub fn desired_status(
@@ -58,7 +58,7 @@ pub async fn reconcile(number: Arc<Number>, ctx: Arc<Context>) -> Result<Outcome
     let known = ctx.known_status(number.as_ref(), number.status.as_ref());
     let desired = desired_status(&number, known.as_ref(), now);
     let requeue_after = ctx
-        .write_status(number.as_ref(), known.as_ref(), &desired, None)
+        .write_status(number.as_ref(), known.as_ref(), &desired, Standing::Answer)
         .await?;
     Ok(Outcome {
         requeue_after,

@@ -8,7 +8,7 @@
 //! module says it once ("unreachable since ...; N reconciles waiting"), at most every
 //! [`REPORT_EVERY`] while it lasts, and once more when a request succeeds again.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -45,8 +45,10 @@ pub struct Outage {
 struct State {
     /// When the first request failed to reach the server (`None`: reachable).
     since: Option<(Instant, SystemTime)>,
-    /// The objects whose reconcile failed for it and is waiting to run again.
-    waiting: HashSet<String>,
+    /// The objects whose reconcile failed for it and is waiting to run again, with how many
+    /// times each has waited: the outage's own retry count, forgotten when it ends, so that
+    /// the error policy's backoff for ordinary failures starts afresh after it.
+    waiting: HashMap<String, u32>,
     last_report: Option<Instant>,
     /// When the last outage ended.
     back: Option<Instant>,
@@ -62,16 +64,20 @@ impl Outage {
 
     /// A request failed to reach the API server; `key` names the reconcile that made it
     /// (`None`: a watch). Logs the first failure and then at most every [`REPORT_EVERY`].
-    pub fn unreachable(self: &Arc<Self>, key: Option<&str>, error: &dyn std::fmt::Display) {
-        let Ok(mut s) = self.state.lock() else { return };
+    /// Answers how many times `key` has waited for this outage.
+    pub fn unreachable(self: &Arc<Self>, key: Option<&str>, error: &dyn std::fmt::Display) -> u32 {
+        let Ok(mut s) = self.state.lock() else {
+            return 0;
+        };
         let now = Instant::now();
-        if let Some(key) = key {
-            s.waiting.insert(key.to_string());
-        }
+        let attempt = match key {
+            Some(key) => s.wait(key),
+            None => 0,
+        };
         let new = s.since.is_none();
         let (started, wall) = *s.since.get_or_insert((now, SystemTime::now()));
         if !new && s.last_report.is_some_and(|t| now - t < REPORT_EVERY) {
-            return;
+            return attempt;
         }
         s.last_report = Some(now);
         let since = humantime_utc(wall);
@@ -85,13 +91,13 @@ impl Outage {
                 now - started
             );
         }
+        attempt
     }
 
-    /// A reconcile put off until the server is back.
-    pub fn waiting(&self, key: &str) {
-        if let Ok(mut s) = self.state.lock() {
-            s.waiting.insert(key.to_string());
-        }
+    /// A reconcile put off until the server is back; answers how many times `key` has
+    /// waited for this outage.
+    pub fn waiting(&self, key: &str) -> u32 {
+        self.state.lock().map(|mut s| s.wait(key)).unwrap_or(0)
     }
 
     /// A reconcile succeeded: it no longer waits for the server.
@@ -126,6 +132,7 @@ impl Outage {
             );
             s.last_report = None;
             s.back = Some(Instant::now());
+            s.waiting.clear();
         }
     }
 
@@ -137,6 +144,15 @@ impl Outage {
     /// Whether an outage is in progress.
     pub fn is_down(&self) -> bool {
         self.state.lock().is_ok_and(|s| s.since.is_some())
+    }
+}
+
+impl State {
+    /// One more wait of `key` for the server; answers the count.
+    fn wait(&mut self, key: &str) -> u32 {
+        let count = self.waiting.entry(key.to_string()).or_default();
+        *count = count.saturating_add(1);
+        *count
     }
 }
 

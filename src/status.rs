@@ -22,11 +22,19 @@ pub const STALL_AFTER: Duration = Duration::from_secs(5);
 /// often...
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
-/// ...and only once this many more children are ready than the status shows. Every child
-/// costs at least one write of its own, so progress reports stay under 1 % of a tree's
-/// writes: a Tuple (2 Numbers) never reports progress, a Fermat 10000 (5000 Tuples) at
-/// most 50 times, and in practice once per [`PROGRESS_EVERY`].
+/// ...and only once this many more children are ready than the status shows (or a tenth of
+/// the children, for a parent of fewer than 1000: a Tuple's `0/3` after a stall becomes `2/3`
+/// when two are ready, rather than staying `0/3` until the answer). Every child costs at
+/// least one write of its own, so a big parent's reports stay under 1 % of its tree's writes
+/// (a Fermat 10000, 5000 Tuples: at most 50, in practice one per [`PROGRESS_EVERY`]), and a
+/// small one reports at most 10 times, only while it is slow enough to say it waits.
 pub const PROGRESS_STEP: usize = 100;
+
+/// The news a progress report needs for a parent of `desired` children: [`PROGRESS_STEP`],
+/// or a tenth of the children, at least one.
+fn progress_step(desired: usize) -> usize {
+    PROGRESS_STEP.min(desired.div_ceil(10)).max(1)
+}
 
 /// How a waiting parent's children are coming along: what [`decide`] needs to tell a
 /// progress report worth a write from one that is not.
@@ -42,6 +50,8 @@ pub struct Pace {
     /// Ready children now, and as the status shows them.
     pub ready: usize,
     pub shown: usize,
+    /// How many children the parent wants.
+    pub desired: usize,
 }
 
 impl Pace {
@@ -54,10 +64,40 @@ impl Pace {
         self.idle() >= STALL_AFTER
     }
 
-    /// Enough news, and long enough since the last report.
-    fn report_due(&self) -> bool {
+    /// How long until a progress report is due if nothing else happens (`None`: the status
+    /// shows the count, nothing to report). A report needs [`PROGRESS_EVERY`] since the last
+    /// one, and either enough news ([`progress_step`]) or children that have come to rest
+    /// (quiet for [`PROGRESS_EVERY`]): then the exact count is shown, once, so that a parent
+    /// left waiting or blocked never shows counts from long ago. A parent that has no status
+    /// yet (`first`) only reports [`PROGRESS_STEP`] children: a Tuple whose Numbers are
+    /// slow but coming gives one status, its answer.
+    fn report_in(&self, first: bool) -> Option<Duration> {
+        if self.ready == self.shown {
+            return None;
+        }
         let since = self.since_report.unwrap_or(self.age).min(self.age);
-        since >= PROGRESS_EVERY && self.ready >= self.shown + PROGRESS_STEP
+        let step = match first {
+            true => PROGRESS_STEP,
+            false => progress_step(self.desired),
+        };
+        let rest = match (self.ready >= self.shown + step, first) {
+            (true, _) => Duration::ZERO,
+            (false, true) => return None,
+            (false, false) => PROGRESS_EVERY.saturating_sub(self.children_quiet),
+        };
+        Some(PROGRESS_EVERY.saturating_sub(since).max(rest))
+    }
+
+    fn report_due(&self, first: bool) -> bool {
+        self.report_in(first) == Some(Duration::ZERO)
+    }
+
+    /// Not yet due, but a report will be by itself: what nothing else would wake the parent for.
+    fn recheck(&self) -> StatusWrite {
+        match self.report_in(false) {
+            Some(after) if !after.is_zero() => StatusWrite::Hold(after.max(MIN_RECHECK)),
+            _ => StatusWrite::Unchanged,
+        }
     }
 }
 
@@ -79,8 +119,11 @@ pub struct Readiness {
 /// Whether a computed status is an answer, or only a progress report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Progress {
-    /// The status is final for this generation (Ready, or blocked until someone acts).
+    /// The status is final for this generation: the answer.
     Settled,
+    /// Final for now, but not an answer: blocked until someone (or something: a quota, an
+    /// admission policy) acts. Written at once, then only when what blocks it changes.
+    Blocked,
     /// Children are still being created or computed; a later trigger will bring news.
     Pending,
 }
@@ -158,14 +201,27 @@ pub enum StatusWrite {
     Unchanged,
     /// Send this JSON merge patch to the status subresource.
     Patch(Value),
-    /// Not yet: a brand-new object whose children are on their way; look again after this
-    /// (to notice a stall) unless a child's news comes first.
+    /// Not yet: a brand-new object whose children are on their way, or a progress report
+    /// not due yet; look again after this (to notice a stall, or to report) unless a child's
+    /// news comes first.
     Hold(Duration),
 }
 
-/// Decide whether to write `desired` over `current`. `waiting` is `None` for a final status
-/// (always written when it differs), and for a status that only says what the object waits
-/// for, how its children are coming along.
+/// What a computed status is, for [`decide`].
+#[derive(Clone, Copy, Debug)]
+pub enum Standing<'a> {
+    /// The answer for the current generation: written whenever it differs.
+    Answer,
+    /// Not Ready until somebody or something else acts (a refused write, a child controlled
+    /// by another owner, a child name Kubernetes refuses): said at once, then rewritten only
+    /// when what blocks it changes, its counts as progress reports. A Fermat 20000 with one
+    /// foreign Tuple would otherwise rewrite its status for each of the 9999 others settling.
+    Blocked(&'a Pace),
+    /// Children on their way: held while they make progress, then reported.
+    Waiting(&'a Pace),
+}
+
+/// Decide whether to write `desired` over `current`, given what kind of status it is.
 ///
 /// A waiting status is written
 /// - when it replaces a status of another reason or generation (an answer for an older
@@ -174,11 +230,14 @@ pub enum StatusWrite {
 ///   progress report;
 /// - as a progress report at most every [`PROGRESS_EVERY`] and [`PROGRESS_STEP`] children.
 ///
+/// A blocked status is written at once, and again when its reason or message changes (its
+/// messages carry no counts for that reason); its counts only as progress reports.
+///
 /// So a tree that converges writes one status per object, whatever the API server's speed.
 pub fn decide<S: Serialize + PartialEq>(
     current: Option<&S>,
     desired: &S,
-    waiting: Option<&Pace>,
+    standing: Standing,
 ) -> Result<StatusWrite, serde_json::Error> {
     if current == Some(desired) {
         return Ok(StatusWrite::Unchanged);
@@ -188,14 +247,23 @@ pub fn decide<S: Serialize + PartialEq>(
         None => Value::Null,
     };
     let new = serde_json::to_value(desired)?;
-    if let Some(pace) = waiting {
-        let news = pace.report_due();
-        if current.is_none() && !news && !pace.stalled() {
-            let recheck = STALL_AFTER.saturating_sub(pace.idle());
-            return Ok(StatusWrite::Hold(recheck.max(MIN_RECHECK)));
+    match standing {
+        Standing::Answer => {}
+        Standing::Blocked(pace) => {
+            let same = ready_field(&old, "message") == ready_field(&new, "message");
+            if same && same_wait(&old, &new) && !pace.report_due(false) {
+                return Ok(pace.recheck());
+            }
         }
-        if current.is_some() && same_wait(&old, &new) && !news {
-            return Ok(StatusWrite::Unchanged);
+        Standing::Waiting(pace) => {
+            let news = pace.report_due(current.is_none());
+            if current.is_none() && !news && !pace.stalled() {
+                let recheck = STALL_AFTER.saturating_sub(pace.idle());
+                return Ok(StatusWrite::Hold(recheck.max(MIN_RECHECK)));
+            }
+            if current.is_some() && same_wait(&old, &new) && !news {
+                return Ok(pace.recheck());
+            }
         }
     }
     Ok(StatusWrite::Patch(
@@ -206,18 +274,21 @@ pub fn decide<S: Serialize + PartialEq>(
 /// The shortest recheck of a held status: a child's news usually comes first anyway.
 const MIN_RECHECK: Duration = Duration::from_millis(500);
 
-/// Both statuses wait for the same reason at the same generation: only counts moved.
+/// A field of a status's `Ready` condition.
+fn ready_field<'a>(status: &'a Value, field: &str) -> Option<&'a Value> {
+    status
+        .get("conditions")
+        .and_then(|c| c.as_array())
+        .and_then(|c| c.iter().find(|c| c.get("type") == Some(&json!(READY))))
+        .and_then(|c| c.get(field))
+}
+
+/// Both statuses are not Ready for the same reason at the same generation: only counts (or
+/// the children named as awaited) moved.
 fn same_wait(old: &Value, new: &Value) -> bool {
-    let reason = |v: &Value| {
-        v.get("conditions")
-            .and_then(|c| c.as_array())
-            .and_then(|c| c.iter().find(|c| c.get("type") == Some(&json!(READY))))
-            .and_then(|c| c.get("reason"))
-            .cloned()
-    };
     old.get("observedGeneration") == new.get("observedGeneration")
-        && reason(old).is_some()
-        && reason(old) == reason(new)
+        && ready_field(old, "reason").is_some()
+        && ready_field(old, "reason") == ready_field(new, "reason")
 }
 
 /// The JSON merge patch (RFC 7386) that turns `old` into `new`: changed keys with their new
@@ -328,15 +399,47 @@ mod tests {
             since_report: since_report.map(secs),
             ready,
             shown,
+            desired: 5000,
         }
+    }
+
+    #[test]
+    fn a_small_parent_reports_its_progress_too() {
+        let status = |n: i64| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": "Waiting"}]});
+        let (shown, now) = (status(0), status(2));
+        let small = |ready, since_report| Pace {
+            desired: 3,
+            ..pace(60, 0, Some(since_report), ready, 0)
+        };
+        // A Tuple of 3 that said "0/3" after a stall says "2/3" once two are ready...
+        assert_eq!(
+            decide(Some(&shown), &now, Standing::Waiting(&small(2, 6))).ok(),
+            Some(StatusWrite::Patch(json!({"status": {"n": 2}})))
+        );
+        // ...still at most every 5 s.
+        assert_eq!(
+            decide(Some(&shown), &now, Standing::Waiting(&small(2, 4))).ok(),
+            Some(StatusWrite::Hold(Duration::from_secs(1)))
+        );
+        // A Tuple with no status yet whose Numbers are slow but coming: no report, its answer
+        // will be its one status.
+        assert_eq!(
+            decide(None, &now, Standing::Waiting(&small(2, 60))).ok(),
+            Some(StatusWrite::Hold(STALL_AFTER))
+        );
+        assert_eq!(progress_step(3), 1);
+        assert_eq!(progress_step(250), 25);
+        assert_eq!(progress_step(5000), PROGRESS_STEP);
+        assert_eq!(progress_step(0), 1);
     }
 
     #[test]
     fn a_new_parent_holds_while_its_children_make_progress() {
         let status = |n: i64, reason: &str| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": reason}]});
         let waiting = status(0, "Waiting");
-        let decide =
-            |current: Option<&Value>, pace: &Pace| decide(current, &waiting, Some(pace)).ok();
+        let decide = |current: Option<&Value>, pace: &Pace| {
+            decide(current, &waiting, Standing::Waiting(pace)).ok()
+        };
         // However old the parent, as long as children keep settling it holds...
         assert_eq!(
             decide(None, &pace(60, 1, None, 0, 0)),
@@ -363,24 +466,32 @@ mod tests {
         let shown = status(100);
         let now = status(250);
         let report = Some(StatusWrite::Patch(json!({"status": {"n": 250}})));
-        let decide = |current: Option<&Value>, pace: &Pace| decide(current, &now, Some(pace)).ok();
+        let decide = |current: Option<&Value>, pace: &Pace| {
+            decide(current, &now, Standing::Waiting(pace)).ok()
+        };
         assert_eq!(decide(Some(&shown), &pace(30, 0, None, 250, 100)), report);
         assert_eq!(
             decide(Some(&shown), &pace(30, 0, Some(5), 250, 100)),
             report
         );
-        // Too soon after the last report, or too little news: nothing.
+        // Too soon after the last report: look again when it is due.
         assert_eq!(
             decide(Some(&shown), &pace(30, 0, Some(4), 250, 100)),
-            Some(StatusWrite::Unchanged)
+            Some(StatusWrite::Hold(Duration::from_secs(1)))
         );
+        // Too little news while the children are busy: look again once they could rest.
         assert_eq!(
             decide(Some(&shown), &pace(30, 0, None, 199, 100)),
-            Some(StatusWrite::Unchanged)
+            Some(StatusWrite::Hold(PROGRESS_EVERY))
         );
-        // A stall does not repeat a waiting status either.
+        // Children at rest: the exact count, once (a stall does not repeat it).
+        assert_eq!(decide(Some(&shown), &pace(30, 30, None, 150, 100)), report);
         assert_eq!(
-            decide(Some(&shown), &pace(30, 30, None, 150, 100)),
+            decide(Some(&shown), &pace(30, 30, Some(0), 150, 100)),
+            Some(StatusWrite::Hold(PROGRESS_EVERY))
+        );
+        assert_eq!(
+            decide(Some(&now), &pace(30, 30, None, 250, 250)),
             Some(StatusWrite::Unchanged)
         );
         // The first report of a big parent comes once it is 5 s old.
@@ -402,11 +513,11 @@ mod tests {
         let answered = status(2, "AllNumbersReady");
         let waiting = status(2, "Waiting");
         assert_eq!(
-            decide(Some(&answered), &answered, None).ok(),
+            decide(Some(&answered), &answered, Standing::Answer).ok(),
             Some(StatusWrite::Unchanged)
         );
         assert_eq!(
-            decide(Some(&answered), &waiting, Some(&young)).ok(),
+            decide(Some(&answered), &waiting, Standing::Waiting(&young)).ok(),
             Some(StatusWrite::Patch(
                 json!({"status": {"conditions": [{"type": "Ready", "reason": "Waiting"}]}})
             ))
@@ -414,21 +525,58 @@ mod tests {
         let mut older = status(2, "Waiting");
         older["observedGeneration"] = json!(0);
         assert_eq!(
-            decide(Some(&older), &waiting, Some(&young)).ok(),
+            decide(Some(&older), &waiting, Standing::Waiting(&young)).ok(),
             Some(StatusWrite::Patch(
                 json!({"status": {"observedGeneration": 1}})
             ))
         );
         assert_eq!(
-            decide(Some(&status(1, "Waiting")), &answered, None).ok(),
+            decide(Some(&status(1, "Waiting")), &answered, Standing::Answer).ok(),
             Some(StatusWrite::Patch(
                 json!({"status": {"n": 2, "conditions": [{"type": "Ready", "reason": "AllNumbersReady"}]}})
             ))
         );
         assert_eq!(
-            decide(None, &answered, None).ok(),
+            decide(None, &answered, Standing::Answer).ok(),
             Some(StatusWrite::Patch(json!({"status": answered.clone()})))
         );
+    }
+
+    #[test]
+    fn a_blocked_status_is_written_at_once_and_then_only_when_the_block_changes() {
+        let status = |n: i64, message: &str| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": "ChildConflict", "message": message}]});
+        let young = pace(0, 0, None, 0, 0);
+        let blocked = status(0, "t-1 is controlled by someone else");
+        assert_eq!(
+            decide(None, &blocked, Standing::Blocked(&young)).ok(),
+            Some(StatusWrite::Patch(json!({"status": blocked.clone()})))
+        );
+        // Other children settling move only the counts: nothing, until a report is due.
+        let moved = status(150, "t-1 is controlled by someone else");
+        assert_eq!(
+            decide(
+                Some(&blocked),
+                &moved,
+                Standing::Blocked(&pace(60, 0, None, 150, 0))
+            )
+            .ok(),
+            Some(StatusWrite::Patch(json!({"status": {"n": 150}})))
+        );
+        assert_eq!(
+            decide(
+                Some(&blocked),
+                &moved,
+                Standing::Blocked(&pace(60, 0, Some(1), 150, 0))
+            )
+            .ok(),
+            Some(StatusWrite::Hold(Duration::from_secs(4)))
+        );
+        // Another child blocks it: said at once.
+        let other = status(0, "t-2 is controlled by someone else");
+        assert!(matches!(
+            decide(Some(&blocked), &other, Standing::Blocked(&young)),
+            Ok(StatusWrite::Patch(_))
+        ));
     }
 
     #[test]

@@ -9,15 +9,19 @@ use std::sync::Arc;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Resource, ResourceExt};
 
-use crate::api::{Number, NumberSpec, Tuple, TupleStatus};
+use crate::api::{MAX_TUPLE_LEN, Number, NumberSpec, Tuple, TupleStatus};
 use crate::children::{self, Child, Desired, Plan};
 use crate::context::Context;
 use crate::error::Result;
 use crate::status::{self, Outcome, Progress, Readiness};
 use crate::writes;
 
-/// The Numbers a Tuple wants: `<tuple>-<index>` with `value = numbers[index]`.
+/// The Numbers a Tuple wants: `<tuple>-<index>` with `value = numbers[index]`; none for a
+/// list longer than the schema allows ([`beyond_schema`] says why).
 pub fn desired_numbers(tuple: &Tuple) -> Vec<Desired<NumberSpec>> {
+    if beyond_schema(tuple).is_some() {
+        return Vec::new();
+    }
     let name = tuple.name_any();
     let numbers = tuple.spec.numbers.iter().enumerate();
     numbers
@@ -28,6 +32,19 @@ pub fn desired_numbers(tuple: &Tuple) -> Vec<Desired<NumberSpec>> {
         .collect()
 }
 
+/// Why a Tuple's list is not one this controller expands, if it is not: the CRD allows at
+/// most 1000 numbers, but an object stored under a looser schema may hold any number.
+pub fn beyond_schema(tuple: &Tuple) -> Option<Readiness> {
+    let len = tuple.spec.numbers.len();
+    (len > MAX_TUPLE_LEN).then(|| Readiness {
+        ready: false,
+        reason: "TooManyNumbers",
+        message: format!(
+            "spec.numbers holds {len} numbers, more than {MAX_TUPLE_LEN}, the bound of this CRD (was it stored under another schema?); no Numbers are made for it"
+        ),
+    })
+}
+
 /// The status that describes what the plan found. `allSquares` is only given once every
 /// desired Number is ours, right and computed: until then the Tuple says what it waits for.
 pub fn desired_status(
@@ -36,7 +53,13 @@ pub fn desired_status(
     previous: Option<&TupleStatus>,
     now: Timestamp,
 ) -> (TupleStatus, Progress) {
-    let (readiness, progress, all_squares) = match children::unfinished(plan) {
+    let beyond = beyond_schema(tuple);
+    let counted = beyond.is_none();
+    let unfinished = match beyond {
+        Some(readiness) => Some((readiness, Progress::Blocked)),
+        None => children::unfinished(plan),
+    };
+    let (readiness, progress, all_squares) = match unfinished {
         Some((readiness, progress)) => (readiness, progress, None),
         None => {
             let square = |n: &Arc<Number>| n.status.as_ref().and_then(|s| s.is_square);
@@ -69,8 +92,8 @@ pub fn desired_status(
             &readiness, generation, previous, now,
         )],
         all_squares,
-        ready_numbers: Some(plan.ready.len() as i64),
-        desired_numbers: Some(plan.desired as i64),
+        ready_numbers: counted.then_some(plan.ready.len() as i64),
+        desired_numbers: counted.then_some(plan.desired as i64),
     };
     (status, progress)
 }
@@ -222,7 +245,7 @@ mod tests {
         let (status, progress) = desired_status(&t, &plan, None, Timestamp::UNIX_EPOCH);
         assert_eq!(
             (progress, status.conditions[0].reason.as_str()),
-            (Progress::Settled, "ChildConflict")
+            (Progress::Blocked, "ChildConflict")
         );
     }
 
@@ -290,7 +313,7 @@ mod tests {
         let (status, progress) = desired_status(&t, &plan, None, Timestamp::UNIX_EPOCH);
         assert_eq!(
             (status.conditions[0].reason.as_str(), progress),
-            ("ChildNameTooLong", Progress::Settled)
+            ("ChildNameTooLong", Progress::Blocked)
         );
     }
 }

@@ -101,7 +101,24 @@ where
     // were deleted while the watch was down, and no Delete event will ever say so.
     let mut before_relist: Vec<Arc<K>> = Vec::new();
     let outage = ctx.outage.clone();
+    let gone_kind = K::kind(&());
+    let relisting = ctx.clone();
     watcher(api, config)
+        // 410 Gone: the API server no longer has the history to resume from (compacted, or
+        // lost in a restart). The watcher lists again by itself; taken out before the
+        // backoff, which would otherwise wait (up to a second after an outage) before that
+        // list, as client-go's reflector does not.
+        .filter(move |event| {
+            let gone = matches!(event, Err(watcher::Error::WatchError(s)) if s.code == 410);
+            if gone {
+                relisting.relist_started(gone_kind.clone());
+                debug!(
+                    "watching {}s: resourceVersion too old; listing again",
+                    gone_kind
+                );
+            }
+            futures::future::ready(!gone)
+        })
         .backoff(WatchBackoff::default())
         .modify(slim)
         .reflect(writer)
@@ -109,7 +126,7 @@ where
             if let Err(error) = event
                 && watch_unreachable(error)
             {
-                outage.unreachable(None, error)
+                outage.unreachable(None, error);
             }
         })
         .map(move |event| match event {
@@ -132,11 +149,18 @@ where
                 tell_parents(&obj)
             }
             // The reflector fills a new cache on the side; until InitDone, `reader` still
-            // shows the old one.
-            Ok(watcher::Event::Init) => before_relist = reader.state(),
+            // shows the old one. (Init comes again before every attempt of a failing list:
+            // the snapshot is of the cache, which only InitDone replaces.)
+            Ok(watcher::Event::Init) => {
+                ctx.relist_started(K::kind(&()));
+                if before_relist.is_empty() {
+                    before_relist = reader.state();
+                }
+            }
             // A (re)list is complete and the cache swapped in: everything is news, and so is
             // everything that vanished while the watch was down.
             Ok(watcher::Event::InitDone) => {
+                ctx.relist_done(K::kind(&()));
                 let now = reader.state();
                 if let Some(index) = ctx.owner_index_of(&K::kind(&())) {
                     index.rebuild(&now);
@@ -158,9 +182,13 @@ where
             Ok(watcher::Event::InitApply(_)) => {}
             // An unreachable server is reported once, by the outage above.
             Err(error) if watch_unreachable(&error) => {
+                ctx.watch_failed(K::kind(&()));
                 debug!(%error, "watching {}s failed; retrying", K::kind(&()))
             }
-            Err(error) => warn!(%error, "watching {}s failed; retrying with backoff", K::kind(&())),
+            Err(error) => {
+                ctx.watch_failed(K::kind(&()));
+                warn!(%error, "watching {}s failed; retrying with backoff", K::kind(&()))
+            }
         })
 }
 

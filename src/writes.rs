@@ -6,11 +6,13 @@
 //! [`Context`] that does it: the controllers call down into here, and this module calls down
 //! into the pure diff, never the other way round.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::jiff::Timestamp;
@@ -22,19 +24,26 @@ use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde_json::json;
-use tracing::info;
+use tracing::{info, warn};
 
-use crate::children::{Child, Desired, MAX_NAME_LEN, Plan, plan};
+use crate::children::{Child, Desired, MAX_NAME_LEN, Plan, Refusal, Step, plan};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::metrics::WriteKind;
-use crate::status::{Outcome, ParentStatus, Progress, name_list};
+use crate::status::{Outcome, ParentStatus, Progress, Standing, name_list};
 
-/// How many create requests one reconcile keeps in flight.
+/// How many create requests one reconcile keeps in flight, at most.
 const WRITES_IN_FLIGHT: usize = 32;
 
 /// Reconcile a parent against the cache of its children: compute the plan, carry out its
 /// writes, then write the status that `status` computes from the plan, if it changed.
+///
+/// Each step of the plan goes ahead whatever another got: deleting unwanted children may be
+/// what frees a quota that refused a create. A write the API server refuses (a quota, an
+/// admission policy, RBAC) ends up in the status (Ready=False, its words) and in one Warning
+/// Event, and is tried again after a backoff of its own ([`crate::context`]'s refusals),
+/// not on every reconcile. In a namespace that is being deleted nothing is created and
+/// nothing is retried: the parent goes with it.
 pub async fn reconcile<P, C: Child, S>(
     ctx: &Context,
     parent: &P,
@@ -50,14 +59,14 @@ where
         + DeserializeOwned,
     S: ParentStatus,
 {
-    if parent.meta().deletion_timestamp.is_some() {
-        // Being deleted: the garbage collector takes the children; recreating them would
-        // fight it.
+    if parent.meta().deletion_timestamp.is_some() || ctx.refusals.terminating(parent) {
+        // Being deleted (itself, or with its namespace): the garbage collector takes the
+        // children; recreating them would fight it.
         return Ok(Outcome::DONE);
     }
     let cached = ctx.children(children, parent, &desired);
     let owner_uid = parent.meta().uid.clone().unwrap_or_default();
-    let plan = plan(
+    let mut plan = plan(
         &owner_uid,
         desired,
         &cached.found,
@@ -65,24 +74,81 @@ where
         &cached.in_flight,
     );
     ctx.narrate(parent, &plan);
-    apply(ctx, parent, &plan).await?;
+    let held = ctx.refusals.held(parent);
+    let applied = apply(ctx, parent, &plan, &held.steps).await?;
+    if applied.terminating {
+        ctx.refusals.note_terminating(parent);
+        return Ok(Outcome::DONE);
+    }
+    let retry_in = ctx.refusals.record(parent, &held, &applied.refused);
+    plan.refused = applied.refused;
+    plan.refused.extend(held.refusals);
     let now = Timestamp::now();
     let known = ctx.known_status(parent, current);
     let (desired_status, progress) = status(&plan, known.as_ref(), now);
-    // How the children come along matters only to a status that waits for them.
-    let pace = (progress == Progress::Pending).then(|| {
+    // How the children come along matters only to a status that is not the answer.
+    let pace = (progress != Progress::Settled).then(|| {
         let shown = known.as_ref().and_then(|s| s.ready_children()).unwrap_or(0);
         let shown = usize::try_from(shown).unwrap_or(0);
-        ctx.pace::<P, C>(parent, plan.ready.len(), shown, now)
+        ctx.pace::<P, C>(parent, plan.ready.len(), shown, plan.desired, now)
     });
+    let standing = match (progress, &pace) {
+        (Progress::Blocked, Some(pace)) => Standing::Blocked(pace),
+        (Progress::Pending, Some(pace)) => Standing::Waiting(pace),
+        _ => Standing::Answer,
+    };
     let requeue_after = ctx
-        .write_status(parent, known.as_ref(), &desired_status, pace.as_ref())
+        .write_status(parent, known.as_ref(), &desired_status, standing)
         .await?;
+    if let Some(retry_in) = retry_in {
+        report_refusals(ctx, parent, &plan.refused, retry_in).await;
+    }
     let outcome = Outcome {
         requeue_after,
         progress,
     };
-    Ok(outcome.requeue_within(cached.recheck_in))
+    Ok(outcome
+        .requeue_within(cached.recheck_in)
+        .requeue_within(held.retry_in.or(retry_in)))
+}
+
+/// Say once, in the log and as a Warning Event on the parent, what the API server refused
+/// and when it is tried again. The Event is the same while the refusal is: it is published
+/// once (see [`Context::publish`]).
+async fn report_refusals<P: Resource<DynamicType = ()>>(
+    ctx: &Context,
+    parent: &P,
+    refused: &[Refusal],
+    retry_in: Duration,
+) {
+    let Some(first) = refused.first() else { return };
+    let who = format!(
+        "{} {}/{}",
+        P::kind(&()),
+        parent.namespace().unwrap_or_default(),
+        parent.name_any()
+    );
+    for r in refused {
+        warn!(
+            "{who}: {} {} was refused; trying again in {retry_in:.0?}: {}",
+            r.step.verb(),
+            r.name,
+            r.message
+        );
+    }
+    let note = refused
+        .iter()
+        .map(|r| format!("{} {} was refused: {}", r.step.verb(), r.name, r.message))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let reason = first.step.refused_reason();
+    let action = match first.step {
+        Step::Create => "Create",
+        Step::Correct | Step::Adopt => "Update",
+        Step::Delete => "Delete",
+    };
+    ctx.publish(parent, EventType::Warning, reason, action, note, None)
+        .await;
 }
 
 /// The controller ownerReference a parent puts on its children. `blockOwnerDeletion` makes a
@@ -112,11 +178,67 @@ fn adopted_references<C: Resource>(child: &C, ours: &OwnerReference) -> Vec<Owne
     references
 }
 
-/// Carry out a plan's writes against the API server: create, correct, adopt, delete. Each
-/// kind of action becomes one Event on the parent and one log line. An object that vanished
-/// meanwhile (404) or a create that lost a race (409) is not an error worth reporting: the
-/// watch brings the news and the next reconcile starts from it.
-pub async fn apply<P, C>(ctx: &Context, parent: &P, plan: &Plan<C>) -> Result<()>
+/// What became of a plan's writes, besides the children written.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// Steps the API server refused, with its words (one per step: the first refusal stops
+    /// that step, the next attempt comes after a backoff).
+    pub refused: Vec<Refusal>,
+    /// A create was refused because the namespace is being deleted.
+    pub terminating: bool,
+}
+
+/// How a failed write is taken.
+enum Failed {
+    /// The API server answered no, and would again: a quota, an admission policy, RBAC, a
+    /// value it rejects. Reported in the status and retried after a backoff.
+    Refused(String),
+    /// The namespace is being deleted (kube-apiserver's NamespaceLifecycle): nothing to
+    /// create there, nothing to retry, as kube-controller-manager's controllers do
+    /// (`HasStatusCause(err, NamespaceTerminatingCause)`).
+    Terminating,
+    /// Anything else (the server unreachable, a 5xx, a 409 on a conditional patch): the
+    /// reconcile fails and the error policy retries it.
+    Other(kube::Error),
+}
+
+/// The status cause kube-apiserver gives a create in a namespace being deleted.
+const NAMESPACE_TERMINATING: &str = "NamespaceTerminating";
+
+fn classify(error: kube::Error) -> Failed {
+    match error {
+        kube::Error::Api(status)
+            if status
+                .details
+                .as_ref()
+                .is_some_and(|d| d.causes.iter().any(|c| c.reason == NAMESPACE_TERMINATING)) =>
+        {
+            Failed::Terminating
+        }
+        // 409 and 429 are a race and a pace, not a refusal; 404 is handled by each step.
+        kube::Error::Api(status)
+            if (400..500).contains(&status.code) && ![409, 429].contains(&status.code) =>
+        {
+            Failed::Refused(status.message)
+        }
+        other => Failed::Other(other),
+    }
+}
+
+/// Carry out a plan's writes against the API server: create, correct, adopt, delete, each
+/// step whatever the others got, except the steps in `held` (refused recently: their retry
+/// waits for its backoff). Each kind of action becomes one Event on the parent and one log
+/// line. An object that vanished meanwhile (404) or a create that lost a race (409) is not
+/// an error worth reporting: the watch brings the news and the next reconcile starts from it.
+///
+/// Errors other than refusals (see [`Failed`]) end the reconcile once every step has had
+/// its turn; an unreachable server ends it at once.
+pub async fn apply<P, C>(
+    ctx: &Context,
+    parent: &P,
+    plan: &Plan<C>,
+    held: &HashSet<Step>,
+) -> Result<Applied>
 where
     P: Resource<DynamicType = ()>,
     C: Child,
@@ -125,67 +247,91 @@ where
     let api: Api<C> = Api::namespaced(ctx.client.clone(), &namespace);
     let owner = owner_reference(parent)?;
     let controller = ctx.controller_name::<P>();
-    let kube_err = |action: &'static str, name: &str| {
-        let namespace = namespace.clone();
-        let name = name.to_string();
-        move |source| Error::Kube {
-            action,
-            kind: C::KIND,
-            namespace,
-            name,
-            source: Box::new(source),
-        }
-    };
-
-    // Creates go out concurrently: a Fermat of 1000 creates 500 Tuples in one reconcile,
-    // and one at a time that would be 500 round trips in a row.
-    let mut new_children = Vec::new();
-    for want in &plan.create {
-        let mut child = C::build(&want.name, want.spec.clone());
-        child.meta_mut().namespace = Some(namespace.clone());
-        child.meta_mut().owner_references = Some(vec![owner.clone()]);
-        ctx.metrics.write(controller, C::KIND, WriteKind::Create);
-        new_children.push((want.name.clone(), child));
-    }
-    let creates = new_children.into_iter().map(|(name, child)| {
-        let api = api.clone();
-        // Expected before the request: the watch may deliver the child (and even its
-        // deletion by someone else) before the answer comes back.
-        ctx.expect_change::<C>(&namespace, &name, None);
-        async move {
-            let result = api.create(&PostParams::default(), &child).await;
-            (name, result)
-        }
-    });
-    let results: Vec<(String, Result<C, kube::Error>)> = futures::stream::iter(creates)
-        .buffer_unordered(WRITES_IN_FLIGHT)
-        .collect()
-        .await;
-    let mut created = Vec::new();
-    let mut failure = None;
-    for (name, result) in results {
-        match result {
-            Ok(_) => created.push(name),
-            // The cache was behind, or the answer to an earlier create was lost: the
-            // object exists, and the watch will show it.
-            Err(kube::Error::Api(s)) if s.code == 409 => {}
-            Err(e) => {
-                ctx.forget_change::<C>(&namespace, &name);
-                failure = failure.or(Some(kube_err("creating", &name)(e)))
+    let mut applied = Applied::default();
+    let mut error: Option<Error> = None;
+    // Sorts one failed write: true when its step should stop here.
+    let mut failed = |step: Step, name: &str, e: kube::Error, applied: &mut Applied| {
+        let unreachable = crate::outage::is_unreachable(&e);
+        match classify(e) {
+            Failed::Refused(message) => applied.refused.push(Refusal {
+                step,
+                name: name.to_string(),
+                message,
+            }),
+            Failed::Terminating => applied.terminating = true,
+            Failed::Other(source) => {
+                error.get_or_insert(Error::Kube {
+                    action: step.verb(),
+                    kind: C::KIND,
+                    namespace: namespace.clone(),
+                    name: name.to_string(),
+                    source: Box::new(source),
+                });
             }
         }
-    }
-    // Created follows the desired order, whatever order the answers came in.
-    let order: HashMap<&str, usize> = plan
-        .create
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (d.name.as_str(), i))
-        .collect();
-    created.sort_by_key(|name| order.get(name.as_str()).copied());
-    if let Some(error) = failure {
-        // What was created is remembered above; the retry creates only the rest.
-        return Err(error);
+        unreachable
+    };
+
+    // Creates go out concurrently (a Fermat of 1000 creates 500 Tuples in one reconcile, and
+    // one at a time that would be 500 round trips in a row), but start slowly, as
+    // kube-controller-manager's ReplicaSet controller does: one, then one more in flight for
+    // every success, up to WRITES_IN_FLIGHT. The first refusal stops the step, so a quota
+    // that is full costs one request per attempt, not one per missing child.
+    let mut created = Vec::new();
+    let mut unreachable = false;
+    if !held.contains(&Step::Create) {
+        let mut wanted = plan.create.iter();
+        let mut in_flight = FuturesUnordered::new();
+        let mut window = 1;
+        let mut stop = false;
+        loop {
+            while !stop && in_flight.len() < window {
+                let Some(want) = wanted.next() else { break };
+                let mut child = C::build(&want.name, want.spec.clone());
+                child.meta_mut().namespace = Some(namespace.clone());
+                child.meta_mut().owner_references = Some(vec![owner.clone()]);
+                ctx.metrics.write(controller, C::KIND, WriteKind::Create);
+                // Expected before the request: the watch may deliver the child (and even
+                // its deletion by someone else) before the answer comes back.
+                ctx.expect_change::<C>(&namespace, &want.name, None);
+                let api = api.clone();
+                let name = want.name.clone();
+                in_flight.push(async move {
+                    let result = api.create(&PostParams::default(), &child).await;
+                    (name, result)
+                });
+            }
+            let Some((name, result)) = in_flight.next().await else {
+                break;
+            };
+            match result {
+                Ok(_) => {
+                    ctx.change_sent::<C>(&namespace, &name);
+                    created.push(name);
+                    window = (window + 1).min(WRITES_IN_FLIGHT);
+                }
+                // The cache was behind, or the answer to an earlier create was lost: the
+                // object exists, and the watch will show it.
+                Err(kube::Error::Api(s)) if s.code == 409 => {
+                    ctx.change_sent::<C>(&namespace, &name)
+                }
+                Err(e) => {
+                    ctx.forget_change::<C>(&namespace, &name);
+                    if !stop {
+                        unreachable |= failed(Step::Create, &name, e, &mut applied);
+                    }
+                    stop = true;
+                }
+            }
+        }
+        // Created follows the desired order, whatever order the answers came in.
+        let order: HashMap<&str, usize> = plan
+            .create
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.name.as_str(), i))
+            .collect();
+        created.sort_by_key(|name| order.get(name.as_str()).copied());
     }
 
     // Corrections and adoptions are conditional merge patches: the resourceVersion we read
@@ -201,73 +347,96 @@ where
             let result = api
                 .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await;
-            if result.is_err() {
-                ctx.forget_change::<C>(&namespace, &name);
-            }
             match result {
-                Ok(_) => Ok(true),
-                Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
-                Err(e) => Err(e),
+                Ok(_) => {
+                    ctx.change_sent::<C>(&namespace, &name);
+                    Ok(true)
+                }
+                Err(e) => {
+                    ctx.forget_change::<C>(&namespace, &name);
+                    match e {
+                        kube::Error::Api(s) if s.code == 404 => Ok(false),
+                        e => Err(e),
+                    }
+                }
             }
         }
     };
 
     let mut corrected = Vec::new();
-    for (child, spec) in &plan.correct {
-        let name = child.name_any();
-        let patch = json!({
-            "metadata": { "resourceVersion": child.resource_version() },
-            "spec": spec,
-        });
-        if patch_child(child, patch)
-            .await
-            .map_err(kube_err("correcting", &name))?
-        {
-            let was = serde_json::to_string(child.child_spec())?;
-            let now = serde_json::to_string(spec)?;
-            corrected.push(format!("{name} (spec {was} back to {now})"))
+    if !unreachable && !held.contains(&Step::Correct) {
+        for (child, spec) in &plan.correct {
+            let name = child.name_any();
+            let patch = json!({
+                "metadata": { "resourceVersion": child.resource_version() },
+                "spec": spec,
+            });
+            match patch_child(child, patch).await {
+                Ok(true) => {
+                    let was = serde_json::to_string(child.child_spec())?;
+                    let now = serde_json::to_string(spec)?;
+                    corrected.push(format!("{name} (spec {was} back to {now})"))
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    unreachable |= failed(Step::Correct, &name, e, &mut applied);
+                    break;
+                }
+            }
         }
     }
 
     let mut adopted = Vec::new();
-    for (child, spec) in &plan.adopt {
-        let name = child.name_any();
-        let patch = json!({
-            "metadata": {
-                "resourceVersion": child.resource_version(),
-                "ownerReferences": adopted_references(child.as_ref(), &owner),
-            },
-            "spec": spec,
-        });
-        if patch_child(child, patch)
-            .await
-            .map_err(kube_err("adopting", &name))?
-        {
-            adopted.push(name)
+    if !unreachable && !held.contains(&Step::Adopt) {
+        for (child, spec) in &plan.adopt {
+            let name = child.name_any();
+            let patch = json!({
+                "metadata": {
+                    "resourceVersion": child.resource_version(),
+                    "ownerReferences": adopted_references(child.as_ref(), &owner),
+                },
+                "spec": spec,
+            });
+            match patch_child(child, patch).await {
+                Ok(true) => adopted.push(name),
+                Ok(false) => {}
+                Err(e) => {
+                    unreachable |= failed(Step::Adopt, &name, e, &mut applied);
+                    break;
+                }
+            }
         }
     }
 
     let mut deleted = Vec::new();
-    for child in &plan.delete {
-        let name = child.name_any();
-        // The uid precondition guarantees we delete the object we decided about, not a
-        // namesake created since.
-        let params = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: child.uid(),
-                resource_version: None,
-            }),
-            propagation_policy: Some(PropagationPolicy::Background),
-            ..DeleteParams::default()
-        };
-        ctx.metrics.write(controller, C::KIND, WriteKind::Delete);
-        ctx.expect_change::<C>(&namespace, &name, child.resource_version());
-        match api.delete(&name, &params).await {
-            Ok(_) => deleted.push(name),
-            Err(kube::Error::Api(s)) if s.code == 404 => ctx.forget_change::<C>(&namespace, &name),
-            Err(e) => {
-                ctx.forget_change::<C>(&namespace, &name);
-                return Err(kube_err("deleting", &name)(e));
+    if !unreachable && !held.contains(&Step::Delete) {
+        for child in &plan.delete {
+            let name = child.name_any();
+            // The uid precondition guarantees we delete the object we decided about, not a
+            // namesake created since.
+            let params = DeleteParams {
+                preconditions: Some(Preconditions {
+                    uid: child.uid(),
+                    resource_version: None,
+                }),
+                propagation_policy: Some(PropagationPolicy::Background),
+                ..DeleteParams::default()
+            };
+            ctx.metrics.write(controller, C::KIND, WriteKind::Delete);
+            ctx.expect_change::<C>(&namespace, &name, child.resource_version());
+            match api.delete(&name, &params).await {
+                Ok(_) => {
+                    ctx.change_sent::<C>(&namespace, &name);
+                    deleted.push(name)
+                }
+                Err(kube::Error::Api(s)) if s.code == 404 => {
+                    ctx.forget_change::<C>(&namespace, &name)
+                }
+                Err(e) => {
+                    ctx.forget_change::<C>(&namespace, &name);
+                    failed(Step::Delete, &name, e, &mut applied);
+                    break;
+                }
             }
         }
     }
@@ -341,5 +510,8 @@ where
         )
         .await;
     }
-    Ok(())
+    match error {
+        Some(error) => Err(error),
+        None => Ok(applied),
+    }
 }

@@ -44,7 +44,6 @@ fn successful_creates(h: &Harness, resource: &str) -> usize {
         .count()
 }
 
-
 /// An outage 1.5 s into a Fermat 200, lasting 4 s: the manager converges once the server
 /// is back, with exactly the desired children, each created once, and says what happened
 /// in a few lines (the real apiserver case logged 8 700 lines for an 8 s outage).

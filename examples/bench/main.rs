@@ -18,6 +18,12 @@
 //!   watch those namespaces (stop a deployed one first; the bench warns if it sees one). The
 //!   outage is only caused on the test API server.
 //!
+//! - `BENCH_RESTART="command"` (`make bench CLUSTER=1 RESTART="…"`): a command that restarts
+//!   the cluster's kube-apiserver (SIGKILL, a pause, start again; it returns once the new
+//!   process is started), for `../shared/realk8s` `hack/restart-apiserver.sh`. Run 1.5 s into
+//!   a Fermat 1000; measured: how long after the API server answers again the Fermat is
+//!   Ready, the manager's writes against the minimum, and what its log said meanwhile.
+//!
 //! Writes are counted by the manager itself (`math_controller_write_requests_total` on its
 //! `/metrics`), so they are the same on any server. `HEAL_SAMPLES` (default 50) sets how many
 //! Numbers are deleted one at a time to time their return; `BENCH_MANAGER=path` measures
@@ -112,6 +118,7 @@ struct Row {
     heal: (Duration, Duration),
     rss_mib: Option<f64>,
     outage: Option<Duration>,
+    restart_apiserver: Option<Duration>,
 }
 
 #[tokio::main]
@@ -163,12 +170,12 @@ async fn main() -> anyhow::Result<()> {
         rows.push(measure(&server, &binary, n, heal_samples).await?);
     }
     println!(
-        "\n| n | floor | manager | ratio | object writes (minimum) | progress reports | Event writes | steady 3 s | after restart | heal p50 / p99 | peak RSS | outage → Ready |"
+        "\n| n | floor | manager | ratio | object writes (minimum) | progress reports | Event writes | steady 3 s | after restart | heal p50 / p99 | peak RSS | outage → Ready | apiserver restart → Ready |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in rows {
         println!(
-            "| {} | {:.2} s | {:.2} s | {:.2}× | {} ({}) | {} | {} | {} | {} | {:.0} / {:.0} ms | {} | {} |",
+            "| {} | {:.2} s | {:.2} s | {:.2}× | {} ({}) | {} | {} | {} | {} | {:.0} / {:.0} ms | {} | {} | {} |",
             r.n,
             r.floor.as_secs_f64(),
             r.converge.as_secs_f64(),
@@ -183,6 +190,8 @@ async fn main() -> anyhow::Result<()> {
             ms(r.heal.1),
             r.rss_mib.map_or("?".into(), |m| format!("{m:.1} MiB")),
             r.outage
+                .map_or("–".into(), |d| format!("{:.2} s", d.as_secs_f64())),
+            r.restart_apiserver
                 .map_or("–".into(), |d| format!("{:.2} s", d.as_secs_f64())),
         );
     }
@@ -296,6 +305,12 @@ async fn measure(
             back.as_secs_f64()
         );
     }
+    let restart_apiserver = match std::env::var("BENCH_RESTART") {
+        Ok(command) if server.test.is_none() => {
+            Some(restart_apiserver(&command, &server.client, &ns, &manager).await?)
+        }
+        _ => None,
+    };
     let rss_mib = [first_rss, manager.peak_rss_mib()]
         .into_iter()
         .flatten()
@@ -319,6 +334,7 @@ async fn measure(
         heal,
         rss_mib,
         outage,
+        restart_apiserver,
     })
 }
 
@@ -386,6 +402,70 @@ async fn outage(test: &TestServer, client: &Client, ns: &str) -> anyhow::Result<
     let back = Instant::now();
     wait_ready(&fermats, "g", Duration::from_secs(120)).await?;
     Ok(back.elapsed())
+}
+
+/// Issue 17's scenario on a real control plane: kube-apiserver is killed 1.5 s into a Fermat
+/// 1000 and started again by `command` (which returns once the new process runs). A
+/// restarted kube-apiserver has lost its watch cache, so every watch must relist. Measured
+/// from the moment it answers again to the Fermat's Ready, with the manager's writes and
+/// log meanwhile.
+async fn restart_apiserver(
+    command: &str,
+    client: &Client,
+    ns: &str,
+    manager: &Manager,
+) -> anyhow::Result<Duration> {
+    let fermats: Api<Fermat> = Api::namespaced(client.clone(), ns);
+    let before = manager.writes().await?;
+    let lines_before = manager.log().len();
+    fermats
+        .create(
+            &PostParams::default(),
+            &Fermat::new("r", FermatSpec { number: 1000 }),
+        )
+        .await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let status = tokio::process::Command::new("sh")
+        .args(["-c", command])
+        .status()
+        .await?;
+    anyhow::ensure!(status.success(), "BENCH_RESTART failed: {status}");
+    let wait = Instant::now();
+    while client.apiserver_version().await.is_err() {
+        anyhow::ensure!(
+            wait.elapsed() < Duration::from_secs(120),
+            "the API server did not answer within 120 s of its restart"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let back = Instant::now();
+    wait_ready(&fermats, "r", Duration::from_secs(300)).await?;
+    let ready = back.elapsed();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let writes = manager.writes().await?;
+    let log = manager.log();
+    let during = &log[lines_before.min(log.len())..];
+    let about = |l: &&String| {
+        [
+            "unreachable",
+            "reachable again",
+            "watching",
+            "listing again",
+            "relist",
+        ]
+        .iter()
+        .any(|w| l.contains(w))
+    };
+    let waiting = during.iter().filter(|l| l.contains("waiting for")).count();
+    println!(
+        "  apiserver restart: a Fermat 1000 whose kube-apiserver was killed 1.5 s in is Ready {:.2} s after it answers again; {} object writes (minimum 3001), {} log lines ({} about the outage and watches, {} waiting statuses)",
+        ready.as_secs_f64(),
+        writes.objects() - before.objects(),
+        during.len(),
+        during.iter().filter(about).count(),
+        waiting,
+    );
+    Ok(ready)
 }
 
 async fn wait_ready(api: &Api<Fermat>, name: &str, limit: Duration) -> anyhow::Result<()> {

@@ -4,14 +4,17 @@
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
 pub struct Manager {
     child: Child,
     metrics: SocketAddr,
+    /// Its log (stderr), line by line, at its default level unless MANAGER_LOG says.
+    log: Arc<Mutex<Vec<String>>>,
 }
 
 /// The manager's write requests, from `math_controller_write_requests_total`.
@@ -114,17 +117,34 @@ impl Manager {
             .arg(format!("--metrics-bind-address={metrics}"))
             .arg(format!("--health-probe-bind-address={probes}"))
             .stdout(Stdio::null())
+            .stderr(Stdio::piped())
             .kill_on_drop(true);
-        // Its log only when asked for (MANAGER_LOG=info, say): a line per write would drown
-        // the numbers.
-        match std::env::var("MANAGER_LOG") {
-            Ok(filter) => command.env("RUST_LOG", filter),
-            Err(_) => command.env_remove("RUST_LOG").stderr(Stdio::null()),
+        // Its log is collected (to count lines), and shown only when asked for
+        // (MANAGER_LOG=info, say): a line per write would drown the numbers.
+        let show = std::env::var("MANAGER_LOG").ok();
+        match &show {
+            Some(filter) => command.env("RUST_LOG", filter),
+            None => command.env_remove("RUST_LOG"),
         };
         if let Some(path) = kubeconfig {
             command.env("KUBECONFIG", path);
         }
-        let child = command.spawn()?;
+        let mut child = command.spawn()?;
+        let log = Arc::new(Mutex::new(Vec::new()));
+        if let Some(stderr) = child.stderr.take() {
+            let sink = log.clone();
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if show.is_some() {
+                        eprintln!("{line}");
+                    }
+                    if let Ok(mut log) = sink.lock() {
+                        log.push(line);
+                    }
+                }
+            });
+        }
         let start = Instant::now();
         while get(probes, "/readyz").await.is_none() {
             anyhow::ensure!(
@@ -133,7 +153,16 @@ impl Manager {
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        Ok(Manager { child, metrics })
+        Ok(Manager {
+            child,
+            metrics,
+            log,
+        })
+    }
+
+    /// The log lines written so far.
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
     pub async fn writes(&self) -> anyhow::Result<Writes> {

@@ -57,7 +57,6 @@ impl Manager {
     }
 }
 
-
 /// The log lines a person would read as warnings or errors.
 pub fn loud(lines: &[String]) -> Vec<&String> {
     lines
