@@ -18,6 +18,7 @@ pub mod metrics_auth;
 pub mod number;
 pub mod outage;
 pub mod owners;
+pub mod serving;
 pub mod shutdown;
 pub mod startup;
 pub mod status;

@@ -34,12 +34,17 @@ use tokio::net::TcpListener;
 
 use crate::health;
 use crate::metrics::Metrics;
+use crate::serving::HttpLimits;
 use crate::tls::{self, TlsError, TlsListener};
 
 /// How long an allowed answer is reused.
 pub const ALLOWED_TTL: Duration = Duration::from_secs(60);
 /// How long a refusal (unknown token, or a user without the permission) is reused.
 pub const DENIED_TTL: Duration = Duration::from_secs(10);
+/// How long one review may take (controller-runtime: `TokenAccessReviewTimeout`, 10 s).
+pub const REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
+/// TokenReviews and SubjectAccessReviews sent at once, at most; further ones wait.
+pub const MAX_REVIEWS_IN_FLIGHT: usize = 4;
 /// The port `/metrics` is served on when secure and no address is given, as in kubebuilder.
 pub const SECURE_PORT: u16 = 8443;
 /// At most this many answers are cached; beyond, the cache starts over, so that a client
@@ -54,6 +59,8 @@ pub struct SecureMetrics {
     /// How long answers are cached.
     pub allowed_ttl: Duration,
     pub denied_ttl: Duration,
+    /// How long one TokenReview or SubjectAccessReview may take.
+    pub review_timeout: Duration,
 }
 
 impl Default for SecureMetrics {
@@ -62,6 +69,7 @@ impl Default for SecureMetrics {
             cert_dir: None,
             allowed_ttl: ALLOWED_TTL,
             denied_ttl: DENIED_TTL,
+            review_timeout: REVIEW_TIMEOUT,
         }
     }
 }
@@ -288,6 +296,7 @@ pub fn serve(
     metrics: Metrics,
     client: Client,
     secure: SecureMetrics,
+    _limits: HttpLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<impl Future<Output = std::io::Result<()>> + Send + 'static, TlsError> {
     let config = tls::server_config(secure.cert_dir.as_deref())?;
