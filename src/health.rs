@@ -285,13 +285,13 @@ mod tests {
     // The limits of `crate::serving`, on the probe server. Timeouts are shortened so that the
     // tests take moments; the generous bounds only catch a connection that is never closed.
 
+    use std::time::Duration;
+
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpStream;
 
     /// Long enough for a loaded CI machine; only a connection the server never closes hits it.
     const NEVER: Duration = Duration::from_secs(20);
-
-    use std::time::Duration;
 
     /// A probe server with `limits`, stopped by the returned sender.
     async fn probes_with(

@@ -13,7 +13,11 @@
 //!   connection closed;
 //! - **concurrent connections** (a semaphore, as in Tokio's accept-loop example): at the bound
 //!   the loop stops accepting until a connection ends; new clients wait in the kernel's
-//!   backlog. With the header bound this caps the memory all connections together can hold;
+//!   backlog. With the header bound this caps the memory all connections together can hold
+//!   (controller-runtime's are unbounded). The price: a client that keeps that many connections
+//!   open delays the others by up to the header-read timeout; on the probe port that could be
+//!   the kubelet, which is why `deploy/optional/network-policy.yaml` admits other pods to the
+//!   metrics port only;
 //! - **TLS handshake timeout**, for the secure metrics port;
 //! - **graceful shutdown** (hyper-util's `GracefulShutdown`): the listener closes, idle
 //!   connections close at once, requests in progress get [`SHUTDOWN_GRACE`], then whatever is
@@ -44,12 +48,14 @@ use tokio_rustls::TlsAcceptor;
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
 /// The largest request head read. controller-runtime allows 1 MiB (`MaxHeaderBytes`); a scrape
 /// or a probe sends a few hundred bytes, a bearer token a few kilobytes, and 1 MiB per
-/// connection times [`MAX_CONNECTIONS`] would be half the pod's memory limit.
-pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+/// connection times [`MAX_CONNECTIONS`] would be the pod's whole memory limit.
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
 /// Connections served at once, per server. controller-runtime has no bound (a goroutine per
-/// connection); the kubelet probes with one connection at a time and Prometheus scrapes with
-/// one per target.
-pub const MAX_CONNECTIONS: usize = 128;
+/// connection, until the file descriptors run out); the kubelet probes with one connection at
+/// a time and Prometheus scrapes with one per target. With [`MAX_HEADER_BYTES`] this bounds
+/// what clients can make a server hold: about 8 MiB of request heads (plus TLS buffers on the
+/// metrics port).
+pub const MAX_CONNECTIONS: usize = 256;
 /// A client that has not finished its TLS handshake after this long is dropped
 /// (Go's net/http uses the header-read timeout for it, 32 s).
 pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
