@@ -373,19 +373,19 @@ impl Authorizer {
 }
 
 /// `create` of a review, bounded by `timeout`.
-async fn create<K>(client: Client, review: K, timeout: Duration) -> Result<K, ReviewError>
+async fn create<K>(
+    client: Client,
+    review: K,
+    kind: &'static str,
+    timeout: Duration,
+) -> Result<K, ReviewError>
 where
-    K: Resource<DynamicType = ()>
+    K: Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
         + Clone
         + serde::Serialize
         + serde::de::DeserializeOwned
         + std::fmt::Debug,
-    K: Resource<Scope = k8s_openapi::ClusterResourceScope>,
 {
-    let kind = match K::kind(&()).as_ref() {
-        "TokenReview" => "TokenReview",
-        _ => "SubjectAccessReview",
-    };
     match tokio::time::timeout(
         timeout,
         Api::<K>::all(client).create(&PostParams::default(), &review),
@@ -414,7 +414,7 @@ async fn review_token(
         },
         ..Default::default()
     };
-    let status = create(client, review, timeout)
+    let status = create(client, review, "TokenReview", timeout)
         .await?
         .status
         .unwrap_or_default();
@@ -447,7 +447,7 @@ async fn review_access(
         },
         ..Default::default()
     };
-    let access = create(client, access, timeout).await?;
+    let access = create(client, access, "SubjectAccessReview", timeout).await?;
     Ok(access.status.is_some_and(|s| s.allowed))
 }
 
