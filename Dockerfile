@@ -17,6 +17,8 @@ FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=builder /usr/local/bin/math-controller /math-controller
 # Numeric, so that the pod's runAsNonRoot can verify it without resolving names.
 USER 65532:65532
-# 8080: /metrics, 8081: /healthz and /readyz (when bound to 0.0.0.0, as deploy/ does).
-EXPOSE 8080 8081
+# The ports deploy/ serves (tests/operations.rs checks that they agree): 8443 /metrics over
+# HTTPS (--metrics-secure --metrics-bind-address=:8443), 8081 /healthz and /readyz
+# (--health-probe-bind-address=0.0.0.0:8081).
+EXPOSE 8443 8081
 ENTRYPOINT ["/math-controller"]

@@ -20,6 +20,7 @@ pub mod number;
 pub mod outage;
 pub mod owners;
 pub mod refusals;
+pub mod serving;
 pub mod shutdown;
 pub mod startup;
 pub mod status;

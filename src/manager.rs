@@ -30,6 +30,7 @@ use crate::leader::{self, LeaderElectionConfig};
 use crate::metrics::{Metrics, ReconcileResult};
 use crate::metrics_auth::{self, SecureMetrics};
 use crate::outage;
+use crate::serving::HttpLimits;
 use crate::shutdown::{self, Stopped};
 use crate::status::{Outcome, Progress};
 use crate::watches::{resync, watch_and_fan_out};
@@ -63,6 +64,9 @@ pub struct Options {
     pub metrics_secure: Option<SecureMetrics>,
     /// Where `/healthz` and `/readyz` are served; `None` disables them.
     pub probe_address: Option<SocketAddr>,
+    /// Timeouts and bounds of the probe and metrics servers (see [`crate::serving`]); tests
+    /// shorten them.
+    pub http: HttpLimits,
     /// Lease-based leader election; `None` runs as the only replica.
     pub leader_election: Option<LeaderElectionConfig>,
     /// Every object is reconciled again about this often (±10 %, see [`resync`]).
@@ -86,6 +90,7 @@ impl Default for Options {
             metrics_address: None,
             metrics_secure: None,
             probe_address: None,
+            http: HttpLimits::default(),
             leader_election: None,
             sync_period: DEFAULT_SYNC_PERIOD,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
@@ -228,6 +233,7 @@ pub async fn run(
             listener,
             "health probes",
             router,
+            options.http.clone(),
             stop.clone().cancelled_owned(),
         )));
     }
@@ -237,13 +243,20 @@ pub async fn run(
         servers.push(match &options.metrics_secure {
             None => {
                 let router = health::metrics_router(metrics.clone());
-                tokio::spawn(health::serve_on(listener, "metrics", router, shutdown))
+                tokio::spawn(health::serve_on(
+                    listener,
+                    "metrics",
+                    router,
+                    options.http.clone(),
+                    shutdown,
+                ))
             }
             Some(secure) => tokio::spawn(metrics_auth::serve(
                 listener,
                 metrics.clone(),
                 client.clone(),
                 secure.clone(),
+                options.http.clone(),
                 shutdown,
             )?),
         });

@@ -8,13 +8,28 @@
 //! cluster, by binding a ClusterRole (`metrics-reader` in `deploy/`), and the manager itself
 //! needs only `create` on those two review kinds.
 //!
-//! Answers are cached per token and path, [`ALLOWED_TTL`] when allowed and [`DENIED_TTL`] when
-//! not, so a Prometheus scraping every 15 s costs the API server two requests a minute instead
-//! of eight, while a revoked binding or an expired token stops working within a minute. Errors
-//! talking to the API server are not cached: the next scrape asks again.
+//! The endpoint is reachable from the pod network, so what a client can make the manager ask the
+//! API server is bounded:
+//! - **two caches**, as kube-apiserver's delegating authenticator and authorizer keep them: "who
+//!   is this token" (by the token's SHA-256, so tokens are not kept) and "may this user do this
+//!   verb on this path". Each remembers an answer for [`ALLOWED_TTL`] when it is a yes and
+//!   [`DENIED_TTL`] when it is a no, and keeps yeses and noes in separate least-recently-used
+//!   lists of [`CACHE_ENTRIES`] each, so that a flood of made-up tokens (every one a no) never
+//!   pushes out the answer Prometheus relies on. A Prometheus scraping every 15 s costs the API
+//!   server two requests a minute; a revoked binding or an expired token stops working within a
+//!   minute; a new token of a known user costs only its TokenReview;
+//! - **one question for many**: concurrent requests that need the same answer wait for one
+//!   review (single flight);
+//! - **a few at a time**: at most [`MAX_REVIEWS_IN_FLIGHT`] reviews are in flight; the rest wait;
+//! - **a timeout**: a review unanswered after [`REVIEW_TIMEOUT`] (or a wait that long for a turn)
+//!   answers `500`, and is not remembered: the next scrape asks again.
+//!
+//! The verb is the request's method in lower case, as kube-apiserver authorises non-resource
+//! URLs: `GET` is `get`, `HEAD` is `head`.
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -24,27 +39,39 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
+use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec, UserInfo};
 use k8s_openapi::api::authorization::v1::{
     NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
 use kube::api::{Api, PostParams};
 use kube::{Client, Resource};
+use lru::LruCache;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
 
 use crate::health;
 use crate::metrics::Metrics;
-use crate::tls::{self, TlsError, TlsListener};
+use crate::serving::{self, HttpLimits, Transport};
+use crate::tls::{self, TlsError};
 
-/// How long an allowed answer is reused.
+/// How long a yes is reused: a known token's user, a granted permission
+/// (controller-runtime: 1 min for tokens, 5 min for permissions).
 pub const ALLOWED_TTL: Duration = Duration::from_secs(60);
-/// How long a refusal (unknown token, or a user without the permission) is reused.
+/// How long a no is reused: an unknown token, a refused permission
+/// (controller-runtime: 1 min for tokens, 30 s for permissions).
 pub const DENIED_TTL: Duration = Duration::from_secs(10);
+/// How long one review may take (controller-runtime: `TokenAccessReviewTimeout`, 10 s).
+pub const REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
+/// TokenReviews and SubjectAccessReviews sent at once, at most; further ones wait.
+pub const MAX_REVIEWS_IN_FLIGHT: usize = 4;
+/// Answers kept per list (yeses and noes, tokens and permissions: four lists).
+/// kube-apiserver's webhook authorizer keeps 8192 permissions; its token cache is unbounded.
+pub const CACHE_ENTRIES: usize = 1024;
 /// The port `/metrics` is served on when secure and no address is given, as in kubebuilder.
 pub const SECURE_PORT: u16 = 8443;
-/// At most this many answers are cached; beyond, the cache starts over, so that a client
-/// sending random tokens cannot grow the manager's memory.
-const MAX_CACHED: usize = 1024;
 
 /// How the secure metrics endpoint is set up.
 #[derive(Clone, Debug)]
@@ -54,6 +81,8 @@ pub struct SecureMetrics {
     /// How long answers are cached.
     pub allowed_ttl: Duration,
     pub denied_ttl: Duration,
+    /// How long one TokenReview or SubjectAccessReview may take.
+    pub review_timeout: Duration,
 }
 
 impl Default for SecureMetrics {
@@ -62,6 +91,7 @@ impl Default for SecureMetrics {
             cert_dir: None,
             allowed_ttl: ALLOWED_TTL,
             denied_ttl: DENIED_TTL,
+            review_timeout: REVIEW_TIMEOUT,
         }
     }
 }
@@ -77,13 +107,18 @@ pub enum Decision {
     Allowed { user: String },
 }
 
-impl Decision {
-    fn ttl(&self, secure: &SecureMetrics) -> Duration {
-        match self {
-            Decision::Allowed { .. } => secure.allowed_ttl,
-            Decision::Unauthenticated | Decision::Forbidden { .. } => secure.denied_ttl,
-        }
-    }
+/// Why the cluster could not be asked; answered `500`, never remembered.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReviewError {
+    #[error("the {kind} failed: {message}")]
+    Failed { kind: &'static str, message: String },
+    #[error("the API server did not answer the {kind} within {timeout:?}")]
+    TimedOut {
+        kind: &'static str,
+        timeout: Duration,
+    },
+    #[error("{MAX_REVIEWS_IN_FLIGHT} reviews were in flight for {0:?}; no turn for this one")]
+    Busy(Duration),
 }
 
 /// The token of an `Authorization: Bearer …` header, if there is one.
@@ -94,124 +129,326 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-/// The RBAC verb of an HTTP method on a non-resource URL, as kube-apiserver maps it.
+/// The RBAC verb of an HTTP method on a non-resource URL, as kube-apiserver maps it
+/// (`RequestInfoFactory.NewRequestInfo`: the method in lower case; `HEAD` is `head`, not `get`).
 fn verb_of(method: &axum::http::Method) -> String {
-    match method.as_str() {
-        "GET" | "HEAD" => "get".to_string(),
-        other => other.to_ascii_lowercase(),
-    }
+    method.as_str().to_ascii_lowercase()
 }
 
-/// Answers by key, each with the instant it expires.
-type Cache = HashMap<[u8; 32], (Decision, Instant)>;
+/// A cache key: SHA-256 of its parts, each followed by a 0 byte so that ("ab", "c") and
+/// ("a", "bc") differ. Fixed-size, and a token is not kept.
+type Key = [u8; 32];
+
+fn key(parts: &[&[u8]]) -> Key {
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    for part in parts {
+        ctx.update(part);
+        ctx.update(&[0]);
+    }
+    let mut key = [0; 32];
+    key.copy_from_slice(ctx.finish().as_ref());
+    key
+}
+
+/// Who a token belongs to.
+#[derive(Clone, Debug, PartialEq)]
+enum Identity {
+    Unknown,
+    User(Arc<UserInfo>),
+}
+
+/// A review in flight, awaited by every request that needs its answer.
+type Pending<V> = Shared<BoxFuture<'static, Result<V, ReviewError>>>;
+
+/// Answers of one kind: remembered for a while in two least-recently-used lists (yeses and
+/// noes), and asked once however many requests want the same answer at the same moment.
+struct Answers<V> {
+    /// Which answers are yeses.
+    is_yes: fn(&V) -> bool,
+    state: Mutex<AnswersState<V>>,
+}
+
+struct AnswersState<V> {
+    yes: LruCache<Key, (V, Instant)>,
+    no: LruCache<Key, (V, Instant)>,
+    asking: HashMap<Key, Pending<V>>,
+}
+
+enum Found<V> {
+    Known(V),
+    Asking(Pending<V>),
+    Nothing,
+}
+
+impl<V: Clone + Send + Sync + 'static> Answers<V> {
+    fn new(is_yes: fn(&V) -> bool, entries: NonZeroUsize) -> Arc<Self> {
+        Arc::new(Answers {
+            is_yes,
+            state: Mutex::new(AnswersState {
+                yes: LruCache::new(entries),
+                no: LruCache::new(entries),
+                asking: HashMap::new(),
+            }),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, AnswersState<V>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn find(state: &mut AnswersState<V>, key: &Key) -> Found<V> {
+        let now = Instant::now();
+        for list in [&mut state.yes, &mut state.no] {
+            if let Some((answer, expires)) = list.get(key)
+                && now < *expires
+            {
+                return Found::Known(answer.clone());
+            }
+        }
+        match state.asking.get(key) {
+            Some(pending) => Found::Asking(pending.clone()),
+            None => Found::Nothing,
+        }
+    }
+
+    /// The answer for `key`: remembered, or the one being asked, or `ask`ed now once a turn
+    /// (a permit of `turns`) is free. The review runs in a task of its own, so that it ends,
+    /// frees its turn and is remembered even when every request that wanted it went away.
+    async fn get_or_ask(
+        self: &Arc<Self>,
+        key: Key,
+        turns: &Arc<Semaphore>,
+        ttl: (Duration, Duration),
+        wait: Duration,
+        ask: impl Future<Output = Result<V, ReviewError>> + Send + 'static,
+    ) -> Result<V, ReviewError> {
+        // Looked up in a statement of its own: the lock is released before any await.
+        let found = Self::find(&mut self.state(), &key);
+        match found {
+            Found::Known(answer) => return Ok(answer),
+            Found::Asking(pending) => return pending.await,
+            Found::Nothing => {}
+        }
+        let turn = match tokio::time::timeout(wait, turns.clone().acquire_owned()).await {
+            Ok(Ok(turn)) => turn,
+            _ => return Err(ReviewError::Busy(wait)),
+        };
+        let pending = {
+            let mut state = self.state();
+            // Asked, or answered, while this request waited for its turn.
+            match Self::find(&mut state, &key) {
+                Found::Known(answer) => return Ok(answer),
+                Found::Asking(pending) => pending,
+                Found::Nothing => {
+                    let answers = self.clone();
+                    let task = tokio::spawn(async move {
+                        let answer = ask.await;
+                        drop(turn);
+                        answers.settle(key, &answer, ttl);
+                        answer
+                    });
+                    let pending = task
+                        .map(|joined| {
+                            joined.unwrap_or_else(|error| {
+                                Err(ReviewError::Failed {
+                                    kind: "review",
+                                    message: error.to_string(),
+                                })
+                            })
+                        })
+                        .boxed()
+                        .shared();
+                    state.asking.insert(key, pending.clone());
+                    pending
+                }
+            }
+        };
+        pending.await
+    }
+
+    /// Remembers an answer (errors are not) and ends its flight.
+    fn settle(
+        &self,
+        key: Key,
+        answer: &Result<V, ReviewError>,
+        (yes_ttl, no_ttl): (Duration, Duration),
+    ) {
+        let mut state = self.state();
+        state.asking.remove(&key);
+        if let Ok(answer) = answer {
+            let now = Instant::now();
+            if (self.is_yes)(answer) {
+                state.no.pop(&key);
+                state.yes.put(key, (answer.clone(), now + yes_ttl));
+            } else {
+                state.yes.pop(&key);
+                state.no.put(key, (answer.clone(), now + no_ttl));
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn remembered(&self) -> (usize, usize) {
+        let state = self.state();
+        (state.yes.len(), state.no.len())
+    }
+}
 
 /// Asks the API server about tokens, remembering its answers for a while.
 #[derive(Clone)]
 pub struct Authorizer {
     client: Client,
     secure: SecureMetrics,
-    /// SHA-256 of (verb, path, token) → the answer and when it expires. Hashing keeps the tokens
-    /// themselves out of the manager's memory.
-    cache: Arc<Mutex<Cache>>,
+    /// SHA-256 of the token → who it is.
+    tokens: Arc<Answers<Identity>>,
+    /// SHA-256 of (user, verb, path) → allowed.
+    permissions: Arc<Answers<bool>>,
+    /// Turns for reviews in flight, shared by both kinds.
+    turns: Arc<Semaphore>,
 }
 
 impl Authorizer {
     pub fn new(client: Client, secure: SecureMetrics) -> Self {
+        let entries = NonZeroUsize::new(CACHE_ENTRIES).unwrap_or(NonZeroUsize::MIN);
         Authorizer {
             client,
             secure,
-            cache: Arc::default(),
+            tokens: Answers::new(|i| matches!(i, Identity::User(_)), entries),
+            permissions: Answers::new(|allowed| *allowed, entries),
+            turns: Arc::new(Semaphore::new(MAX_REVIEWS_IN_FLIGHT)),
         }
     }
 
-    fn key(verb: &str, path: &str, token: &str) -> [u8; 32] {
-        let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
-        for part in [verb, path, token] {
-            ctx.update(part.as_bytes());
-            ctx.update(&[0]);
-        }
-        let mut key = [0; 32];
-        key.copy_from_slice(ctx.finish().as_ref());
-        key
+    fn ttl(&self) -> (Duration, Duration) {
+        (self.secure.allowed_ttl, self.secure.denied_ttl)
     }
 
-    fn cached(&self, key: &[u8; 32]) -> Option<Decision> {
-        let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        cache
-            .get(key)
-            .filter(|(_, expires)| Instant::now() < *expires)
-            .map(|(decision, _)| decision.clone())
-    }
-
-    fn remember(&self, key: [u8; 32], decision: &Decision) {
-        let now = Instant::now();
-        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        if cache.len() >= MAX_CACHED {
-            cache.retain(|_, (_, expires)| now < *expires);
-            if cache.len() >= MAX_CACHED {
-                cache.clear();
-            }
-        }
-        cache.insert(key, (decision.clone(), now + decision.ttl(&self.secure)));
-    }
-
-    /// May the bearer of `token` do `verb` on the non-resource URL `path`? A cached answer
-    /// costs nothing; otherwise a TokenReview and, for a known user, a SubjectAccessReview.
+    /// May the bearer of `token` do `verb` on the non-resource URL `path`? Remembered answers
+    /// cost nothing; otherwise a TokenReview and, for a known user, a SubjectAccessReview.
     pub async fn decide(
         &self,
         verb: &str,
         path: &str,
         token: &str,
-    ) -> Result<Decision, kube::Error> {
-        let key = Self::key(verb, path, token);
-        if let Some(decision) = self.cached(&key) {
-            return Ok(decision);
-        }
-        let decision = self.ask(verb, path, token).await?;
-        self.remember(key, &decision);
-        Ok(decision)
-    }
-
-    async fn ask(&self, verb: &str, path: &str, token: &str) -> Result<Decision, kube::Error> {
-        let review = TokenReview {
-            spec: TokenReviewSpec {
-                token: Some(token.to_string()),
-                audiences: None,
-            },
-            ..Default::default()
-        };
-        let review = Api::<TokenReview>::all(self.client.clone())
-            .create(&PostParams::default(), &review)
+    ) -> Result<Decision, ReviewError> {
+        let timeout = self.secure.review_timeout;
+        let identity = self
+            .tokens
+            .get_or_ask(
+                key(&[token.as_bytes()]),
+                &self.turns,
+                self.ttl(),
+                timeout,
+                review_token(self.client.clone(), token.to_string(), timeout),
+            )
             .await?;
-        let status = review.status.unwrap_or_default();
-        let user = match status.user {
-            Some(user) if status.authenticated == Some(true) => user,
-            _ => return Ok(Decision::Unauthenticated),
+        let user = match identity {
+            Identity::Unknown => return Ok(Decision::Unauthenticated),
+            Identity::User(user) => user,
         };
-        let username = user.username.clone().unwrap_or_default();
-        let access = SubjectAccessReview {
-            spec: SubjectAccessReviewSpec {
-                user: user.username,
-                groups: user.groups,
-                uid: user.uid,
-                extra: user.extra,
-                non_resource_attributes: Some(NonResourceAttributes {
-                    path: Some(path.to_string()),
-                    verb: Some(verb.to_string()),
-                }),
-                resource_attributes: None,
-            },
-            ..Default::default()
-        };
-        let access = Api::<SubjectAccessReview>::all(self.client.clone())
-            .create(&PostParams::default(), &access)
+        let who = serde_json::to_vec(user.as_ref()).unwrap_or_default();
+        let allowed = self
+            .permissions
+            .get_or_ask(
+                key(&[&who, verb.as_bytes(), path.as_bytes()]),
+                &self.turns,
+                self.ttl(),
+                timeout,
+                review_access(
+                    self.client.clone(),
+                    user.clone(),
+                    verb.to_string(),
+                    path.to_string(),
+                    timeout,
+                ),
+            )
             .await?;
-        Ok(if access.status.is_some_and(|s| s.allowed) {
-            Decision::Allowed { user: username }
+        let user = user.username.clone().unwrap_or_default();
+        Ok(if allowed {
+            Decision::Allowed { user }
         } else {
-            Decision::Forbidden { user: username }
+            Decision::Forbidden { user }
         })
     }
+}
+
+/// `create` of a review, bounded by `timeout`.
+async fn create<K>(
+    client: Client,
+    review: K,
+    kind: &'static str,
+    timeout: Duration,
+) -> Result<K, ReviewError>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
+        + Clone
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    match tokio::time::timeout(
+        timeout,
+        Api::<K>::all(client).create(&PostParams::default(), &review),
+    )
+    .await
+    {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(error)) => Err(ReviewError::Failed {
+            kind,
+            message: error.to_string(),
+        }),
+        Err(_) => Err(ReviewError::TimedOut { kind, timeout }),
+    }
+}
+
+/// Who is `token`? A TokenReview.
+async fn review_token(
+    client: Client,
+    token: String,
+    timeout: Duration,
+) -> Result<Identity, ReviewError> {
+    let review = TokenReview {
+        spec: TokenReviewSpec {
+            token: Some(token),
+            audiences: None,
+        },
+        ..Default::default()
+    };
+    let status = create(client, review, "TokenReview", timeout)
+        .await?
+        .status
+        .unwrap_or_default();
+    Ok(match status.user {
+        Some(user) if status.authenticated == Some(true) => Identity::User(Arc::new(user)),
+        _ => Identity::Unknown,
+    })
+}
+
+/// May `user` do `verb` on `path`? A SubjectAccessReview.
+async fn review_access(
+    client: Client,
+    user: Arc<UserInfo>,
+    verb: String,
+    path: String,
+    timeout: Duration,
+) -> Result<bool, ReviewError> {
+    let user = user.as_ref().clone();
+    let access = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: user.username,
+            groups: user.groups,
+            uid: user.uid,
+            extra: user.extra,
+            non_resource_attributes: Some(NonResourceAttributes {
+                path: Some(path),
+                verb: Some(verb),
+            }),
+            resource_attributes: None,
+        },
+        ..Default::default()
+    };
+    let access = create(client, access, "SubjectAccessReview", timeout).await?;
+    Ok(access.status.is_some_and(|s| s.allowed))
 }
 
 /// What a refused request gets back.
@@ -254,11 +491,7 @@ async fn require_permission(
                 tracing::warn!(%error, "cannot check a metrics request's token with the API server");
                 return (
                     StatusCode::INTERNAL_SERVER_ERROR,
-                    format!(
-                        "cannot check the token with the API server ({} or {} failed)\n",
-                        TokenReview::kind(&()),
-                        SubjectAccessReview::kind(&())
-                    ),
+                    format!("cannot check the token with the API server: {error}\n"),
                 )
                     .into_response();
             }
@@ -288,6 +521,7 @@ pub fn serve(
     metrics: Metrics,
     client: Client,
     secure: SecureMetrics,
+    limits: HttpLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<impl Future<Output = std::io::Result<()>> + Send + 'static, TlsError> {
     let config = tls::server_config(secure.cert_dir.as_deref())?;
@@ -298,11 +532,9 @@ pub fn serve(
     let router = router(metrics, Authorizer::new(client, secure));
     Ok(async move {
         let local = listener.local_addr()?;
-        let listener = TlsListener::new(listener, config)?;
         tracing::info!(address = %local, "serving metrics on https://{local}/metrics ({certificate}; bearer tokens checked by TokenReview and SubjectAccessReview)");
-        axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await
+        let transport = Transport::Tls(TlsAcceptor::from(config));
+        serving::serve(listener, transport, router, limits, shutdown).await
     })
 }
 
@@ -343,22 +575,146 @@ mod tests {
     #[test]
     fn refusals_are_cached_shorter_than_permissions() {
         let s = SecureMetrics::default();
-        assert_eq!(Decision::Allowed { user: "u".into() }.ttl(&s), ALLOWED_TTL);
-        assert_eq!(Decision::Unauthenticated.ttl(&s), DENIED_TTL);
+        assert_eq!((s.allowed_ttl, s.denied_ttl), (ALLOWED_TTL, DENIED_TTL));
         assert!(DENIED_TTL < ALLOWED_TTL);
     }
 
     #[test]
-    fn cache_keys_depend_on_verb_path_and_token() {
-        let k = Authorizer::key("get", "/metrics", "t");
-        assert_eq!(k, Authorizer::key("get", "/metrics", "t"));
-        assert_ne!(k, Authorizer::key("get", "/metrics", "u"));
-        assert_ne!(k, Authorizer::key("get", "/other", "t"));
-        assert_ne!(k, Authorizer::key("post", "/metrics", "t"));
+    fn the_verb_is_the_method_in_lower_case_as_for_kube_apiserver() {
+        use axum::http::Method;
+        assert_eq!(verb_of(&Method::GET), "get");
+        assert_eq!(verb_of(&Method::HEAD), "head");
+        assert_eq!(verb_of(&Method::POST), "post");
+    }
+
+    #[test]
+    fn cache_keys_depend_on_every_part() {
+        let k = key(&[b"get", b"/metrics", b"t"]);
+        assert_eq!(k, key(&[b"get", b"/metrics", b"t"]));
+        assert_ne!(k, key(&[b"get", b"/metrics", b"u"]));
+        assert_ne!(k, key(&[b"get", b"/other", b"t"]));
+        assert_ne!(k, key(&[b"post", b"/metrics", b"t"]));
         // The separator keeps ("ab", "c") and ("a", "bc") apart.
-        assert_ne!(
-            Authorizer::key("get", "/ab", "c"),
-            Authorizer::key("get", "/a", "bc")
+        assert_ne!(key(&[b"/ab", b"c"]), key(&[b"/a", b"bc"]));
+    }
+
+    const TTL: (Duration, Duration) = (Duration::from_secs(60), Duration::from_secs(60));
+    const WAIT: Duration = Duration::from_secs(10);
+
+    fn answers(entries: usize) -> Arc<Answers<bool>> {
+        Answers::new(|yes| *yes, NonZeroUsize::new(entries).unwrap())
+    }
+
+    #[tokio::test]
+    async fn noes_never_push_out_a_yes() {
+        let answers = answers(4);
+        let turns = Arc::new(Semaphore::new(1));
+        let ask = |answer: bool| async move { Ok(answer) };
+        assert_eq!(
+            answers
+                .get_or_ask(key(&[b"yes"]), &turns, TTL, WAIT, ask(true))
+                .await,
+            Ok(true)
         );
+        for i in 0..100u32 {
+            let k = key(&[&i.to_be_bytes()]);
+            assert_eq!(
+                answers.get_or_ask(k, &turns, TTL, WAIT, ask(false)).await,
+                Ok(false)
+            );
+        }
+        assert_eq!(
+            answers.remembered(),
+            (1, 4),
+            "the noes are bounded, the yes is kept"
+        );
+        let asked = answers
+            .get_or_ask(key(&[b"yes"]), &turns, TTL, WAIT, async {
+                panic!("asked again")
+            })
+            .await;
+        assert_eq!(asked, Ok(true));
+    }
+
+    #[tokio::test]
+    async fn the_least_recently_used_yes_goes_first() {
+        let answers = answers(2);
+        let turns = Arc::new(Semaphore::new(1));
+        for name in [b"a", b"b"] {
+            answers
+                .get_or_ask(key(&[name]), &turns, TTL, WAIT, async { Ok(true) })
+                .await
+                .unwrap();
+        }
+        // a is used again, then c arrives: b goes.
+        answers
+            .get_or_ask(key(&[b"a"]), &turns, TTL, WAIT, async {
+                panic!("a is known")
+            })
+            .await
+            .unwrap();
+        answers
+            .get_or_ask(key(&[b"c"]), &turns, TTL, WAIT, async { Ok(true) })
+            .await
+            .unwrap();
+        answers
+            .get_or_ask(key(&[b"a"]), &turns, TTL, WAIT, async {
+                panic!("a is known")
+            })
+            .await
+            .unwrap();
+        let asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = asked.clone();
+        answers
+            .get_or_ask(key(&[b"b"]), &turns, TTL, WAIT, async move {
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                Ok(true)
+            })
+            .await
+            .unwrap();
+        assert!(
+            asked.load(std::sync::atomic::Ordering::SeqCst),
+            "b was forgotten"
+        );
+    }
+
+    #[tokio::test]
+    async fn errors_are_not_remembered_and_end_the_flight() {
+        let answers = answers(4);
+        let turns = Arc::new(Semaphore::new(1));
+        let failed = answers
+            .get_or_ask(key(&[b"k"]), &turns, TTL, WAIT, async {
+                Err(ReviewError::TimedOut {
+                    kind: "TokenReview",
+                    timeout: WAIT,
+                })
+            })
+            .await;
+        assert!(failed.is_err());
+        assert_eq!(answers.remembered(), (0, 0));
+        assert_eq!(
+            answers
+                .get_or_ask(key(&[b"k"]), &turns, TTL, WAIT, async { Ok(true) })
+                .await,
+            Ok(true)
+        );
+        assert_eq!(turns.available_permits(), 1, "the turn is given back");
+    }
+
+    #[tokio::test]
+    async fn no_turn_within_the_wait_is_an_error() {
+        let answers = answers(4);
+        let turns = Arc::new(Semaphore::new(1));
+        let _taken = turns.clone().acquire_owned().await.unwrap();
+        let waited = answers
+            .get_or_ask(
+                key(&[b"k"]),
+                &turns,
+                TTL,
+                Duration::from_millis(10),
+                async { Ok(true) },
+            )
+            .await;
+        assert_eq!(waited, Err(ReviewError::Busy(Duration::from_millis(10))));
     }
 }

@@ -1,5 +1,5 @@
-//! TLS for the metrics endpoint: where the certificate comes from, how a replaced certificate is
-//! picked up, and a listener that hands axum finished TLS connections.
+//! TLS for the metrics endpoint: where the certificate comes from and how a replaced certificate
+//! is picked up. Handshakes happen in [`crate::serving`], with a timeout.
 //!
 //! As in a kubebuilder v4 project, the certificate is either read from a directory holding
 //! `tls.crt` and `tls.key` (a mounted Secret, typically issued and rotated by cert-manager) or,
@@ -17,7 +17,6 @@
 //! one TLS stack.
 
 use std::fmt;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -28,10 +27,6 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
-use tokio_rustls::TlsAcceptor;
-use tokio_rustls::server::TlsStream;
 
 /// The certificate file in `--metrics-cert-dir`, as in a `kubernetes.io/tls` Secret.
 pub const CERT_FILE: &str = "tls.crt";
@@ -40,10 +35,6 @@ pub const KEY_FILE: &str = "tls.key";
 
 /// How often, at most, the certificate files are checked for a change.
 pub const RELOAD_CHECK_INTERVAL: Duration = Duration::from_secs(1);
-
-/// A client that has not finished its handshake after this long is dropped, so that a stalled
-/// connection holds no resources.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why TLS could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -229,79 +220,6 @@ struct SelfSigned(Arc<CertifiedKey>);
 impl ResolvesServerCert for SelfSigned {
     fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         Some(self.0.clone())
-    }
-}
-
-/// A listener that accepts TCP connections and completes their TLS handshakes concurrently
-/// (one slow client cannot hold up the others), yielding finished TLS streams to `axum::serve`.
-pub struct TlsListener {
-    ready: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
-    local: SocketAddr,
-    acceptor: tokio::task::JoinHandle<()>,
-}
-
-impl TlsListener {
-    /// Wraps a bound TCP listener; handshakes use `config`.
-    pub fn new(tcp: TcpListener, config: Arc<ServerConfig>) -> std::io::Result<Self> {
-        let local = tcp.local_addr()?;
-        let (tx, ready) = mpsc::channel(64);
-        let acceptor = TlsAcceptor::from(config);
-        let acceptor = tokio::spawn(async move {
-            loop {
-                let (stream, peer) = match tcp.accept().await {
-                    Ok(accepted) => accepted,
-                    Err(error) => {
-                        // Out of file descriptors and the like: wait rather than spin.
-                        tracing::warn!(%error, "accepting a metrics connection failed");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    }
-                };
-                let acceptor = acceptor.clone();
-                let tx = tx.clone();
-                tokio::spawn(async move {
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                        Ok(Ok(tls)) => {
-                            let _ = tx.send((tls, peer)).await;
-                        }
-                        Ok(Err(error)) => {
-                            tracing::debug!(%peer, %error, "TLS handshake on the metrics port failed")
-                        }
-                        Err(_) => {
-                            tracing::debug!(%peer, "TLS handshake on the metrics port timed out")
-                        }
-                    }
-                });
-            }
-        });
-        Ok(TlsListener {
-            ready,
-            local,
-            acceptor,
-        })
-    }
-}
-
-impl Drop for TlsListener {
-    fn drop(&mut self) {
-        self.acceptor.abort();
-    }
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        match self.ready.recv().await {
-            Some(accepted) => accepted,
-            // The accept loop only ends when this listener is dropped.
-            None => std::future::pending().await,
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        Ok(self.local)
     }
 }
 

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use common::{Harness, https, kubectl_ok, repo};
 use math_controller::manager::Options;
-use math_controller::metrics_auth::SecureMetrics;
+use math_controller::metrics_auth::{MAX_REVIEWS_IN_FLIGHT, SecureMetrics};
+use math_controller::serving::HttpLimits;
 use serde_json::Value;
 use test_apiserver::{RequestFilter, TestServer};
 
@@ -51,6 +52,11 @@ async fn grant_prometheus(h: &Harness) {
 /// A cluster with deploy/'s metrics-reader ClusterRole bound to monitoring/prometheus (whose
 /// token is READER), a token for monitoring/stranger, and a manager serving secure metrics.
 async fn cluster(secure: SecureMetrics) -> (Harness, SocketAddr) {
+    cluster_with(secure, HttpLimits::default()).await
+}
+
+/// [`cluster`] with the metrics server's limits changed.
+async fn cluster_with(secure: SecureMetrics, http: HttpLimits) -> (Harness, SocketAddr) {
     let mut h = Harness::without_manager().await;
     grant_prometheus(&h).await;
     h.server
@@ -59,6 +65,7 @@ async fn cluster(secure: SecureMetrics) -> (Harness, SocketAddr) {
     h.start_manager_with(Options {
         metrics_address: Some(address),
         metrics_secure: Some(secure),
+        http,
         ..Options::default()
     });
     wait_listening(address).await;
@@ -199,6 +206,256 @@ async fn without_a_cache_every_scrape_asks_and_a_revoked_binding_is_refused() {
     )
     .await;
     assert_eq!(status(address, Some(READER)).await, 403);
+    h.stop_manager().await;
+}
+
+/// Reads until the server closes the connection: `None` if it kept it open for 20 s (the
+/// server under test closes it after 300 ms; 20 s only catches one that never does).
+async fn until_closed(stream: &mut (impl tokio::io::AsyncRead + Unpin)) -> Option<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let mut out = Vec::new();
+    match tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut out)).await {
+        // rustls calls a close without close_notify an error; closed is closed.
+        Ok(_) => Some(out),
+        Err(_) => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_a_request_after_the_tls_handshake_is_cut_off() {
+    use tokio::io::AsyncWriteExt;
+    let http = HttpLimits {
+        header_read_timeout: Duration::from_millis(300),
+        ..HttpLimits::default()
+    };
+    let (mut h, address) = cluster_with(SecureMetrics::default(), http).await;
+    let mut half = https::connect(address).await.unwrap();
+    half.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ")
+        .await
+        .unwrap();
+    half.flush().await.unwrap();
+    let answer = until_closed(&mut half).await;
+    assert!(
+        answer.is_some(),
+        "half a request is held open after the handshake"
+    );
+    // A client that finished the handshake and says nothing, too.
+    let mut silent = https::connect(address).await.unwrap();
+    assert!(
+        until_closed(&mut silent).await.is_some(),
+        "a silent TLS client is held open"
+    );
+    // And one that never starts the handshake is not held for ever either (10 s).
+    let mut raw = tokio::net::TcpStream::connect(address).await.unwrap();
+    assert!(until_closed(&mut raw).await.is_some());
+    // Scrapes still work.
+    assert_eq!(status(address, Some(READER)).await, 200);
+    h.stop_manager().await;
+}
+
+/// The largest number of TokenReviews the server was answering at the same moment, from its
+/// request log (arrival and duration of each).
+fn most_token_reviews_at_once(server: &TestServer) -> usize {
+    let filter = RequestFilter::new().resource("tokenreviews");
+    let spans: Vec<(std::time::SystemTime, std::time::SystemTime)> = server
+        .requests()
+        .into_iter()
+        .filter(|r| filter.matches(r))
+        .map(|r| (r.time, r.time + r.duration))
+        .collect();
+    // A review's span starts when it arrived; count the others still being answered then
+    // (with a millisecond of slack for the two clocks the log reads).
+    let slack = Duration::from_millis(1);
+    spans
+        .iter()
+        .map(|(start, _)| {
+            spans
+                .iter()
+                .filter(|(s, e)| s <= start && *start + slack < *e)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_scrapes_with_one_token_cost_one_review_of_each_kind() {
+    let (mut h, address) = cluster(SecureMetrics::default()).await;
+    // Slow reviews, so that the scrapes overlap.
+    for resource in ["tokenreviews", "subjectaccessreviews"] {
+        h.server.set_latency(
+            RequestFilter::new().resource(resource),
+            Duration::from_millis(300),
+        );
+    }
+    let scrapes: Vec<_> = (0..16)
+        .map(|_| tokio::spawn(async move { status(address, Some(READER)).await }))
+        .collect();
+    for scrape in scrapes {
+        assert_eq!(scrape.await.unwrap(), 200);
+    }
+    assert_eq!(
+        reviews(&h.server),
+        (1, 1),
+        "one question each, shared by all 16"
+    );
+    h.stop_manager().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_most_a_few_reviews_are_in_flight() {
+    let (mut h, address) = cluster(SecureMetrics::default()).await;
+    h.server.set_latency(
+        RequestFilter::new().resource("tokenreviews"),
+        Duration::from_millis(300),
+    );
+    // 16 scrapers with 16 different made-up tokens, at once.
+    let scrapes: Vec<_> = (0..16)
+        .map(|i| tokio::spawn(async move { status(address, Some(&format!("made-up-{i}"))).await }))
+        .collect();
+    for scrape in scrapes {
+        assert_eq!(scrape.await.unwrap(), 401);
+    }
+    assert_eq!(reviews(&h.server), (16, 0));
+    let at_once = most_token_reviews_at_once(&h.server);
+    assert!(
+        (1..=MAX_REVIEWS_IN_FLIGHT).contains(&at_once),
+        "{at_once} TokenReviews in flight at once; at most {MAX_REVIEWS_IN_FLIGHT}"
+    );
+    h.stop_manager().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn junk_tokens_do_not_evict_the_answer_for_prometheus() {
+    // Refusals remembered for long, so that none expires during the test.
+    let (mut h, address) = cluster(SecureMetrics {
+        denied_ttl: Duration::from_secs(600),
+        ..SecureMetrics::default()
+    })
+    .await;
+    assert_eq!(status(address, Some(READER)).await, 200);
+    assert_eq!(reviews(&h.server), (1, 1));
+    // More made-up tokens than any cache holds, over one connection.
+    let mut junk = https::KeepAlive::open(address).await.unwrap();
+    for i in 0..1100 {
+        let (code, _) = junk
+            .request("GET", "/metrics", Some(&format!("junk-{i}")))
+            .await
+            .unwrap();
+        assert_eq!(code, 401);
+    }
+    assert_eq!(reviews(&h.server), (1101, 1));
+    // Prometheus' next scrape is still answered from memory.
+    assert_eq!(status(address, Some(READER)).await, 200);
+    assert_eq!(
+        reviews(&h.server),
+        (1101, 1),
+        "junk tokens evicted Prometheus' cached answer"
+    );
+    h.stop_manager().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_permission_is_remembered_apart_from_its_tokens() {
+    let (mut h, address) = cluster(SecureMetrics::default()).await;
+    // A second token of the same ServiceAccount (Prometheus restarted with a new one).
+    h.server
+        .add_service_account_token("reader-token-2", "monitoring", "prometheus");
+    assert_eq!(status(address, Some(READER)).await, 200);
+    assert_eq!(reviews(&h.server), (1, 1));
+    assert_eq!(status(address, Some("reader-token-2")).await, 200);
+    assert_eq!(
+        reviews(&h.server),
+        (2, 1),
+        "who the new token is must be asked; what that user may do is known"
+    );
+    h.stop_manager().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn head_is_authorised_as_the_verb_head() {
+    let (mut h, address) = cluster(SecureMetrics::default()).await;
+    let mut scraper = https::KeepAlive::open(address).await.unwrap();
+    // metrics-reader grants get, which kube-apiserver does not count for HEAD on a
+    // non-resource URL (the verb is the lower-cased method).
+    let (code, text) = scraper
+        .request("HEAD", "/metrics", Some(READER))
+        .await
+        .unwrap();
+    assert_eq!(code, 403, "{text}");
+    assert_eq!(
+        scraper
+            .request("GET", "/metrics", Some(READER))
+            .await
+            .unwrap()
+            .0,
+        200
+    );
+    let role = r#"{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "metrics-head"},
+        "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["head"]}]}"#;
+    let kubeconfig = h.server.kubeconfig_path();
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), role).unwrap();
+    kubectl_ok(
+        &kubeconfig,
+        &["apply", "-f", &file.path().to_string_lossy()],
+    )
+    .await;
+    kubectl_ok(
+        &kubeconfig,
+        &[
+            "create",
+            "clusterrolebinding",
+            "stranger-head",
+            "--clusterrole=metrics-head",
+            "--serviceaccount=monitoring:stranger",
+        ],
+    )
+    .await;
+    let mut stranger = https::KeepAlive::open(address).await.unwrap();
+    assert_eq!(
+        stranger
+            .request("HEAD", "/metrics", Some(STRANGER))
+            .await
+            .unwrap()
+            .0,
+        200
+    );
+    assert_eq!(
+        stranger
+            .request("GET", "/metrics", Some(STRANGER))
+            .await
+            .unwrap()
+            .0,
+        403
+    );
+    h.stop_manager().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_that_hangs_is_given_up() {
+    let (mut h, address) = cluster(SecureMetrics {
+        review_timeout: Duration::from_millis(300),
+        ..SecureMetrics::default()
+    })
+    .await;
+    h.server.set_latency(
+        RequestFilter::new().resource("tokenreviews"),
+        Duration::from_secs(3600),
+    );
+    let answer = tokio::time::timeout(
+        Duration::from_secs(20),
+        https::get(address, "/metrics", Some(READER)),
+    )
+    .await
+    .expect("an answer while the TokenReview hangs")
+    .unwrap();
+    assert_eq!(answer.status, 500, "{}", answer.text);
+    assert!(answer.text.contains("did not answer"), "{}", answer.text);
+    // Not remembered: once the API server answers again, so does the endpoint.
+    h.server.clear_faults();
+    assert_eq!(status(address, Some(READER)).await, 200);
     h.stop_manager().await;
 }
 

@@ -739,6 +739,85 @@ async fn sigterm_exits_zero_and_releases_the_lease() -> Result<()> {
     Ok(())
 }
 
+/// Connections that never finish a request: half a request line, nothing at all, and (on the
+/// TLS port) half a request after the handshake and a handshake never started.
+async fn stalled_clients(
+    probes: SocketAddr,
+    metrics: SocketAddr,
+) -> Result<Vec<Box<dyn std::any::Any + Send>>> {
+    use tokio::io::AsyncWriteExt;
+    let mut held: Vec<Box<dyn std::any::Any + Send>> = Vec::new();
+    for _ in 0..4 {
+        let mut half = tokio::net::TcpStream::connect(probes).await?;
+        half.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow:")
+            .await?;
+        held.push(Box::new(half));
+        held.push(Box::new(tokio::net::TcpStream::connect(probes).await?));
+        let mut tls = https::connect(metrics).await?;
+        tls.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ")
+            .await?;
+        tls.flush().await?;
+        held.push(Box::new(tls));
+        held.push(Box::new(tokio::net::TcpStream::connect(metrics).await?));
+    }
+    Ok(held)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_does_not_wait_for_clients_that_never_finish_a_request() -> Result<()> {
+    let server = server().await?;
+    let probes = free_port()?;
+    let metrics = free_port()?;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_math-controller"))
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig_path())
+        .args(["--metrics-secure", "--log-format=json"])
+        .arg(format!("--metrics-bind-address={metrics}"))
+        .arg(format!("--health-probe-bind-address={probes}"))
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let outcome = async {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while http_get(probes, "/readyz").await.map(|(s, _)| s).unwrap_or(0) != 200 {
+            ensure!(Instant::now() < deadline, "the manager never became ready");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let held = stalled_clients(probes, metrics).await?;
+        signal(&child, "-TERM")?;
+        // The header-read timeout is 32 s: a shutdown that waited for these clients would
+        // still be waiting.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break status;
+            }
+            ensure!(
+                Instant::now() < deadline,
+                "the manager did not exit within 10 s of SIGTERM while {} stalled clients were connected",
+                held.len()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        drop(held);
+        Ok(status)
+    }
+    .await;
+    if outcome.is_err() {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output()?;
+    let logs = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status = outcome.with_context(|| logs.clone())?;
+    assert!(status.success(), "exit status {status:?}\n{logs}");
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_election_outside_a_cluster_needs_the_lease_namespace() -> Result<()> {
     let server = server().await?;
@@ -1025,6 +1104,43 @@ fn deploy_manifests_are_well_formed_and_match_the_cli() -> Result<()> {
         .collect();
     assert!(env.contains(&("POD_NAME".into(), "metadata.name".into())));
     assert!(env.contains(&("POD_NAMESPACE".into(), "metadata.namespace".into())));
+    Ok(())
+}
+
+/// The ports the Dockerfile's `EXPOSE` documents are the ones the Deployment's container
+/// serves (the image says what the manifests use).
+#[test]
+fn the_dockerfile_exposes_the_ports_deploy_uses() -> Result<()> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let dockerfile = std::fs::read_to_string(repo().join("Dockerfile"))?;
+    let mut exposed = BTreeSet::new();
+    for line in dockerfile.lines() {
+        let mut words = line.split_whitespace();
+        if words
+            .next()
+            .is_some_and(|w| w.eq_ignore_ascii_case("EXPOSE"))
+        {
+            for port in words {
+                let port = port.strip_suffix("/tcp").unwrap_or(port);
+                exposed.insert(
+                    port.parse::<i32>()
+                        .with_context(|| format!("EXPOSE {port}"))?,
+                );
+            }
+        }
+    }
+    let docs = deploy_documents()?;
+    let deployments = of_kind(&docs, "Deployment");
+    let d: Deployment = serde_json::from_value(deployments[0].clone())?;
+    let pod = d.spec.and_then(|s| s.template.spec).context("pod spec")?;
+    let used: BTreeSet<i32> = (pod.containers.iter())
+        .flat_map(|c| c.ports.iter().flatten())
+        .map(|p| p.container_port)
+        .collect();
+    assert_eq!(
+        exposed, used,
+        "Dockerfile EXPOSE vs deploy/'s container ports"
+    );
     Ok(())
 }
 

@@ -260,6 +260,152 @@ async fn a_child_controlled_by_someone_else_is_marked() {
     assert!(all.lines().any(|l| l.starts_with("Number/c-1 ")), "{all}");
 }
 
+/// Sets a terminal's title (OSC 0 … BEL) and clears its screen (CSI 2 J).
+const EVIL: &str = "\x1b]0;pwned\x07\x1b[2J";
+
+/// Objects whose strings carry terminal escapes, written through the API as anyone with write
+/// access could (object names cannot hold control characters; owner names, statuses and
+/// condition messages can): Tuple `t` wants Number `t-0`, which a ConfigMap owner named with
+/// escapes controls; Number `n` has escapes in its fizzBuzz and its condition message. No
+/// manager runs, so nothing rewrites them.
+async fn objects_with_escapes(h: &Harness) {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    use kube::api::{Patch, PatchParams};
+    use math_controller::api::{Number, NumberSpec};
+    let owner = Api::<ConfigMap>::default_namespaced(h.client.clone())
+        .create(
+            &PostParams::default(),
+            &ConfigMap {
+                metadata: kube::api::ObjectMeta {
+                    name: Some("someone".into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("owner");
+    h.create_tuple("t", vec![4]).await;
+    let mut foreign = Number::new("t-0", NumberSpec { value: 4 });
+    foreign.metadata.owner_references = Some(vec![OwnerReference {
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        name: format!("owner{EVIL}"),
+        uid: owner.uid().expect("uid"),
+        controller: Some(true),
+        block_owner_deletion: None,
+    }]);
+    h.numbers()
+        .create(&PostParams::default(), &foreign)
+        .await
+        .expect("a Number with an owner named with escapes");
+    h.create_number("n", 15).await;
+    let status = serde_json::json!({"status": {
+        "observedGeneration": 1,
+        "fizzBuzz": format!("Buzz{EVIL}"),
+        "conditions": [{
+            "type": "Ready", "status": "False", "reason": "Waiting",
+            "message": format!("waiting{EVIL}"),
+            "lastTransitionTime": "2024-01-01T00:00:00Z",
+        }],
+    }});
+    h.numbers()
+        .patch_status("n", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .expect("a status with escapes");
+}
+
+/// Control characters in `text` other than line ends.
+fn control_characters(text: &str) -> Vec<char> {
+    text.chars()
+        .filter(|c| c.is_control() && *c != '\n')
+        .collect()
+}
+
+#[tokio::test]
+async fn escapes_from_the_cluster_are_printed_escaped_as_kubectl_does() {
+    let h = Harness::without_manager().await;
+    objects_with_escapes(&h).await;
+    let out = math(&h, &["tree"]).await;
+    assert_eq!(control_characters(&out), [], "{out:?}");
+    assert!(
+        line(&out, "Number/n").contains("Buzz^[]0;pwned^G^[[2J")
+            && line(&out, "Number/n").contains("waiting^[]0;pwned^G^[[2J"),
+        "{out}"
+    );
+    // kubectl's own escaping of the same owner name (it replaces ESC and CR, and lets BEL
+    // through, which we escape too).
+    let kubectl = kubectl_ok(
+        &h.server.kubeconfig_path(),
+        &[
+            "get",
+            "number",
+            "t-0",
+            "--no-headers",
+            "-o",
+            "custom-columns=OWNER:.metadata.ownerReferences[0].name",
+        ],
+    )
+    .await;
+    let by_kubectl = kubectl.trim_end();
+    assert!(by_kubectl.starts_with("owner^[]0;pwned"), "{by_kubectl:?}");
+    assert!(
+        line(&out, "Number/t-0").contains(&format!(
+            "✗ controlled by ConfigMap {} (uid",
+            by_kubectl.replace('\x07', "^G")
+        )),
+        "kubectl printed {by_kubectl:?}; we printed\n{out}"
+    );
+    // JSON carries the values, escaped as JSON escapes them.
+    let json = math(&h, &["tree", "-o", "json"]).await;
+    assert_eq!(control_characters(&json), [], "{json}");
+    assert!(
+        json.contains(r"Buzz\u001b]0;pwned\u0007\u001b[2J"),
+        "{json}"
+    );
+}
+
+#[tokio::test]
+async fn the_live_view_prints_escapes_from_the_cluster_escaped() {
+    let h = Harness::without_manager().await;
+    objects_with_escapes(&h).await;
+    let dir = tempfile::Builder::new()
+        .prefix("tmux-")
+        .tempdir()
+        .expect("tempdir");
+    let tmux = Tmux::start(dir, &h.server.kubeconfig_path(), "tree --watch").await;
+    let (plain, _) = tmux
+        .until("the tree on screen", |plain, _| {
+            screen_line(plain, "Number/n").is_some_and(|l| l.contains("Buzz^[]0;pwned^G^[[2J"))
+        })
+        .await;
+    assert!(
+        screen_line(&plain, "Number/t-0")
+            .is_some_and(|l| l.contains("controlled by ConfigMap owner^[]0;pwned^G^[[2J")),
+        "{plain}"
+    );
+    // The screen was not cleared under the view's title, and the title was not changed.
+    assert!(
+        plain
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("kubectl math tree --watch")),
+        "{plain}"
+    );
+    let title = tmux
+        .run(&["display", "-p", "-t", "view", "#{pane_title}"])
+        .await;
+    assert!(
+        !title.contains("pwned"),
+        "the terminal's title was set to {title:?}"
+    );
+    tmux.run(&["send-keys", "-t", "view", "q"]).await;
+    let (exit, stty) = tmux.exited().await;
+    assert_eq!(exit.trim(), "0");
+    cooked(&stty);
+}
+
 #[tokio::test]
 async fn large_trees_fold_and_depth_cuts() {
     let h = Harness::start().await;

@@ -5,13 +5,15 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use math_controller::tree::cli::{self, Cli};
+use math_controller::tree::render::escape_terminal;
 
 #[tokio::main]
 async fn main() -> ExitCode {
     match cli::run(Cli::parse()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error}");
+            // An error may quote the API server, which may quote what is in the cluster.
+            eprintln!("error: {}", escape_terminal(&error.to_string()));
             ExitCode::FAILURE
         }
     }

@@ -176,10 +176,7 @@ pub async fn run(cli: Cli) -> Result<(), PluginError> {
     let built = started.elapsed();
     let started = Instant::now();
     let text = match args.output {
-        Output::Json => {
-            let json = render::to_json(&roots, args.depth);
-            serde_json::to_string_pretty(&json).unwrap_or_default() + "\n"
-        }
+        Output::Json => render::json_text(&render::to_json(&roots, args.depth)),
         Output::Text => {
             let lines = render::lines(&roots, &options, &Marks::default(), Timestamp::now());
             render::to_text(&lines, colour_wanted(std::io::stdout().is_terminal()))

@@ -1,6 +1,7 @@
 //! Drawing trees: styled lines (shared by the printed tree and the live view), plain or
 //! coloured text, and JSON for scripts. Pure: the clock and the highlights come in as values.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -49,11 +50,15 @@ pub struct Span {
 
 pub type Line = Vec<Span>;
 
-fn span(text: impl Into<String>, style: Style) -> Span {
-    Span {
-        text: text.into(),
-        style,
-    }
+/// A piece of a line. Every piece is built here, escaped (see [`escape_terminal`]), so that
+/// widths are counted on what the terminal will show and nothing from the cluster reaches it raw.
+pub fn span(text: impl Into<String>, style: Style) -> Span {
+    let text = text.into();
+    let text = match escape_terminal(&text) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(escaped) => escaped,
+    };
+    Span { text, style }
 }
 
 /// A change the live view has just seen, shown for a few seconds.
@@ -189,7 +194,7 @@ fn walk(
             .collect();
         let text = fold_summary(&hidden, !shown.is_empty());
         rows.push(Row {
-            namespace: node.namespace.clone(),
+            namespace: escape_terminal(&node.namespace).into_owned(),
             tree: vec![
                 span(format!("{child_indent}└─ "), Style::Dim),
                 span(text, Style::Dim),
@@ -317,7 +322,7 @@ fn row(node: &Node, prefix: &str, marks: &Marks, now: Timestamp) -> Row {
         status.push(span(text, Style::Flash));
     }
     Row {
-        namespace: node.namespace.clone(),
+        namespace: escape_terminal(&node.namespace).into_owned(),
         tree,
         ready,
         age,
@@ -327,6 +332,58 @@ fn row(node: &Node, prefix: &str, marks: &Marks, now: Timestamp) -> Row {
 
 fn short_uid(uid: &str) -> &str {
     uid.get(..8).unwrap_or(uid)
+}
+
+/// Text from the cluster, made safe to print on a terminal: no control character reaches it,
+/// so a name, a status or a message cannot set the terminal's title, clear its screen or move
+/// its cursor (CVE-2021-25743). ESC and CR are replaced as kubectl replaces them since that
+/// fix (`^[` and `\r`, cli-runtime's `printers.EscapeTerminal`), so the two tools print the
+/// same thing; the control characters kubectl lets through are escaped as well: `\n` and `\t`,
+/// the rest of C0 and DEL in caret notation (BEL is `^G`), C1 as `\u009b`.
+pub fn escape_terminal(text: &str) -> Cow<'_, str> {
+    // Every span of every frame comes through here: look at bytes first (C1 characters are
+    // 0xC2 0x80..=0x9F in UTF-8), decode only when one may be a control character.
+    let maybe = text.bytes().any(|b| b < 0x20 || b == 0x7f || b == 0xc2);
+    if !maybe || !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\x1b' => out.push_str("^["),
+            '\r' => out.push_str("\\r"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\x7f' => out.push_str("^?"),
+            c if (c as u32) < 0x20 => {
+                out.push('^');
+                out.push(char::from(c as u8 + 0x40));
+            }
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The trees' JSON as `-o json` prints it. serde_json escapes C0 characters inside strings but
+/// writes DEL and C1 raw; those are escaped too (`\u007f`), which is the same JSON.
+pub fn json_text(value: &Value) -> String {
+    let text = serde_json::to_string_pretty(value).unwrap_or_default();
+    // Outside strings there are only the line ends of the layout, so a `\\uXXXX` in place of
+    // any other control character is the same JSON.
+    let mut out = String::with_capacity(text.len() + 1);
+    for c in text.chars() {
+        if c.is_control() && c != '\n' {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\n');
+    out
 }
 
 /// An age the way kubectl prints one: `42s`, `5m10s`, `3h`, `2d`.

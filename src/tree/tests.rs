@@ -460,3 +460,88 @@ fn line_of<'a>(out: &'a str, name: &str) -> &'a str {
 
 mod memo;
 mod pace;
+
+/// What kubectl (since CVE-2021-25743) does to ESC and CR, and what we add for the control
+/// characters kubectl lets through.
+#[test]
+fn control_characters_are_escaped_as_kubectl_escapes_them() {
+    use render::escape_terminal as e;
+    // kubectl's own replacements (cli-runtime printers.EscapeTerminal).
+    assert_eq!(
+        e("x\x1b]0;pwned\x1b\\y\x1b[2Jz\rw"),
+        "x^[]0;pwned^[\\y^[[2Jz\\rw"
+    );
+    // The rest of C0, DEL and C1, which kubectl prints raw.
+    assert_eq!(e("a\x07b\x08c\x00d\x7fe"), "a^Gb^Hc^@d^?e");
+    assert_eq!(e("line\nnext\ttab"), "line\\nnext\\ttab");
+    assert_eq!(e("csi\u{9b}2J"), "csi\\u009b2J");
+    // Everything else is left alone, without a copy.
+    let plain = "Fermat/f-1-and-4 → 1²+2², ✓ now Ready, ½ ÿ \u{a0}";
+    assert!(matches!(e(plain), std::borrow::Cow::Borrowed(_)));
+    assert_eq!(e(plain), plain);
+}
+
+/// No control character of the cluster's survives, in plain text, colour or JSON; ours (SGR
+/// colours) do.
+#[test]
+fn cluster_strings_cannot_reach_the_terminal() {
+    const EVIL: &str = "\x1b]0;pwned\x07\x1b[2J\r\u{9b}";
+    let (t, mut numbers) = tuple("t", vec![4], None);
+    // An object of the wanted name controlled by an owner whose name carries escapes.
+    numbers[0].metadata.owner_references = Some(owned_by("ConfigMap", EVIL, "uid-x"));
+    let mut status = numbers[0].status.clone().expect("status");
+    status.fizz_buzz = Some(format!("Fizz{EVIL}"));
+    numbers[0].status = Some(status);
+    let mut waiting = number("n", 15, None);
+    if let Some(s) = waiting.status.as_mut() {
+        s.fizz_buzz = Some(format!("Buzz{EVIL}"));
+        for c in &mut s.conditions {
+            c.status = "False".into();
+            c.message = format!("waiting{EVIL}");
+        }
+    }
+    let mut f = fermat("f", 5);
+    let fermat = Arc::make_mut(&mut f.fermats[0]);
+    if let Some(s) = fermat.status.as_mut() {
+        s.decompositions = Some(vec![format!("1²+2²{EVIL}")]);
+    }
+    let objects = Objects {
+        fermats: f.fermats,
+        tuples: vec![Arc::new(t)],
+        numbers: numbers.into_iter().chain([waiting]).map(Arc::new).collect(),
+    };
+    let roots = build(&objects, &Target::All, NS).expect("trees");
+    let lines = render::lines(
+        &roots,
+        &options(20, None),
+        &Marks::default(),
+        Timestamp::UNIX_EPOCH,
+    );
+    for colour in [false, true] {
+        let out = render::to_text(&lines, colour);
+        // Take out our own colours; nothing else may be a control character.
+        let mut rest = out.clone();
+        for code in ["0", "1", "2", "31", "32", "33", "30;42", "97;41"] {
+            rest = rest.replace(&format!("\x1b[{code}m"), "");
+        }
+        let bad: Vec<char> = rest
+            .chars()
+            .filter(|c| c.is_control() && *c != '\n')
+            .collect();
+        assert!(bad.is_empty(), "{bad:?} in\n{out}");
+        assert!(
+            out.contains("controlled by ConfigMap ^[]0;pwned^G^[[2J\\r\\u009b"),
+            "{out}"
+        );
+        assert!(out.contains("Buzz^[]0;pwned^G"), "{out}");
+        assert!(out.contains("waiting^[]0;pwned^G"), "{out}");
+        assert!(out.contains("1²+2²^[]0;pwned^G"), "{out}");
+    }
+    // JSON keeps the values (escaped the JSON way), and no raw DEL or C1 either.
+    let json = render::json_text(&render::to_json(&roots, None));
+    assert!(!json.chars().any(|c| c.is_control() && c != '\n'), "{json}");
+    let back: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+    assert!(back.to_string().contains("Buzz"));
+    assert!(json.contains("\\u001b]0;pwned\\u0007"), "{json}");
+    assert!(json.contains("\\u009b"), "{json}");
+}

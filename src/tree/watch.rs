@@ -26,7 +26,7 @@ use super::load::{Connection, PluginError};
 use super::memo::Memo;
 pub use super::pace::FRAME;
 use super::pace::Pacer;
-use super::render::{self, Line, Options, Span, Style};
+use super::render::{self, Line, Options, Style};
 use super::{Kind, Node, NotFound, Object, Objects, Target, build_with};
 
 /// How often an idle view redraws, for its clock and ages.
@@ -185,10 +185,10 @@ impl Model {
         let marks = self.tracker.marks(now);
         let lines = match &tree.roots {
             Ok(roots) => render::lines(roots, options, &marks, Timestamp::now()),
-            Err(missing) => vec![vec![Span {
-                text: format!("{missing}; waiting for it to appear"),
-                style: Style::Bad,
-            }]],
+            Err(missing) => vec![vec![render::span(
+                format!("{missing}; waiting for it to appear"),
+                Style::Bad,
+            )]],
         };
         let count = tree.count;
         self.tree = Some(tree);
@@ -359,25 +359,20 @@ impl Watch {
         now: Instant,
     ) -> Result<usize, PluginError> {
         let (lines, count) = model.frame(&self.target, &self.namespace, &self.options, now);
+        // Built with `render::span`, which escapes: the trouble may quote the API server.
         let status = match &model.trouble {
-            Some(trouble) => Span {
-                text: format!("  {trouble}; retrying"),
-                style: Style::Bad,
-            },
-            None => Span {
-                text: String::new(),
-                style: Style::Plain,
-            },
+            Some(trouble) => render::span(format!("  {trouble}; retrying"), Style::Bad),
+            None => render::span("", Style::Plain),
         };
         let title = vec![
-            Span {
-                text: format!(
+            render::span(
+                format!(
                     "kubectl math {} · {count} objects · {} UTC · q quits, ↑ ↓ PgUp PgDn scroll",
                     self.title,
                     Timestamp::now().strftime("%H:%M:%S")
                 ),
-                style: Style::Header,
-            },
+                Style::Header,
+            ),
             status,
         ];
         Ok(draw(out, &title, &lines, scroll, self.colour)?)
