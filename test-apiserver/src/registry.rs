@@ -170,6 +170,17 @@ pub fn builtins() -> Vec<ResourceType> {
         builtin(
             "",
             "v1",
+            "resourcequotas",
+            "ResourceQuota",
+            true,
+            &["quota"],
+            &[],
+            true,
+            false,
+        ),
+        builtin(
+            "",
+            "v1",
             "services",
             "Service",
             true,
