@@ -195,7 +195,11 @@ async fn a_restart_answers_old_watches_410_expired() {
 
     // The continue token of a list begun before the restart still pages (etcd).
     let rest = api
-        .list(&kube::api::ListParams::default().limit(1).continue_token(&token))
+        .list(
+            &kube::api::ListParams::default()
+                .limit(1)
+                .continue_token(&token),
+        )
         .await
         .unwrap();
     assert_eq!(rest.items.len(), 1);
@@ -220,7 +224,9 @@ async fn a_watcher_relists_after_a_restart() {
     use kube::runtime::{WatchStreamExt, reflector, watcher};
     let s = TestServer::start().await.unwrap();
     let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
-    api.create(&PostParams::default(), &cm("before")).await.unwrap();
+    api.create(&PostParams::default(), &cm("before"))
+        .await
+        .unwrap();
     let (reader, writer) = reflector::store();
     let stream = reflector(writer, watcher(api.clone(), watcher::Config::default()))
         .applied_objects()
@@ -241,7 +247,11 @@ async fn a_watcher_relists_after_a_restart() {
         assert!(
             tokio::time::Instant::now() < deadline,
             "store: {:?}",
-            reader.state().iter().map(|c| c.metadata.name.clone()).collect::<Vec<_>>()
+            reader
+                .state()
+                .iter()
+                .map(|c| c.metadata.name.clone())
+                .collect::<Vec<_>>()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -271,7 +281,8 @@ async fn a_watcher_relists_after_a_restart() {
 #[tokio::test]
 async fn custom_resources_can_be_unavailable_after_a_restart() {
     let s = TestServer::start().await.unwrap();
-    s.apply_crd_yaml(include_str!("fixtures/crds.yaml")).unwrap();
+    s.apply_crd_yaml(include_str!("fixtures/crds.yaml"))
+        .unwrap();
     s.restart_with(test_apiserver::Restart {
         downtime: Duration::from_millis(100),
         custom_resources_unavailable: Duration::from_secs(30),
@@ -293,7 +304,9 @@ async fn custom_resources_can_be_unavailable_after_a_restart() {
         let resp = raw.send(req.map(Into::into)).await.unwrap();
         assert_eq!(resp.status().as_u16(), 503, "{path}");
         assert_eq!(
-            resp.headers().get("Retry-After").and_then(|h| h.to_str().ok()),
+            resp.headers()
+                .get("Retry-After")
+                .and_then(|h| h.to_str().ok()),
             Some("5")
         );
         let body: serde_json::Value =
