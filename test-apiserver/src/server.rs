@@ -275,6 +275,9 @@ fn serve(
                 content_type(view, false),
             ))
         }
+        Verb::DeleteCollection if t.rt.is_namespaces() => Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
         Verb::DeleteCollection => {
             let opts = delete_opts(headers, body, q)?;
             let lsel =

@@ -208,7 +208,10 @@ impl ApiError {
     }
 
     pub fn method_not_allowed(message: impl Into<String>) -> ApiError {
-        ApiError::new(405, "MethodNotAllowed", message)
+        ApiError {
+            details: Some(json!({})),
+            ..ApiError::new(405, "MethodNotAllowed", message)
+        }
     }
 
     pub fn gone(message: impl Into<String>) -> ApiError {

@@ -610,6 +610,41 @@ async fn namespace_lifecycle_refuses_creates_while_terminating() {
         (404, "namespaces \"n\" not found")
     );
 
+    // The namespace registry has no deletecollection (real: 405, `details: {}`), and
+    // a DELETE that leaves an object pending on its finalizers answers 200, like one that
+    // removes it (`DELETE pending object: HTTP 200` on kube-apiserver v1.24).
+    let (code, body) = raw(
+        &s,
+        "DELETE",
+        "/api/v1/namespaces",
+        "application/json",
+        &json!({}),
+    )
+    .await;
+    assert_eq!(code, 405);
+    assert_eq!(
+        body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "the server does not allow this method on the requested resource",
+               "reason": "MethodNotAllowed", "details": {}, "code": 405})
+    );
+    let mut pending = tuple("pending");
+    pending.metadata.finalizers = Some(vec!["s17.example.com/hold".into()]);
+    tuples(&s, "default")
+        .create(&PostParams::default(), &pending)
+        .await
+        .expect("created");
+    let (code, body) = raw(
+        &s,
+        "DELETE",
+        "/apis/math.example.com/v1beta1/namespaces/default/tuples/pending",
+        "application/json",
+        &json!({}),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert!(body["metadata"]["deletionTimestamp"].is_string(), "{body}");
+
     // default, kube-system and kube-public may not be deleted.
     let (code, body) = raw(
         &s,

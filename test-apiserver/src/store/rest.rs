@@ -368,7 +368,9 @@ impl State {
         Ok(stored)
     }
 
-    /// DELETE of one object. Returns the object and the HTTP code (200 gone, 202 pending).
+    /// DELETE of one object. Returns the object and the HTTP code: 200 whether it is gone
+    /// or pending on finalizers (kube-apiserver answers 202 only to the deprecated
+    /// `orphanDependents: false`, which nobody sends).
     pub fn delete(
         &mut self,
         rt: &ResourceType,
@@ -376,7 +378,7 @@ impl State {
         name: &str,
         opts: &DeleteOpts,
     ) -> ApiResult<(Value, u16)> {
-        if rt.plural == "namespaces" && rt.group.is_empty() {
+        if rt.is_namespaces() {
             State::namespace_delete_admit(name)?;
         }
         let old = self.get(rt, ns, name)?;
@@ -406,7 +408,7 @@ impl State {
                 ),
             ));
         }
-        if rt.plural == "namespaces" && rt.group.is_empty() {
+        if rt.is_namespaces() {
             if let Some(p) = opts.propagation.as_deref() {
                 check_policy(p)?;
             }
@@ -457,10 +459,10 @@ impl State {
             new["status"] = json!({"phase": "Terminating"});
         }
         if strip_volatile(&new) == strip_volatile(&old) {
-            return (old, 202);
+            return (old, 200);
         }
         let v = self.put(rt, new);
-        (v, 202)
+        (v, 200)
     }
 
     /// DELETE of a collection: deletes every object the selectors match (one that is
