@@ -133,7 +133,7 @@ impl Quantity {
     pub fn canonical(&self) -> String {
         let sign = if self.milli < 0 { "-" } else { "" };
         let m = self.milli.unsigned_abs();
-        if m % 1000 != 0 {
+        if !m.is_multiple_of(1000) {
             return format!("{sign}{m}m");
         }
         let units = m / 1000;
@@ -141,7 +141,7 @@ impl Quantity {
             let mut best = (units, "");
             for (suffix, exp) in BINARY {
                 let div = 1u128 << exp;
-                if units % div == 0 {
+                if units.is_multiple_of(div) {
                     best = (units / div, suffix);
                 }
             }
@@ -153,7 +153,7 @@ impl Quantity {
         let mut best = (units, "");
         for (suffix, exp) in DECIMAL {
             let div = 10u128.pow(*exp);
-            if units % div == 0 {
+            if units.is_multiple_of(div) {
                 best = (units / div, suffix);
             }
         }
