@@ -18,10 +18,10 @@
 //! ([`AuthorizationCheck`]), so a test can tell which rules were needed.
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::registry::{Registry, ResourceType};
-use crate::status::{ApiError, ApiResult, qualified};
+use crate::status::{ApiError, ApiResult};
 use crate::util::name_of;
 
 /// One RBAC rule, as in a ClusterRole's or Role's `rules` (`nonResourceURLs` play no part here).
@@ -117,23 +117,7 @@ fn newly_blocking<'a>(old: Option<&Value>, new: &'a Value) -> Vec<&'a Value> {
 }
 
 fn forbidden(rt: &ResourceType, name: &str, why: String) -> ApiError {
-    let mut details = serde_json::Map::new();
-    if !name.is_empty() {
-        details.insert("name".into(), json!(name));
-    }
-    if !rt.group.is_empty() {
-        details.insert("group".into(), json!(rt.group));
-    }
-    details.insert("kind".into(), json!(rt.plural));
-    ApiError {
-        code: 403,
-        reason: "Forbidden".into(),
-        message: format!(
-            "{} \"{name}\" is forbidden: {why}",
-            qualified(&rt.plural, &rt.group)
-        ),
-        details: Some(Value::Object(details)),
-    }
+    ApiError::forbidden(&rt.plural, &rt.group, name, &why)
 }
 
 impl Admission {
@@ -262,6 +246,7 @@ impl crate::TestServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
         let v = |l: &[&str]| l.iter().map(|s| s.to_string()).collect();

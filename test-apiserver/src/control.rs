@@ -1,11 +1,25 @@
 //! What a test does *to* the server, as opposed to what it asks of it: injected failures and
-//! latency, outages and a write cap (their switches live in `faults.rs`), watches ended and
-//! history compacted as on an apiserver restart, the bookmark interval. The
+//! latency, outages, restarts and a write cap (their switches live in `faults.rs`), watches
+//! ended and history compacted, the bookmark interval, and the pace of the controllers that
+//! run behind the API (namespace deletion, quota replenishment). The
 //! OwnerReferencesPermissionEnforcement switch is in `admission.rs`.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::{Fault, RequestFilter, TestServer, lock};
+
+/// How a restart of kube-apiserver looks to clients, for [`TestServer::restart_with`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Restart {
+    /// How long the port refuses connections.
+    pub downtime: Duration,
+    /// Once the port is back, how long requests for custom resources (and their
+    /// `/apis/<group>[/<version>]` discovery documents) are answered 503 ServiceUnavailable
+    /// `the request has been made before all known HTTP paths have been installed, please
+    /// try again` with `Retry-After: 5`, as kube-apiserver answers them until its CRD
+    /// informer has synced (zero: not at all).
+    pub custom_resources_unavailable: Duration,
+}
 
 impl TestServer {
     /// The next `times` requests matching `filter` fail with `status` (500, 409, 429, ...)
@@ -62,6 +76,60 @@ impl TestServer {
             tokio::time::sleep(duration).await;
             s.resume();
         });
+    }
+
+    /// A kube-apiserver restart: an outage of `downtime` (as [`TestServer::outage`]), after
+    /// which the watch cache is gone ([`TestServer::resume_as_restart`]): every watch that
+    /// resumes from a resourceVersion issued before the restart gets an `ERROR` event, 410
+    /// Expired `too old resource version: X (Y)`, and must list again. Returns at once.
+    pub fn restart(&self, downtime: Duration) {
+        self.restart_with(Restart {
+            downtime,
+            ..Default::default()
+        });
+    }
+
+    /// [`TestServer::restart`] with the whole description of how the server comes back.
+    pub fn restart_with(&self, restart: Restart) {
+        self.stop();
+        let s = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(restart.downtime).await;
+            s.resume_as_restart_with(restart.custom_resources_unavailable);
+        });
+    }
+
+    /// Ends an outage ([`TestServer::stop`]) as a restarted kube-apiserver comes back: the
+    /// same objects and resourceVersion counter (etcd kept them), but a new watch cache,
+    /// so watches from a resourceVersion issued before now answer 410 Expired; lists
+    /// (also paged ones, with their `continue` tokens) and watches from the current
+    /// resourceVersion work.
+    pub fn resume_as_restart(&self) {
+        self.resume_as_restart_with(Duration::ZERO);
+    }
+
+    fn resume_as_restart_with(&self, custom_resources_unavailable: Duration) {
+        self.inner.shared.state().lose_watch_cache();
+        *lock(&self.inner.shared.crds_unavailable_until) =
+            Some(Instant::now() + custom_resources_unavailable);
+        self.resume();
+    }
+
+    /// How long kube-controller-manager's namespace controller waits after a namespace's
+    /// DELETE before it deletes the content (the real one: 5 s; default here: none).
+    pub fn set_namespace_deletion_delay(&self, delay: Duration) {
+        self.inner
+            .shared
+            .state()
+            .set_namespace_deletion_delay(delay);
+    }
+
+    /// How long after a delete the quota controller recounts the namespace's quotas, which
+    /// is when the delete frees its slot (measured on kube-controller-manager v1.24,
+    /// loopback: 20–60 ms from the DELETE to an admitted create; default here: at the next
+    /// background pass, right after the delete's response).
+    pub fn set_quota_replenish_delay(&self, delay: Duration) {
+        self.inner.shared.state().set_quota_replenish_delay(delay);
     }
 
     /// Caps writes at `per_second` (0 removes the cap); writes over the cap queue for

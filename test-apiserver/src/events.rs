@@ -1,7 +1,247 @@
 //! core/v1 Event <-> events.k8s.io/v1 Event conversion (both are views of one store,
-//! which keeps the core/v1 shape, as kube-apiserver does).
+//! which keeps the core/v1 shape, as kube-apiserver does), and Event validation as
+//! kube-apiserver v1.24 does it (`pkg/apis/core/validation/events.go`): the checks run on
+//! the core shape, so errors name core fields (`message`, not `note`), and the refusal is
+//! `Event "name" is invalid: ...` whichever API the Event came through.
 
+use crate::status::Cause;
+use crate::util;
 use serde_json::{Map, Value};
+
+const REPORTING_INSTANCE_LIMIT: usize = 128;
+const ACTION_LIMIT: usize = 128;
+const REASON_LIMIT: usize = 128;
+const NOTE_LIMIT: usize = 1024;
+
+fn text<'a>(e: &'a Value, field: &str) -> &'a str {
+    e.get(field).and_then(Value::as_str).unwrap_or("")
+}
+
+/// A Go zero value: absent, null, empty string, 0, or an object of zero values.
+fn is_zero(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.is_empty(),
+        Some(Value::Number(n)) => n.as_f64() == Some(0.0),
+        Some(Value::Object(m)) => m.values().all(|v| is_zero(Some(v))),
+        Some(Value::Bool(b)) => !b,
+        Some(Value::Array(a)) => a.is_empty(),
+    }
+}
+
+/// `field.Invalid(path, "", detail)`: the checks that report no value.
+fn invalid_empty(field: &str, detail: &str) -> Cause {
+    Cause::invalid(field, "\"\"", detail)
+}
+
+/// `ValidateQualifiedName` (apimachinery's `IsQualifiedName`).
+fn qualified_name_errors(value: &str) -> Vec<String> {
+    let (prefix, name) = match value.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, value),
+    };
+    let mut errs = vec![];
+    if value.matches('/').count() > 1 {
+        errs.push("a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')".to_string());
+        return errs;
+    }
+    if let Some(p) = prefix {
+        if p.is_empty() {
+            errs.push("prefix part must be non-empty".into());
+        } else {
+            errs.extend(
+                util::dns_subdomain_errors(p)
+                    .into_iter()
+                    .map(|e| format!("prefix part {e}")),
+            );
+        }
+    }
+    if name.is_empty() {
+        errs.push("name part must be non-empty".into());
+    } else if name.len() > 63 {
+        errs.push("name part must be no more than 63 characters".into());
+    }
+    let bytes = name.as_bytes();
+    let alnum = |c: &u8| c.is_ascii_alphanumeric();
+    let ok = !bytes.is_empty()
+        && bytes.first().is_some_and(alnum)
+        && bytes.last().is_some_and(alnum)
+        && bytes
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
+    if !ok {
+        errs.push("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')".into());
+    }
+    errs
+}
+
+/// `legacyValidateEvent`: what every Event must satisfy, through either API.
+fn legacy(e: &Value, causes: &mut Vec<Cause>) {
+    let ns = util::meta_str(e, "namespace").unwrap_or("");
+    let involved_ns = e
+        .pointer("/involvedObject/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let mismatch = || {
+        Cause::invalid(
+            "involvedObject.namespace",
+            &format!("{involved_ns:?}"),
+            "does not match event.namespace",
+        )
+    };
+    if is_zero(e.get("eventTime")) {
+        if involved_ns.is_empty() {
+            if !ns.is_empty() && ns != "default" {
+                causes.push(mismatch());
+            }
+        } else if ns != involved_ns {
+            causes.push(mismatch());
+        }
+    } else {
+        if involved_ns.is_empty() && ns != "default" && ns != "kube-system" {
+            causes.push(mismatch());
+        }
+        let controller = text(e, "reportingComponent");
+        if controller.is_empty() {
+            causes.push(Cause::required("reportingController", ""));
+        }
+        for err in qualified_name_errors(controller) {
+            causes.push(Cause::invalid(
+                "reportingController",
+                &format!("{controller:?}"),
+                &err,
+            ));
+        }
+        let checks: [(&str, &str, usize); 3] = [
+            (
+                "reportingInstance",
+                "reportingInstance",
+                REPORTING_INSTANCE_LIMIT,
+            ),
+            ("action", "action", ACTION_LIMIT),
+            ("reason", "reason", REASON_LIMIT),
+        ];
+        for (field, path, limit) in checks {
+            let v = text(e, field);
+            if v.is_empty() {
+                causes.push(Cause::required(path, ""));
+            }
+            if v.len() > limit {
+                causes.push(invalid_empty(
+                    path,
+                    &format!("can have at most {limit} characters"),
+                ));
+            }
+        }
+        if text(e, "message").len() > NOTE_LIMIT {
+            causes.push(invalid_empty(
+                "message",
+                &format!("can have at most {NOTE_LIMIT} characters"),
+            ));
+        }
+    }
+    for err in util::dns_subdomain_errors(ns) {
+        causes.push(Cause::invalid("namespace", &format!("{ns:?}"), &err));
+    }
+}
+
+/// `validateV1EventSeries`.
+fn series(e: &Value, causes: &mut Vec<Cause>) {
+    let Some(s) = e.get("series").filter(|s| !s.is_null()) else {
+        return;
+    };
+    if s.get("count").and_then(Value::as_i64).unwrap_or(0) < 2 {
+        causes.push(invalid_empty("series.count", "should be at least 2"));
+    }
+    if is_zero(s.get("lastObservedTime")) {
+        causes.push(Cause::required("series.lastObservedTime", ""));
+    }
+}
+
+/// `ValidateEventCreate` for an Event in the stored (core) shape; `strict` for one that
+/// came through events.k8s.io/v1.
+pub fn validate_create(e: &Value, strict: bool) -> Vec<Cause> {
+    let mut causes = vec![];
+    legacy(e, &mut causes);
+    if !strict {
+        return causes;
+    }
+    let name = util::meta_str(e, "name").unwrap_or("");
+    if name.is_empty() {
+        causes.push(Cause::required(
+            "metadata.name",
+            "name or generateName is required",
+        ));
+    } else {
+        for err in util::dns_subdomain_errors(name) {
+            causes.push(Cause::invalid("metadata.name", &format!("{name:?}"), &err));
+        }
+    }
+    series(e, &mut causes);
+    if is_zero(e.get("eventTime")) {
+        causes.push(Cause::required("eventTime", ""));
+    }
+    let ty = text(e, "type");
+    if ty != "Normal" && ty != "Warning" {
+        causes.push(invalid_empty("type", &format!("has invalid value: {ty}")));
+    }
+    for (field, path) in [
+        ("firstTimestamp", "firstTimestamp"),
+        ("lastTimestamp", "lastTimestamp"),
+        ("count", "count"),
+    ] {
+        if !is_zero(e.get(field)) {
+            causes.push(invalid_empty(path, "needs to be unset"));
+        }
+    }
+    let source = e.get("source");
+    if !is_zero(source.and_then(|s| s.get("component")))
+        || !is_zero(source.and_then(|s| s.get("host")))
+    {
+        causes.push(invalid_empty("source", "needs to be unset"));
+    }
+    causes
+}
+
+/// `ValidateEventUpdate`: through events.k8s.io/v1 what an Event says may not change.
+pub fn validate_update(new: &Value, old: &Value, strict: bool) -> Vec<Cause> {
+    let mut causes = vec![];
+    legacy(new, &mut causes);
+    if !strict {
+        return causes;
+    }
+    if new.get("series") != old.get("series") {
+        series(new, &mut causes);
+    }
+    // In kube-apiserver's order (reason is checked twice there).
+    for (field, path) in [
+        ("involvedObject", "involvedObject"),
+        ("reason", "reason"),
+        ("message", "message"),
+        ("source", "source"),
+        ("firstTimestamp", "firstTimestamp"),
+        ("lastTimestamp", "lastTimestamp"),
+        ("count", "count"),
+        ("reason", "reason"),
+        ("type", "type"),
+        ("eventTime", "eventTime"),
+        ("action", "action"),
+        ("related", "related"),
+        ("reportingComponent", "reportingController"),
+        ("reportingInstance", "reportingInstance"),
+    ] {
+        let (a, b) = (new.get(field), old.get(field));
+        let same = a == b || (is_zero(a) && is_zero(b));
+        if !same {
+            let shown = match a {
+                Some(v) if !v.is_null() => util::go_value(v),
+                _ => "\"\"".to_string(),
+            };
+            causes.push(Cause::invalid(path, &shown, "field is immutable"));
+        }
+    }
+    causes
+}
 
 /// (core/v1 field, events.k8s.io/v1 field)
 const RENAMES: &[(&str, &str)] = &[

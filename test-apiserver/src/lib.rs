@@ -26,6 +26,7 @@ mod events;
 mod faults;
 mod openapi;
 mod proto;
+mod quantity;
 mod registry;
 mod schema;
 mod selector;
@@ -38,6 +39,7 @@ mod util;
 
 pub use admission::{AuthorizationCheck, PolicyRule};
 pub use auth::UserInfo;
+pub use control::Restart;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -205,6 +207,8 @@ pub(crate) struct Shared {
     pub(crate) url: String,
     /// Bearer tokens TokenReviews recognise.
     pub(crate) tokens: auth::Tokens,
+    /// After a restart: until when custom-resource paths answer 503 (CRD informer not synced).
+    pub(crate) crds_unavailable_until: Mutex<Option<Instant>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -336,13 +340,14 @@ impl TestServer {
             bookmark_interval: Mutex::new(opts.bookmark_interval),
             url: url.clone(),
             tokens: auth::Tokens::default(),
+            crds_unavailable_until: Mutex::new(None),
         });
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let app = server::router(shared.clone());
         let listener = shared.faults_io.listener(listener, addr);
         let gc_shared = Arc::downgrade(&shared);
         let task = tokio::spawn(async move {
-            let gc = tokio::spawn(gc_loop(gc_shared));
+            let gc = tokio::spawn(background_loop(gc_shared));
             let _ = axum::serve(listener, app)
                 .with_graceful_shutdown(async move {
                     let _ = stop_rx.await;
@@ -538,12 +543,21 @@ impl TestServer {
     }
 }
 
-async fn gc_loop(shared: std::sync::Weak<Shared>) {
+/// kube-controller-manager's part: the garbage collector, the quota controller and the
+/// namespace controller, woken after every write request and at least once a second (or
+/// when a controller asked to be: a quota recount or a namespace deletion step is due).
+async fn background_loop(shared: std::sync::Weak<Shared>) {
+    let mut next: Option<Instant> = None;
     loop {
         let Some(s) = shared.upgrade() else { return };
+        let now = Instant::now();
+        let sleep = next
+            .map(|at| at.saturating_duration_since(now))
+            .unwrap_or(Duration::from_secs(1))
+            .min(Duration::from_secs(1));
         tokio::select! {
             _ = s.gc_notify.notified() => {}
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = tokio::time::sleep(sleep) => {}
         }
         let mut st = s.state();
         for _ in 0..100 {
@@ -551,6 +565,17 @@ async fn gc_loop(shared: std::sync::Weak<Shared>) {
                 break;
             }
         }
+        st.namespace_sync();
+        for _ in 0..100 {
+            if !st.gc_pass() {
+                break;
+            }
+        }
+        st.quota_sync();
+        next = [st.quota_next_due(), st.namespaces_next_due()]
+            .into_iter()
+            .flatten()
+            .min();
     }
 }
 

@@ -2,7 +2,8 @@
 //! kubectl uses for `kubectl create namespace` / `kubectl create configmap`: it reads
 //! `runtime.Unknown`, then `metadata` (name, generateName, namespace, labels,
 //! annotations, finalizers) and, for ConfigMaps, `data`; for (Cluster)RoleBindings
-//! (`kubectl create clusterrolebinding`), `subjects` and `roleRef`. Other fields are ignored.
+//! (`kubectl create clusterrolebinding`), `subjects` and `roleRef`; for ResourceQuotas
+//! (`kubectl create quota`), `spec.hard` and `spec.scopes`. Other fields are ignored.
 
 use serde_json::{Map, Value, json};
 
@@ -125,6 +126,42 @@ fn object_meta(b: &[u8]) -> Option<Value> {
     Some(Value::Object(m))
 }
 
+/// `ResourceQuotaSpec`: `hard` (1: map of name → `resource.Quantity`, whose field 1 is
+/// its string form) and `scopes` (2).
+fn quota_spec(b: &[u8]) -> Option<Value> {
+    let mut hard = Map::new();
+    let mut scopes = vec![];
+    for (n, v) in fields(b)? {
+        match n {
+            1 => {
+                let entry = fields(v)?;
+                let key = entry
+                    .iter()
+                    .find(|(n, _)| *n == 1)
+                    .map(|(_, k)| String::from_utf8_lossy(k).into_owned())?;
+                let quantity = entry
+                    .iter()
+                    .find(|(n, _)| *n == 2)
+                    .and_then(|(_, q)| fields(q))
+                    .and_then(|q| q.into_iter().find(|(n, _)| *n == 1))
+                    .map(|(_, s)| string(s))
+                    .unwrap_or(json!("0"));
+                hard.insert(key, quantity);
+            }
+            2 => scopes.push(string(v)),
+            _ => {}
+        }
+    }
+    let mut spec = Map::new();
+    if !hard.is_empty() {
+        spec.insert("hard".into(), Value::Object(hard));
+    }
+    if !scopes.is_empty() {
+        spec.insert("scopes".into(), Value::Array(scopes));
+    }
+    Some(Value::Object(spec))
+}
+
 /// Decodes `k8s\0` + runtime.Unknown into JSON, or None if it is not understood.
 pub fn decode(body: &[u8]) -> Option<Value> {
     let rest = body.strip_prefix(b"k8s\0")?;
@@ -163,6 +200,7 @@ pub fn decode(body: &[u8]) -> Option<Value> {
                     None => obj["subjects"] = json!([subject]),
                 }
             }
+            (2, "ResourceQuota") => obj["spec"] = quota_spec(v)?,
             (3, "ClusterRoleBinding" | "RoleBinding") => {
                 obj["roleRef"] = strings(v, &["apiGroup", "kind", "name"])?;
             }
@@ -173,4 +211,34 @@ pub fn decode(body: &[u8]) -> Option<Value> {
         obj["data"] = Value::Object(data);
     }
     Some(obj)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The body `kubectl create quota tq2 --hard=count/tuples.math.example.com=5,configmaps=3,count/numbers.math.example.com=10 -n s17-q`
+    /// sent to kube-apiserver v1.24 (from `kubectl -v=8`).
+    #[test]
+    fn kubectl_create_quota() {
+        let hex = "6b 38 73 00 0a 13 0a 02 76 31 12 0d 52 65 73 6f 75 72 63 65 51 75 6f 74 \
+                   61 12 7f 0a 18 0a 03 74 71 32 12 00 1a 05 73 31 37 2d 71 22 00 2a 00 32 \
+                   00 38 00 42 00 12 61 0a 11 0a 0a 63 6f 6e 66 69 67 6d 61 70 73 12 03 0a \
+                   01 33 0a 26 0a 1e 63 6f 75 6e 74 2f 6e 75 6d 62 65 72 73 2e 6d 61 74 68 \
+                   2e 65 78 61 6d 70 6c 65 2e 63 6f 6d 12 04 0a 02 31 30 0a 24 0a 1d 63 6f \
+                   75 6e 74 2f 74 75 70 6c 65 73 2e 6d 61 74 68 2e 65 78 61 6d 70 6c 65 2e \
+                   63 6f 6d 12 03 0a 01 35 1a 00 1a 00 22 00";
+        let bytes: Vec<u8> = hex
+            .split_whitespace()
+            .filter_map(|h| u8::from_str_radix(h, 16).ok())
+            .collect();
+        let v = decode(&bytes).expect("decodes");
+        assert_eq!(
+            v,
+            json!({"apiVersion": "v1", "kind": "ResourceQuota",
+                   "metadata": {"name": "tq2", "namespace": "s17-q"},
+                   "spec": {"hard": {"configmaps": "3", "count/numbers.math.example.com": "10",
+                                     "count/tuples.math.example.com": "5"}}})
+        );
+    }
 }

@@ -47,21 +47,32 @@ impl ResourceType {
         self.group == "events.k8s.io" && self.plural == "events"
     }
 
+    pub fn is_namespaces(&self) -> bool {
+        self.group.is_empty() && self.plural == "namespaces"
+    }
+
     pub fn is_core_events(&self) -> bool {
         self.group.is_empty() && self.plural == "events"
     }
 
     pub fn discovery_entries(&self) -> Vec<Value> {
-        let verbs = json!([
-            "create",
-            "delete",
-            "deletecollection",
-            "get",
-            "list",
-            "patch",
-            "update",
-            "watch"
-        ]);
+        // The namespace registry has no DeleteCollection.
+        let verbs = if self.is_namespaces() {
+            json!([
+                "create", "delete", "get", "list", "patch", "update", "watch"
+            ])
+        } else {
+            json!([
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch"
+            ])
+        };
         let mut main = json!({
             "name": self.plural,
             "singularName": self.singular,
@@ -167,6 +178,17 @@ pub fn builtins() -> Vec<ResourceType> {
             false,
         ),
         builtin("", "v1", "secrets", "Secret", true, &[], &[], false, false),
+        builtin(
+            "",
+            "v1",
+            "resourcequotas",
+            "ResourceQuota",
+            true,
+            &["quota"],
+            &[],
+            true,
+            false,
+        ),
         builtin(
             "",
             "v1",

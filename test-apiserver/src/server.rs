@@ -21,7 +21,7 @@ use negotiation::{
     View, content_type, decode_body, error_response, json_response, list_kind, render_one, view_of,
 };
 use options::{delete_opts, manager_of, parse_query, patch_opts, write_opts};
-use routing::{Route, Target, route, verb_of};
+use routing::{Route, Target, is_custom_resource_path, route, verb_of};
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -100,6 +100,12 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     );
     let response = if let Some(code) = fault {
         error_response(&ApiError::injected(code))
+    } else if crds_unavailable(&shared) && is_custom_resource_path(&shared, &path, &routed) {
+        // kube-apiserver's not-found handler while its CRD informer has not synced.
+        error_response(&ApiError::unavailable(
+            "the request has been made before all known HTTP paths have been installed, please try again",
+            5,
+        ))
     } else {
         let body = match axum::body::to_bytes(body, 64 * 1024 * 1024).await {
             Ok(b) => b,
@@ -146,6 +152,11 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     tracing::debug!(verb = rec.verb.as_str(), path = %rec.path, status = rec.status, "request");
     shared.record(rec);
     response
+}
+
+/// Whether a restart's window of 503s for custom resources is open.
+fn crds_unavailable(shared: &Shared) -> bool {
+    crate::lock(&shared.crds_unavailable_until).is_some_and(|t| Instant::now() < t)
 }
 
 fn serve(
@@ -264,6 +275,9 @@ fn serve(
                 content_type(view, false),
             ))
         }
+        Verb::DeleteCollection if t.rt.is_namespaces() => Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
         Verb::DeleteCollection => {
             let opts = delete_opts(headers, body, q)?;
             let lsel =

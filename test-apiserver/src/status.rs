@@ -169,12 +169,49 @@ impl ApiError {
         }
     }
 
+    /// 403 Forbidden as admission answers it (`admission.NewForbidden`):
+    /// `<resource>.<group> "<name>" is forbidden: <why>`, details naming the resource.
+    pub fn forbidden(resource: &str, group: &str, name: &str, why: &str) -> ApiError {
+        ApiError {
+            code: 403,
+            reason: "Forbidden".into(),
+            message: format!(
+                "{} \"{name}\" is forbidden: {why}",
+                qualified(resource, group)
+            ),
+            details: Some(details(name, group, resource)),
+        }
+    }
+
+    /// 503 ServiceUnavailable with a `Retry-After` (seconds) in the details and the header.
+    pub fn unavailable(message: impl Into<String>, retry_after_seconds: u32) -> ApiError {
+        ApiError {
+            code: 503,
+            reason: "ServiceUnavailable".into(),
+            message: message.into(),
+            details: Some(json!({ "retryAfterSeconds": retry_after_seconds })),
+        }
+    }
+
+    /// The `Retry-After` to send: the details' `retryAfterSeconds`, else 1 s for 429/503.
+    pub fn retry_after(&self) -> Option<u64> {
+        let from_details = self
+            .details
+            .as_ref()
+            .and_then(|d| d.get("retryAfterSeconds"))
+            .and_then(Value::as_u64);
+        from_details.or((self.code == 429 || self.code == 503).then_some(1))
+    }
+
     pub fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError::new(400, "BadRequest", message)
     }
 
     pub fn method_not_allowed(message: impl Into<String>) -> ApiError {
-        ApiError::new(405, "MethodNotAllowed", message)
+        ApiError {
+            details: Some(json!({})),
+            ..ApiError::new(405, "MethodNotAllowed", message)
+        }
     }
 
     pub fn gone(message: impl Into<String>) -> ApiError {

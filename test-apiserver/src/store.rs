@@ -8,13 +8,20 @@
 //!   included (the generic registry's `Store`); [`patch`] the four patch types and
 //!   server-side apply; [`strategy`] per-kind validation and defaulting (the strategies).
 //! - [`gc`]: the garbage collector, a controller-like component of its own
-//!   (kube-controller-manager's), fed by every write and run by `gc_loop` in `lib.rs`.
+//!   (kube-controller-manager's), fed by every write and run by `background_loop` in
+//!   `lib.rs`.
+//! - [`quota`]: ResourceQuota admission (kube-apiserver's) and the quota controller
+//!   (kube-controller-manager's); [`namespaces`]: NamespaceLifecycle admission, namespace
+//!   deletion, and the namespace controller that empties a terminating namespace. Both
+//!   controllers also run in `background_loop`.
 //!
 //! They share one [`State`] behind the server's mutex; each file adds an `impl State`
 //! block for its concern.
 
 mod gc;
+mod namespaces;
 mod patch;
+mod quota;
 mod rest;
 mod storage;
 mod strategy;
@@ -51,6 +58,10 @@ pub struct State {
     gc: gc::GcIndex,
     /// Admission plugins (off unless a test turns them on), run on every create and update.
     pub admission: Admission,
+    /// The quota controller's queue (quota admission is always on).
+    pub quota: quota::QuotaController,
+    /// The namespace controller's queue.
+    pub namespaces: namespaces::NamespaceController,
 }
 
 /// A fresh server: the built-in resources and the four namespaces every cluster has.
@@ -63,6 +74,8 @@ impl Default for State {
             registry: Registry::default(),
             gc: gc::GcIndex::default(),
             admission: Admission::default(),
+            quota: quota::QuotaController::default(),
+            namespaces: namespaces::NamespaceController::default(),
         };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let rt = s.rt_of("", "namespaces");

@@ -202,6 +202,12 @@ fn columns(rt: &ResourceType) -> Vec<Value> {
     if rt.plural == "namespaces" {
         cols.push(json!({"name": "Status", "type": "string", "format": "", "description": "The status of the namespace", "priority": 0}));
     }
+    if rt.plural == "resourcequotas" {
+        cols.push(json!({"name": "Age", "type": "string", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0}));
+        cols.push(json!({"name": "Request", "type": "string", "format": "", "description": "Request represents a minimum amount of cpu/memory that a container may consume.", "priority": 0}));
+        cols.push(json!({"name": "Limit", "type": "string", "format": "", "description": "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.", "priority": 0}));
+        return cols;
+    }
     cols.push(json!({"name": "Age", "type": "string", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0}));
     cols
 }
@@ -252,6 +258,34 @@ fn row_cells(rt: &ResourceType, obj: &Value) -> Vec<Value> {
         ];
     }
     let mut cells = vec![name];
+    if rt.plural == "resourcequotas" {
+        // kube-apiserver's printResourceQuota: `name: used/hard` for each status.hard
+        // entry, sorted, `limits.*` in their own column.
+        let hard = obj.pointer("/status/hard").and_then(Value::as_object);
+        let mut names: Vec<&String> = hard.map(|h| h.keys().collect()).unwrap_or_default();
+        names.sort();
+        let (mut request, mut limit) = (vec![], vec![]);
+        for n in names {
+            let q = |part: &str| {
+                obj.pointer(&format!("/status/{part}"))
+                    .and_then(|m| m.get(n.as_str()))
+                    .and_then(Value::as_str)
+                    .unwrap_or("0")
+                    .to_string()
+            };
+            let entry = format!("{n}: {}/{}", q("used"), q("hard"));
+            let pieces: Vec<&str> = n.split('.').collect();
+            if pieces.len() > 1 && pieces[0] == "limits" {
+                limit.push(entry);
+            } else {
+                request.push(entry);
+            }
+        }
+        cells.push(age(created));
+        cells.push(json!(request.join(", ")));
+        cells.push(json!(limit.join(", ")));
+        return cells;
+    }
     if rt.plural == "namespaces" {
         let phase = obj
             .get("status")

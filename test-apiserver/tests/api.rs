@@ -105,7 +105,7 @@ async fn create_get_conflicts_and_not_found() {
 }
 
 /// kube-apiserver: a namespaced create into a namespace that does not exist answers 404
-/// `namespaces "nope" not found`; deleting a namespace deletes its contents.
+/// `namespaces "nope" not found`; deleting a namespace deletes its contents, then it.
 #[tokio::test]
 async fn namespaces_must_exist() {
     let s = server().await;
@@ -146,6 +146,13 @@ async fn namespaces_must_exist() {
         .await
         .unwrap();
     nss.delete("nope", &DeleteParams::default()).await.unwrap();
+    // The namespace controller empties it in the background (tests/admission.rs has the
+    // details), then it goes.
+    s.wait_for("", "namespaces", Duration::from_secs(10), |nss| {
+        nss.iter().all(|n| n["metadata"]["name"] != "nope")
+    })
+    .await
+    .unwrap();
     assert!(
         s.objects("math.example.com", "numbers", Some("nope"))
             .is_empty()

@@ -451,3 +451,84 @@ async fn standalone_binary() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// `kubectl create quota` (protobuf, like `create namespace`), `kubectl describe quota` and
+/// `kubectl get quota` (the quota controller's status), a refused `kubectl create`, and
+/// `kubectl delete namespace`, which waits until the namespace controller has emptied and
+/// removed it. kube-apiserver v1.24 with kube-controller-manager:
+///
+/// ```text
+/// $ kubectl create quota tq --hard=count/configmaps=1,count/numbers.math.example.com=1 -n s17-k
+/// resourcequota/tq created
+/// $ kubectl describe quota tq -n s17-k
+/// Name:                           tq
+/// Namespace:                      s17-k
+/// Resource                        Used  Hard
+/// --------                        ----  ----
+/// count/configmaps                1     1
+/// count/numbers.math.example.com  0     1
+/// $ kubectl create configmap c1 -n s17-k
+/// error: failed to create configmap: configmaps "c1" is forbidden: exceeded quota: tq, requested: count/configmaps=1, used: count/configmaps=1, limited: count/configmaps=1
+/// $ kubectl get quota -n s17-k
+/// NAME   AGE   REQUEST                                                      LIMIT
+/// tq     2s    count/configmaps: 1/1, count/numbers.math.example.com: 0/1
+/// $ time kubectl delete namespace s17-k
+/// namespace "s17-k" deleted
+/// real 0m5.130s
+/// ```
+///
+/// (There the one ConfigMap counted is `kube-root-ca.crt`, which kube-controller-manager
+/// puts in every namespace and this server does not.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quota_and_namespace_deletion() {
+    let (s, k) = setup().await;
+    s.set_namespace_deletion_delay(Duration::from_millis(300));
+    k.run(&["create", "namespace", "q"]).await;
+    let out = k
+        .run(&[
+            "create",
+            "quota",
+            "tq",
+            "--hard=count/configmaps=1,count/numbers.math.example.com=1",
+            "-n",
+            "q",
+        ])
+        .await;
+    assert!(out.contains("resourcequota/tq created"), "{out}");
+    s.wait_for("", "resourcequotas", Duration::from_secs(10), |qs| {
+        qs.iter().any(|q| q.pointer("/status/hard").is_some())
+    })
+    .await
+    .unwrap();
+    let out = k.run(&["describe", "quota", "tq", "-n", "q"]).await;
+    assert!(
+        out.contains("count/configmaps                0     1")
+            && out.contains("count/numbers.math.example.com  0     1"),
+        "{out}"
+    );
+    k.run(&["create", "configmap", "c1", "-n", "q"]).await;
+    let (ok, _, err) = k.try_run(&["create", "configmap", "c2", "-n", "q"]).await;
+    assert!(!ok);
+    assert_eq!(
+        err.trim(),
+        "error: failed to create configmap: configmaps \"c2\" is forbidden: exceeded quota: tq, requested: count/configmaps=1, used: count/configmaps=1, limited: count/configmaps=1"
+    );
+    let out = k.run(&["get", "quota", "-n", "q"]).await;
+    assert!(
+        out.contains("count/configmaps: 1/1, count/numbers.math.example.com: 0/1"),
+        "{out}"
+    );
+    let out = k.run(&["delete", "namespace", "q"]).await;
+    assert!(out.contains("namespace \"q\" deleted"), "{out}");
+    assert!(
+        s.object("", "namespaces", None, "q").is_none(),
+        "kubectl delete returns once the namespace is gone"
+    );
+    assert!(s.objects("", "configmaps", Some("q")).is_empty());
+    let (ok, _, err) = k.try_run(&["delete", "namespace", "default"]).await;
+    assert!(!ok);
+    assert!(
+        err.contains("namespaces \"default\" is forbidden: this namespace may not be deleted"),
+        "{err}"
+    );
+}

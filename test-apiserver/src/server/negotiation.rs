@@ -30,9 +30,10 @@ pub(super) fn json_response(code: u16, v: &Value, content_type: &str) -> Respons
 
 pub(super) fn error_response(e: &ApiError) -> Response {
     let mut r = json_response(e.code, &e.to_status(), "application/json");
-    if e.code == 429 || e.code == 503 {
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    if let Some(secs) = e.retry_after()
+        && let Ok(h) = HeaderValue::from_str(&secs.to_string())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, h);
     }
     r
 }

@@ -152,3 +152,28 @@ pub(super) fn verb_of(method: &Method, t: &Target, q: &HashMap<String, String>) 
         }
     })
 }
+
+/// A path kube-apiserver serves through its CRD handler: a custom resource, or the
+/// discovery document of a group (or group version) that only CRDs define.
+pub(super) fn is_custom_resource_path(
+    shared: &Shared,
+    path: &str,
+    routed: &ApiResult<Route>,
+) -> bool {
+    if let Ok(Route::Resource(t)) = routed {
+        return t.rt.crd.is_some();
+    }
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let group = match segs.as_slice() {
+        ["apis", g] | ["apis", g, _] => *g,
+        _ => return false,
+    };
+    let st = shared.state();
+    let mut of_group = st
+        .registry
+        .types
+        .iter()
+        .filter(|t| t.group == group)
+        .peekable();
+    of_group.peek().is_some() && of_group.all(|t| t.crd.is_some())
+}

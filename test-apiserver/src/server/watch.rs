@@ -170,12 +170,10 @@ pub(super) fn watch(
             let from: u64 = rv_param.parse().map_err(|_| {
                 ApiError::bad_request(format!("invalid resource version: {rv_param}"))
             })?;
-            if from < st.watch.floor {
-                let status = ApiError::gone(format!(
-                    "too old resource version: {from} ({})",
-                    st.watch.floor
-                ))
-                .to_status();
+            let floor = st.watch.watch_floor();
+            if from < floor {
+                let status = ApiError::gone(format!("too old resource version: {from} ({floor})"))
+                    .to_status();
                 ctx.pending.push_back(line("ERROR", status));
                 ctx.done = true;
             } else {

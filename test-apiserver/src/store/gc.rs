@@ -1,6 +1,6 @@
 //! The garbage collector, kube-controller-manager's, as a component of its own: it keeps
 //! an owner-UID → dependents graph current on every write ([`State::gc_track`], called by
-//! storage) and queues what a write touched; [`State::gc_pass`] (run by `gc_loop` in
+//! storage) and queues what a write touched; [`State::gc_pass`] (run by `background_loop` in
 //! `lib.rs`) deletes dependents whose owners are gone (background / foreground
 //! propagation), removes the `orphan` and `foregroundDeletion` finalizers when their work
 //! is done, and drops references to owners that no longer exist.
@@ -326,7 +326,7 @@ impl State {
                     .into_iter()
                     .filter(|f| f != fin)
                     .collect();
-                let empty = fins.is_empty();
+                let empty = fins.is_empty() && super::namespaces::may_vanish(&k.storage, &n);
                 util::set_finalizers(&mut n, fins);
                 if empty {
                     self.remove_key(&k);

@@ -5,6 +5,7 @@
 //! per-kind validation and defaulting in `strategy.rs`.
 
 use super::State;
+use super::namespaces::may_vanish;
 use super::storage::to_view;
 use super::strategy::{builtin_defaults, normalize_body};
 use crate::registry::ResourceType;
@@ -29,6 +30,24 @@ pub struct DeleteOpts {
     pub uid: Option<String>,
     pub resource_version: Option<String>,
     pub dry_run: bool,
+}
+
+fn check_policy(policy: &str) -> ApiResult<()> {
+    if ["Background", "Foreground", "Orphan"].contains(&policy) {
+        return Ok(());
+    }
+    Err(ApiError::invalid(
+        "DeleteOptions",
+        "meta.k8s.io",
+        "",
+        vec![Cause::new(
+            "FieldValueNotSupported",
+            "propagationPolicy",
+            format!(
+                "Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+            ),
+        )],
+    ))
 }
 
 fn strip_for_generation(v: &Value, status_sub: bool) -> Value {
@@ -93,6 +112,11 @@ impl State {
         applied: Option<()>,
     ) -> ApiResult<Value> {
         let ns = util::meta_str(&obj, "namespace").map(String::from);
+        // NamespaceLifecycle (mutating admission) runs before the name is generated and
+        // before validation.
+        if let Some(ns) = &ns {
+            self.namespace_admit(rt, ns, &obj)?;
+        }
         let mut name = name_of(&obj).to_string();
         if name.is_empty() {
             let gen_name = util::meta_str(&obj, "generateName")
@@ -121,11 +145,6 @@ impl State {
             }
             meta_mut(&mut obj).insert("name".into(), json!(name));
         }
-        if let Some(ns) = &ns
-            && !self.namespace_exists(ns)
-        {
-            return Err(ApiError::not_found("namespaces", "", ns));
-        }
         {
             let m = meta_mut(&mut obj);
             for k in [
@@ -152,8 +171,11 @@ impl State {
             m.remove("status");
         }
         builtin_defaults(rt, &mut obj, None);
-        self.validate_common(rt, &mut obj, opts, true)?;
+        self.validate_common(rt, &mut obj, opts, None)?;
         self.admission.validate(&self.registry, rt, None, &obj)?;
+        // ResourceQuota comes last of the validating admission plugins, and charges the
+        // quota before the store answers (so a 409 below has used a slot).
+        self.quota_admit(rt, &obj, opts.dry_run)?;
         if self
             .objects
             .contains_key(&State::key(rt, ns.as_deref(), &name))
@@ -304,7 +326,7 @@ impl State {
             m.insert("kind".into(), json!(rt.kind));
         }
         builtin_defaults(rt, &mut new, Some(&old));
-        self.validate_common(rt, &mut new, opts, false)?;
+        self.validate_common(rt, &mut new, opts, Some(&old))?;
         self.admission
             .validate(&self.registry, rt, Some(&old), &new)?;
         if rt.generation
@@ -334,7 +356,10 @@ impl State {
             return Ok(new);
         }
         let stored = self.put(rt, new);
-        if util::is_deleting(&stored) && util::finalizers_of(&stored).is_empty() {
+        if util::is_deleting(&stored)
+            && util::finalizers_of(&stored).is_empty()
+            && may_vanish(&rt.storage, &stored)
+        {
             let key = State::key(rt, util::meta_str(&stored, "namespace"), name_of(&stored));
             if let Some(gone) = self.remove_key(&key) {
                 return Ok(to_view(rt, &gone));
@@ -343,7 +368,9 @@ impl State {
         Ok(stored)
     }
 
-    /// DELETE of one object. Returns the object and the HTTP code (200 gone, 202 pending).
+    /// DELETE of one object. Returns the object and the HTTP code: 200 whether it is gone
+    /// or pending on finalizers (kube-apiserver answers 202 only to the deprecated
+    /// `orphanDependents: false`, which nobody sends).
     pub fn delete(
         &mut self,
         rt: &ResourceType,
@@ -351,6 +378,9 @@ impl State {
         name: &str,
         opts: &DeleteOpts,
     ) -> ApiResult<(Value, u16)> {
+        if rt.is_namespaces() {
+            State::namespace_delete_admit(name)?;
+        }
         let old = self.get(rt, ns, name)?;
         if let Some(uid) = opts.uid.as_deref().filter(|u| !u.is_empty())
             && uid != uid_of(&old)
@@ -378,24 +408,17 @@ impl State {
                 ),
             ));
         }
+        if rt.is_namespaces() {
+            if let Some(p) = opts.propagation.as_deref() {
+                check_policy(p)?;
+            }
+            return Ok(self.delete_namespace(rt, old, opts.propagation.as_deref(), opts.dry_run));
+        }
         if opts.dry_run {
             return Ok((old, 200));
         }
         let policy = opts.propagation.as_deref().unwrap_or("Background");
-        if !["Background", "Foreground", "Orphan"].contains(&policy) {
-            return Err(ApiError::invalid(
-                "DeleteOptions",
-                "meta.k8s.io",
-                "",
-                vec![Cause::new(
-                    "FieldValueNotSupported",
-                    "propagationPolicy",
-                    format!(
-                        "Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
-                    ),
-                )],
-            ));
-        }
+        check_policy(policy)?;
         Ok(self.delete_internal(rt, old, policy))
     }
 
@@ -416,7 +439,7 @@ impl State {
         {
             fins.push(f.to_string());
         }
-        if fins.is_empty() {
+        if fins.is_empty() && may_vanish(&rt.storage, &old) {
             let key = State::key(rt, util::meta_str(&old, "namespace"), name_of(&old));
             return match self.remove_key(&key) {
                 Some(gone) => (to_view(rt, &gone), 200),
@@ -436,10 +459,10 @@ impl State {
             new["status"] = json!({"phase": "Terminating"});
         }
         if strip_volatile(&new) == strip_volatile(&old) {
-            return (old, 202);
+            return (old, 200);
         }
         let v = self.put(rt, new);
-        (v, 202)
+        (v, 200)
     }
 
     /// DELETE of a collection: deletes every object the selectors match (one that is

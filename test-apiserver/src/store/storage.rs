@@ -39,6 +39,8 @@ impl State {
         let key = State::key(rt, ns.as_deref(), name_of(&stored));
         let old = self.objects.insert(key.clone(), stored.clone());
         self.gc_track(&key, old.as_ref(), Some(&stored));
+        self.quota_track(&key, old.as_ref(), Some(&stored));
+        self.namespace_track(&key, old.as_ref(), &stored);
         if rt.group == "apiextensions.k8s.io" {
             self.registry.install_crd(&stored);
         }
@@ -61,6 +63,7 @@ impl State {
     pub(super) fn remove_key(&mut self, key: &Key) -> Option<Value> {
         let mut old = self.objects.remove(key)?;
         self.gc_track(key, Some(&old), None);
+        self.quota_track(key, Some(&old), None);
         self.rv += 1;
         let rv = self.rv;
         meta_mut(&mut old).insert("resourceVersion".into(), json!(rv.to_string()));
@@ -191,13 +194,5 @@ impl State {
             meta["remainingItemCount"] = json!(remaining);
         }
         Ok((items, meta))
-    }
-
-    pub(super) fn namespace_exists(&self, ns: &str) -> bool {
-        self.objects.contains_key(&Key {
-            storage: "/namespaces".into(),
-            ns: String::new(),
-            name: ns.into(),
-        })
     }
 }

@@ -4,6 +4,7 @@
 //! what the real server fills in for built-in kinds (namespaces, secrets, CRD status).
 
 use super::{State, WriteOpts};
+use crate::events::{self, v1_to_core};
 use crate::registry::ResourceType;
 use crate::schema;
 use crate::status::{ApiError, ApiResult, Cause};
@@ -40,26 +41,47 @@ impl State {
         Ok(())
     }
 
+    /// Validation of a create (`old` None) or an update of `obj` (view-shaped).
     pub(super) fn validate_common(
         &self,
         rt: &ResourceType,
         obj: &mut Value,
         opts: &WriteOpts,
-        create: bool,
+        old: Option<&Value>,
     ) -> ApiResult<()> {
         let mut causes = vec![];
         let name = name_of(obj).to_string();
-        if create {
+        if rt.is_core_events() || rt.is_events_v1() {
+            // The Event strategy validates the internal (core) Event, and its refusals
+            // name the internal kind: `Event "x" is invalid`, also for events.k8s.io.
+            let core = |v: &Value| {
+                if rt.is_events_v1() {
+                    v1_to_core(v)
+                } else {
+                    v.clone()
+                }
+            };
+            let causes = match old {
+                None => events::validate_create(&core(obj), rt.is_events_v1()),
+                Some(old) => events::validate_update(&core(obj), &core(old), rt.is_events_v1()),
+            };
+            if !causes.is_empty() {
+                return Err(ApiError::invalid("Event", "", &name, causes));
+            }
+            return Ok(());
+        }
+        if old.is_none() {
             let errs = if rt.plural == "namespaces" {
                 util::dns_label_errors(&name)
-            } else if rt.is_core_events() || rt.is_events_v1() {
-                vec![]
             } else {
                 util::dns_subdomain_errors(&name)
             };
             for e in errs {
                 causes.push(Cause::invalid("metadata.name", &format!("{name:?}"), &e));
             }
+        }
+        if rt.group.is_empty() && rt.plural == "resourcequotas" {
+            super::quota::normalize_quota(obj, &mut causes)?;
         }
         self.check_schema(rt, obj, opts, &mut causes)?;
         if rt.group == "apiextensions.k8s.io" {

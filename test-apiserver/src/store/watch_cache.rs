@@ -44,8 +44,13 @@ pub struct Watcher {
 /// The history of changes and the live watchers.
 #[derive(Default)]
 pub struct WatchCache {
-    /// Watches from a resourceVersion below this answer 410 Gone.
+    /// Compaction (etcd's): resourceVersions below this are gone for watches, `continue`
+    /// tokens and exact lists (410).
     pub floor: u64,
+    /// Where the history starts after a restart (the watch cache's initial list): watches
+    /// from below answer 410 Expired, but lists and `continue` tokens, which a real
+    /// kube-apiserver serves from etcd, still work.
+    pub restarted_at: u64,
     pub history: VecDeque<Arc<Change>>,
     pub watchers: Vec<Watcher>,
 }
@@ -83,11 +88,29 @@ impl WatchCache {
     }
 }
 
+impl WatchCache {
+    /// The oldest resourceVersion a watch may resume from (older: 410 Expired).
+    pub fn watch_floor(&self) -> u64 {
+        self.floor.max(self.restarted_at)
+    }
+}
+
 impl State {
     /// Every resourceVersion issued so far becomes "too old" (410 Gone).
     pub fn compact(&mut self) {
         self.rv += 1;
         self.watch.floor = self.rv;
+        self.watch.history.clear();
+    }
+
+    /// What a kube-apiserver restart does to the watch cache: it is rebuilt by a list at the
+    /// current resourceVersion (after the writes a starting apiserver makes, hence the
+    /// bump), so every watch resuming from an earlier resourceVersion is answered
+    /// `too old resource version: X (Y)`, 410 Expired; objects, the counter and etcd's
+    /// history (lists, `continue` tokens) are kept.
+    pub fn lose_watch_cache(&mut self) {
+        self.rv += 1;
+        self.watch.restarted_at = self.rv;
         self.watch.history.clear();
     }
 }
