@@ -14,5 +14,13 @@ mapfile -d '' cmd < "/proc/$pid/cmdline"
 kill -KILL "$pid"
 while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
 sleep "$down"
-nohup "${cmd[@]}" >>"$REAL_CLUSTER/logs/kube-apiserver.log" 2>&1 &
+# Started without the descriptors this script inherited (a `flock` around it would otherwise
+# stay held by the new kube-apiserver for as long as it runs).
+(
+  for fd in /proc/self/fd/*; do
+    fd=${fd##*/}
+    [[ $fd -gt 2 ]] && eval "exec $fd>&-" 2>/dev/null
+  done
+  exec nohup "${cmd[@]}" >>"$REAL_CLUSTER/logs/kube-apiserver.log" 2>&1
+) &
 echo $! > "$pidfile"

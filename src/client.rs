@@ -1,4 +1,5 @@
-//! The manager's `kube::Client` settings that kube's defaults leave out: a read timeout.
+//! The manager's `kube::Client` settings that kube's defaults leave out: a read timeout, and a
+//! bound on how long a `Retry-After` may hold a request.
 //!
 //! kube 5 sets no read timeout (`Config::read_timeout` is `None`), so a request the API server
 //! accepted but never answers (a hung connection, a load balancer that dropped it silently)
@@ -11,8 +12,76 @@
 
 use std::time::Duration;
 
+use http::{HeaderValue, Request, Response, header::RETRY_AFTER};
+use kube::client::retry::RetryPolicy;
+use kube::client::{Body, ClientBuilder};
+use tower::BoxError;
+use tower::buffer::BufferLayer;
+use tower::retry::{Policy, RetryLayer};
+
 /// How long a request may wait for its next byte from the API server.
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest wait a `Retry-After` buys before a retry. Right after a restart, kube-apiserver
+/// answers every custom-resource request `503 … please try again` with `Retry-After: 5` until
+/// its CRD informer has synced (about 0.1 s on the real v1.24 here), and kube's retry policy
+/// honoured the 5 s: the manager's watches and writes sat idle 4–5 s after the server was
+/// back. Overload (priority and fairness) answers 429 with `Retry-After: 1`, kept as it is.
+pub const RETRY_AFTER_CAP: Duration = Duration::from_secs(1);
+
+/// A client for `config`: kube's own stack, with its retry of 429/503/504 (kube's
+/// server-aware policy: up to 15 retries, exponential from 5 ms) waiting at most
+/// [`RETRY_AFTER_CAP`] for a `Retry-After`.
+pub fn build(mut config: kube::Config) -> Result<kube::Client, kube::Error> {
+    config.default_retry = false;
+    Ok(ClientBuilder::try_from(config)?
+        // A retry sends the request again through the service below it, which must be
+        // cloneable: kube's stack is a boxed service, so it goes behind a buffer (kube's
+        // `Client` puts its whole stack behind one the same way).
+        .with_layer(&BufferLayer::new(1024))
+        .with_layer(&RetryLayer::new(CappedRetryAfter(
+            RetryPolicy::server_retry(),
+        )))
+        .build())
+}
+
+/// kube's retry policy, seeing a `Retry-After` of at most [`RETRY_AFTER_CAP`].
+#[derive(Clone)]
+struct CappedRetryAfter(RetryPolicy);
+
+impl<Res> Policy<Request<Body>, Response<Res>, BoxError> for CappedRetryAfter {
+    type Future = tokio::time::Sleep;
+
+    fn retry(
+        &mut self,
+        request: &mut Request<Body>,
+        result: &mut Result<Response<Res>, BoxError>,
+    ) -> Option<Self::Future> {
+        if let Ok(response) = result {
+            cap_retry_after(response.headers_mut());
+        }
+        self.0.retry(request, result)
+    }
+
+    fn clone_request(&mut self, request: &Request<Body>) -> Option<Request<Body>> {
+        <RetryPolicy as Policy<Request<Body>, Response<Res>, BoxError>>::clone_request(
+            &mut self.0,
+            request,
+        )
+    }
+}
+
+/// A `Retry-After` in seconds above [`RETRY_AFTER_CAP`] becomes the cap.
+fn cap_retry_after(headers: &mut http::HeaderMap) {
+    let cap = RETRY_AFTER_CAP.as_secs();
+    let seconds = headers
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if seconds.is_some_and(|s| s > cap) {
+        headers.insert(RETRY_AFTER, HeaderValue::from(cap));
+    }
+}
 
 /// kube-runtime's server-side watch timeout when nothing else is asked for.
 const KUBE_WATCH_TIMEOUT_SECONDS: u32 = 290;
@@ -44,6 +113,29 @@ pub fn watch_timeout_seconds(read_timeout: Option<Duration>) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_retry_after_is_cut_to_a_second() {
+        let after = |value: &str| {
+            let mut headers = http::HeaderMap::new();
+            headers.insert(
+                RETRY_AFTER,
+                HeaderValue::from_str(value).expect("a header value"),
+            );
+            cap_retry_after(&mut headers);
+            headers
+                .get(RETRY_AFTER)
+                .and_then(|v| v.to_str().ok().map(str::to_string))
+        };
+        assert_eq!(after("5").as_deref(), Some("1"));
+        assert_eq!(after("1").as_deref(), Some("1"));
+        assert_eq!(after("0").as_deref(), Some("0"));
+        // An HTTP date is not seconds: left to kube's policy, which ignores it.
+        assert_eq!(
+            after("Wed, 21 Oct 2015 07:28:00 GMT").as_deref(),
+            Some("Wed, 21 Oct 2015 07:28:00 GMT")
+        );
+    }
 
     #[test]
     fn watches_end_before_the_read_timeout() {

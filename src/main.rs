@@ -63,7 +63,7 @@ async fn client(
             )
         })?,
     };
-    Ok(kube::Client::try_from(client::with_read_timeout(
+    Ok(client::build(client::with_read_timeout(
         config,
         read_timeout,
     ))?)

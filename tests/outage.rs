@@ -178,3 +178,81 @@ async fn after_an_outage_an_error_backs_off_from_the_first_step() {
         "{failed:#?}"
     );
 }
+
+/// Successful status writes to a resource.
+fn successful_status_writes(h: &Harness, resource: &str) -> usize {
+    h.server
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.verb == Verb::Patch
+                && r.resource == resource
+                && r.subresource.as_deref() == Some("status")
+                && r.status == 200
+        })
+        .count()
+}
+
+/// A kube-apiserver restart in the middle of a Fermat 1000 (issue 17): the server is away
+/// 3 s and comes back without its watch history, as a real one does (every watch resuming
+/// from an old resourceVersion is answered 410 Expired), answering custom resources 503
+/// with `Retry-After: 5` for a moment. The manager relists, converges with each child created
+/// once and one status per Number and per Tuple (no "waiting" status because a watch was
+/// catching up), and says what happened in a few lines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_mid_fermat_relists_and_converges_with_the_minimum_writes() {
+    let h = Harness::without_manager().await;
+    let manager = Manager::start(&h);
+    h.server.set_latency(
+        RequestFilter::new().verb(Verb::Create),
+        Duration::from_millis(5),
+    );
+    let f = h.create_fermat("f", 1000).await;
+    let building = tokio::time::Instant::now();
+    while stored_names(&h, "numbers").len() < 100 {
+        assert!(
+            building.elapsed() < Duration::from_secs(60),
+            "the Fermat never started building"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let before = manager.lines().len();
+    h.server.restart_with(test_apiserver::Restart {
+        downtime: Duration::from_secs(3),
+        custom_resources_unavailable: Duration::from_millis(300),
+    });
+    wait_for(&h.fermats(), "f", fermat_ready).await;
+
+    let (tuples, numbers) = desired_children(&f);
+    assert_eq!(stored_names(&h, "tuples"), tuples);
+    assert_eq!(stored_names(&h, "numbers"), numbers);
+    for (resource, names) in [("tuples", &tuples), ("numbers", &numbers)] {
+        assert_eq!(successful_creates(&h, resource), names.len(), "{resource}");
+    }
+    assert_eq!(successful_status_writes(&h, "numbers"), 1000);
+    assert_eq!(
+        successful_status_writes(&h, "tuples"),
+        500,
+        "a Tuple wrote a waiting status while the Numbers relisted"
+    );
+    let lines = manager.stop().await;
+    let during = &lines[before..];
+    let about_the_outage: Vec<&String> = during
+        .iter()
+        .filter(|l| {
+            ["unreachable", "reachable again", "watching", "listing"]
+                .iter()
+                .any(|w| l.contains(w))
+        })
+        .collect();
+    assert!(
+        about_the_outage.len() <= 10,
+        "{} lines about the outage: {about_the_outage:#?}",
+        about_the_outage.len()
+    );
+    assert!(
+        during.iter().any(|l| l.contains("reachable again")),
+        "{about_the_outage:#?}"
+    );
+    assert!(loud(during).len() <= 3, "{:#?}", loud(during));
+}
