@@ -279,3 +279,197 @@ fn events_of(h: &Harness, name: &str, reason: &str) -> Vec<serde_json::Value> {
         })
         .collect()
 }
+
+/// A ResourceQuota on Tuples in `default`, once the quota controller has counted what is there
+/// (a quota limits nothing before that, on kube-apiserver as on the test API server).
+async fn quota_on_tuples(h: &Harness, hard: u32) {
+    use k8s_openapi::api::core::v1::{ResourceQuota, ResourceQuotaSpec};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use kube::api::PostParams;
+    let key = "count/tuples.math.example.com";
+    let quota = ResourceQuota {
+        metadata: kube::api::ObjectMeta {
+            name: Some("tq".into()),
+            ..Default::default()
+        },
+        spec: Some(ResourceQuotaSpec {
+            hard: Some([(key.to_string(), Quantity(hard.to_string()))].into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let quotas: Api<ResourceQuota> = Api::default_namespaced(h.client.clone());
+    quotas
+        .create(&PostParams::default(), &quota)
+        .await
+        .expect("create the quota");
+    wait_for(&quotas, "tq", |q| {
+        q.status
+            .as_ref()
+            .and_then(|s| s.used.as_ref())
+            .is_some_and(|u| u.contains_key(key))
+    })
+    .await;
+}
+
+/// Issue 17's quota shift, with a ResourceQuota as on the real control plane: a namespace
+/// with `count/tuples.math.example.com=5`, a Fermat of 10 (5 Tuples, Ready), then 11 (5
+/// other Tuples). kube-apiserver refuses the new Tuples until the old ones are deleted:
+/// `tuples.math.example.com "f-1-and-10" is forbidden: exceeded quota: tq, requested:
+/// count/tuples.math.example.com=1, used: count/tuples.math.example.com=5, limited:
+/// count/tuples.math.example.com=5` (v1.24). The deletes go out, the retry fits, and the
+/// Fermat ends with exactly the new Tuples and 11's answer. Before: the 5 old Tuples stayed,
+/// READY True with 10's answer, for good.
+#[tokio::test]
+async fn a_quota_shift_ends_with_the_new_children_and_the_right_answer() {
+    let h = Harness::start().await;
+    quota_on_tuples(&h, 5).await;
+    h.create_fermat("f", 10).await;
+    wait_for(&h.fermats(), "f", fermat_ready).await;
+    h.fermats()
+        .patch(
+            "f",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"number": 11}})),
+        )
+        .await
+        .expect("patch f");
+    let f = wait_for(&h.fermats(), "f", fermat_ready).await;
+    assert_eq!(
+        tuple_names(&h),
+        ["f-1-and-10", "f-2-and-9", "f-3-and-8", "f-4-and-7", "f-5-and-6"]
+    );
+    let s = f.status.expect("status");
+    assert_eq!(
+        (s.decompositions, s.two_squares_found, s.observed_generation),
+        (Some(vec![]), Some(false), Some(2))
+    );
+}
+
+/// A quota too small for the Fermat (room for 4 of its 5 Tuples): Ready=False for the
+/// current generation with the quota's words and no answer, one Warning, and the one
+/// Tuple that does not fit is asked for calmly. Before: no status at all, ever.
+#[tokio::test]
+async fn a_quota_too_small_is_reported_with_its_message() {
+    let h = Harness::start().await;
+    quota_on_tuples(&h, 4).await;
+    h.create_fermat("f", 10).await;
+    let f = wait_for(&h.fermats(), "f", |f| {
+        ready_condition(f).is_some_and(|(_, reason, _)| reason == "ChildCreateRefused")
+            && f.status.as_ref().and_then(|s| s.ready_tuples) == Some(4)
+    })
+    .await;
+    let (status, _, message) = ready_condition(&f).expect("Ready");
+    assert_eq!(status, "False");
+    assert!(
+        message.contains("exceeded quota: tq, requested: count/tuples.math.example.com=1"),
+        "{message}"
+    );
+    let s = f.status.expect("status");
+    assert_eq!(s.observed_generation, Some(1));
+    assert_eq!((s.decompositions, s.two_squares_found), (None, None));
+    let refused = || {
+        h.server
+            .requests()
+            .iter()
+            .filter(|r| r.verb == Verb::Create && r.resource == "tuples" && r.status == 403)
+            .count()
+    };
+    let first = refused();
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let later = refused() - first;
+    assert!(later <= 4, "{later} refused creates in 8 s");
+    assert_eq!(events_of(&h, "f", "ChildCreateRefused").len(), 1);
+}
+
+/// A Tuple named with 240 characters gets its Events: kube-apiserver refuses an Event named
+/// `<object>.<hex>` over 253 characters (`metadata.name: Invalid value: "…": must be no more
+/// than 253 characters`, v1.24), as kube-runtime's recorder names them. Before: none.
+#[tokio::test]
+async fn a_tuple_with_a_240_character_name_gets_its_events() {
+    let h = Harness::start().await;
+    let name = "t".repeat(240);
+    h.create_tuple(&name, vec![1, 4]).await;
+    wait_for(&h.tuples(), &name, tuple_ready).await;
+    let created = eventually(
+        "the Created Event",
+        || async { Some(events_of(&h, &name, "Created")) },
+        |events| !events.is_empty(),
+    )
+    .await;
+    let event_name = created[0]
+        .pointer("/metadata/name")
+        .and_then(|n| n.as_str())
+        .unwrap_or_default();
+    assert!(event_name.len() <= 253, "{event_name}");
+    assert!(event_name.starts_with(&"t".repeat(200)), "{event_name}");
+}
+
+/// `kubectl delete namespace` under a converged Fermat 200 and a Tuple: kube-apiserver then
+/// refuses every create in it (`… is forbidden: unable to create new content in namespace
+/// gone because it is being terminated`, cause `NamespaceTerminating`, v1.24) while the
+/// namespace controller deletes its objects. The parents whose children go first try once,
+/// are told, and are left alone: no retry, no warning, a line or so per parent. Before:
+/// each refused create was a WARN line and a retry with backoff (486 lines on the real
+/// control plane for a Fermat 200 and a Fermat 10).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_being_deleted_is_left_alone() {
+    use common::binary::{Manager, loud};
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::PostParams;
+    use math_controller::api::{FermatSpec, Tuple, TupleSpec};
+    let h = Harness::without_manager().await;
+    let namespaces: Api<Namespace> = Api::all(h.client.clone());
+    let mut gone = Namespace::default();
+    gone.metadata.name = Some("gone".into());
+    namespaces
+        .create(&PostParams::default(), &gone)
+        .await
+        .expect("namespace");
+    let manager = Manager::start(&h);
+    let fermats: Api<Fermat> = Api::namespaced(h.client.clone(), "gone");
+    let tuples: Api<Tuple> = Api::namespaced(h.client.clone(), "gone");
+    fermats
+        .create(
+            &PostParams::default(),
+            &Fermat::new("f", FermatSpec { number: 200 }),
+        )
+        .await
+        .expect("Fermat");
+    tuples
+        .create(
+            &PostParams::default(),
+            &Tuple::new("t", TupleSpec { numbers: vec![1, 2] }),
+        )
+        .await
+        .expect("Tuple");
+    wait_for(&fermats, "f", fermat_ready).await;
+    wait_for(&tuples, "t", tuple_ready).await;
+    let parents = 1 + 100 + 1;
+    let before = manager.lines().len();
+    h.server.reset_requests();
+    namespaces
+        .delete("gone", &DeleteParams::default())
+        .await
+        .expect("delete the namespace");
+    wait_gone(&namespaces, "gone").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let lines = manager.stop().await;
+    let during = &lines[before..];
+    let refused_creates = h
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.verb == Verb::Create && r.status == 403)
+        .count();
+    assert!(
+        refused_creates <= parents,
+        "{refused_creates} refused creates for {parents} parents"
+    );
+    assert!(loud(during).is_empty(), "{:#?}", loud(during));
+    assert!(
+        during.len() <= parents + 1,
+        "{} lines for {parents} parents: {during:#?}",
+        during.len()
+    );
+}
