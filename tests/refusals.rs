@@ -337,7 +337,13 @@ async fn a_quota_shift_ends_with_the_new_children_and_the_right_answer() {
     let f = wait_for(&h.fermats(), "f", fermat_ready).await;
     assert_eq!(
         tuple_names(&h),
-        ["f-1-and-10", "f-2-and-9", "f-3-and-8", "f-4-and-7", "f-5-and-6"]
+        [
+            "f-1-and-10",
+            "f-2-and-9",
+            "f-3-and-8",
+            "f-4-and-7",
+            "f-5-and-6"
+        ]
     );
     let s = f.status.expect("status");
     assert_eq!(
@@ -405,8 +411,9 @@ async fn a_tuple_with_a_240_character_name_gets_its_events() {
     assert!(event_name.starts_with(&"t".repeat(200)), "{event_name}");
 }
 
-/// `kubectl delete namespace` under a converged Fermat 200 and a Tuple: kube-apiserver then
-/// refuses every create in it (`… is forbidden: unable to create new content in namespace
+/// `kubectl delete namespace` under a converged Fermat 200 and a Tuple, the children deleted
+/// first (kube-controller-manager empties a namespace one resource type after another, in
+/// no fixed order): kube-apiserver refuses every create in it (`… is forbidden: unable to create new content in namespace
 /// gone because it is being terminated`, cause `NamespaceTerminating`, v1.24) while the
 /// namespace controller deletes its objects. The parents whose children go first try once,
 /// are told, and are left alone: no retry, no warning, a line or so per parent. Before:
@@ -439,7 +446,12 @@ async fn a_namespace_being_deleted_is_left_alone() {
     tuples
         .create(
             &PostParams::default(),
-            &Tuple::new("t", TupleSpec { numbers: vec![1, 2] }),
+            &Tuple::new(
+                "t",
+                TupleSpec {
+                    numbers: vec![1, 2],
+                },
+            ),
         )
         .await
         .expect("Tuple");
@@ -448,10 +460,27 @@ async fn a_namespace_being_deleted_is_left_alone() {
     let parents = 1 + 100 + 1;
     let before = manager.lines().len();
     h.server.reset_requests();
+    // kube-controller-manager waits 5 s before it empties a terminating namespace, then
+    // deletes one resource type after another in no fixed order: here the children go first.
+    h.server
+        .set_namespace_deletion_delay(Duration::from_secs(3));
     namespaces
         .delete("gone", &DeleteParams::default())
         .await
         .expect("delete the namespace");
+    let numbers: Api<math_controller::api::Number> = Api::namespaced(h.client.clone(), "gone");
+    for deleted in [
+        tuples
+            .delete_collection(&DeleteParams::default(), &ListParams::default())
+            .await
+            .map(|_| ()),
+        numbers
+            .delete_collection(&DeleteParams::default(), &ListParams::default())
+            .await
+            .map(|_| ()),
+    ] {
+        deleted.expect("delete the children");
+    }
     wait_gone(&namespaces, "gone").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let lines = manager.stop().await;
