@@ -43,6 +43,8 @@ pub struct Context {
     pub metrics: Metrics,
     /// Writes the API server refused, and when to try them again.
     pub refusals: Refusals,
+    /// When parents that wait for their children may be planned again.
+    pub replans: crate::replan::Replans,
     /// The API server outage in progress, if any (shared with the watches).
     pub outage: Arc<crate::outage::Outage>,
     /// Consecutive failures per object, for the error policy's exponential backoff.
@@ -135,6 +137,7 @@ impl Context {
         Context {
             events: Publisher::new(client.clone(), reporter, metrics.clone()),
             refusals: Refusals::new(metrics.clone()),
+            replans: crate::replan::Replans::new(metrics.clone()),
             outage: crate::outage::Outage::new(client.clone()),
             client,
             numbers,
@@ -540,6 +543,7 @@ impl Context {
         self.failures.expire();
         self.refusals.expire();
         self.events.expire();
+        self.replans.expire();
     }
 
     /// How often [`Context::sweep`] should run.

@@ -20,6 +20,7 @@ pub mod number;
 pub mod outage;
 pub mod owners;
 pub mod refusals;
+pub mod replan;
 pub mod serving;
 pub mod shutdown;
 pub mod startup;

@@ -139,10 +139,19 @@ where
             outage::random(),
         )));
     }
+    let generation = obj.meta().generation;
+    if let Some(wait) = ctx.replans.wait(&key, generation) {
+        // Waiting for its children and planned a moment ago (see `crate::replan`).
+        return Ok(Action::requeue(wait));
+    }
     let timer = ctx.metrics.reconcile_started(controller);
     tracing::trace!("{key}: reconcile starts");
+    let started = std::time::Instant::now();
     let result = reconcile.await;
     tracing::trace!("{key}: reconcile ends");
+    let waiting = matches!(&result, Ok(o) if o.progress == Progress::Pending);
+    ctx.replans
+        .record(&key, generation, started, started.elapsed(), waiting);
     match result {
         Ok(outcome) => {
             ctx.note_success(&key);

@@ -24,6 +24,10 @@
 //!   a Fermat 1000; measured: how long after the API server answers again the Fermat is
 //!   Ready, the manager's writes against the minimum, and what its log said meanwhile.
 //!
+//! - `BENCH_PIDS="kube-apiserver=PID etcd=PID"`: processes on this machine (a local control
+//!   plane) whose CPU time is reported for the floor and for the manager's run, next to the
+//!   manager's own: where the time went.
+//!
 //! Writes are counted by the manager itself (`math_controller_write_requests_total` on its
 //! `/metrics`), so they are the same on any server. `HEAL_SAMPLES` (default 50) sets how many
 //! Numbers are deleted one at a time to time their return; `BENCH_MANAGER=path` measures
@@ -219,7 +223,10 @@ async fn measure(
 
     let floor_ns = format!("math-bench-floor-{tag}");
     server.create_namespace(&floor_ns).await?;
+    let pids = watched_pids();
+    let cpu_before = cpu_times(&pids);
     let floor = floor::run(&server.client, &floor_ns, tuples).await?;
+    let floor_cpu = cpu_spent(&pids, &cpu_before);
     println!(
         "  floor:    a tight client (32 requests in flight) writes {} objects and their statuses in {:.2} s",
         tuples + numbers,
@@ -237,6 +244,8 @@ async fn measure(
     let kubeconfig = server.kubeconfig();
     let manager = Manager::start(binary, kubeconfig.as_deref(), &ns).await?;
     let fermats: Api<Fermat> = Api::namespaced(server.client.clone(), &ns);
+    let cpu_before = cpu_times(&pids);
+    let manager_cpu_before = manager.cpu();
     let start = Instant::now();
     fermats
         .create(
@@ -246,6 +255,11 @@ async fn measure(
         .await?;
     wait_ready(&fermats, "f", Duration::from_secs(1200)).await?;
     let converge = start.elapsed();
+    let run_cpu = cpu_spent(&pids, &cpu_before);
+    let manager_cpu = manager
+        .cpu()
+        .zip(manager_cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
     let writes = manager.writes().await?;
     let minimum = 2 * (tuples + numbers) as u64 + 1;
     println!(
@@ -253,6 +267,20 @@ async fn measure(
         converge.as_secs_f64(),
         converge.as_secs_f64() / floor.as_secs_f64()
     );
+    if let Some(cpu) = manager_cpu {
+        let others = |spent: &[(String, Duration)]| {
+            spent
+                .iter()
+                .map(|(name, d)| format!(", {name} {:.2} s", d.as_secs_f64()))
+                .collect::<String>()
+        };
+        println!(
+            "  CPU:      floor run: {} ; manager run: manager {:.2} s{}",
+            others(&floor_cpu).trim_start_matches(", "),
+            cpu.as_secs_f64(),
+            others(&run_cpu)
+        );
+    }
     println!(
         "  writes:   {} creates + {} status writes ({} of them the Fermat's progress reports) + {} other object writes = {} (minimum {minimum}); plus {} Event writes",
         writes.creates,
@@ -341,6 +369,36 @@ async fn measure(
         outage,
         restart_apiserver,
     })
+}
+
+/// `BENCH_PIDS="name=pid ..."`: the processes whose CPU time is reported.
+/// The bench itself is one of them: it is the floor's client, and polls during the manager's run.
+fn watched_pids() -> Vec<(String, u32)> {
+    let mut pids: Vec<(String, u32)> = std::env::var("BENCH_PIDS")
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|w| {
+            let (name, pid) = w.split_once('=')?;
+            Some((name.to_string(), pid.parse().ok()?))
+        })
+        .collect();
+    pids.push(("bench".into(), std::process::id()));
+    pids
+}
+
+fn cpu_times(pids: &[(String, u32)]) -> Vec<Option<Duration>> {
+    pids.iter().map(|(_, pid)| manager::cpu_of(*pid)).collect()
+}
+
+/// CPU time each watched process used since `before`.
+fn cpu_spent(pids: &[(String, u32)], before: &[Option<Duration>]) -> Vec<(String, Duration)> {
+    pids.iter()
+        .zip(before)
+        .filter_map(|((name, pid), before)| {
+            let spent = manager::cpu_of(*pid)?.saturating_sub((*before)?);
+            Some((name.clone(), spent))
+        })
+        .collect()
 }
 
 /// Delete one Number at a time and time its return (a new UID, Ready): p50 and p99.

@@ -85,6 +85,17 @@ impl Writes {
     }
 }
 
+/// The CPU time (user + system) process `pid` has used so far, from `/proc/<pid>/stat`.
+pub fn cpu_of(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // USER_HZ is 100 on every Linux this runs on.
+    Some(Duration::from_millis(ticks * 10))
+}
+
 fn free_port() -> anyhow::Result<SocketAddr> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?)
 }
@@ -170,6 +181,11 @@ impl Manager {
             .await
             .ok_or_else(|| anyhow::anyhow!("the manager's /metrics did not answer"))?;
         Ok(Writes::parse(&text))
+    }
+
+    /// The CPU time the process has used so far (user + system).
+    pub fn cpu(&self) -> Option<Duration> {
+        cpu_of(self.child.id()?)
     }
 
     /// The process's peak resident memory so far (VmHWM), in MiB.
