@@ -26,7 +26,7 @@ pub async fn connect(instead: &str) -> anyhow::Result<Cluster> {
     let kubeconfig = match Kubeconfig::read() {
         Ok(kubeconfig) => kubeconfig,
         Err(e) => anyhow::bail!(
-            "{}: start minikube or kind (they write it), {instead}",
+            "{}: start minikube or kind (they write one), {instead}",
             missing_kubeconfig(&e)
         ),
     };
@@ -49,8 +49,10 @@ pub async fn connect(instead: &str) -> anyhow::Result<Cluster> {
         None => config.cluster_url.to_string(),
     };
     let namespace = config.default_namespace.clone();
+    let port = config.cluster_url.port_u16();
     let client = kube::Client::try_from(config)
         .map_err(|e| anyhow::anyhow!("cannot make a client for {described}: {}", root_cause(&e)))?;
+    let start = what_to_start(context.as_deref(), port);
     match tokio::time::timeout(Duration::from_secs(10), client.apiserver_version()).await {
         Ok(Ok(_)) => Ok(Cluster {
             client,
@@ -58,28 +60,52 @@ pub async fn connect(instead: &str) -> anyhow::Result<Cluster> {
             described,
         }),
         Ok(Err(e)) => anyhow::bail!(
-            "the cluster of your kubeconfig ({described}) does not answer: {}. Start it (minikube start; \
-             kind: docker start kind-control-plane), {instead}",
+            "the cluster of your kubeconfig ({described}) does not answer: {}. {start}, {instead}",
             root_cause(&e)
         ),
         Err(_) => anyhow::bail!(
-            "the cluster of your kubeconfig ({described}) did not answer within 10 s. Start it (minikube \
-             start; kind: docker start kind-control-plane), {instead}"
+            "the cluster of your kubeconfig ({described}) did not answer within 10 s. {start}, {instead}"
         ),
+    }
+}
+
+/// What starts the cluster a context names, as far as its name tells.
+fn what_to_start(context: Option<&str>, port: Option<u16>) -> String {
+    match context {
+        Some("test-apiserver") => {
+            let port = port.map(|p| format!(" --port {p}")).unwrap_or_default();
+            let kubeconfig = kubeconfig_var()
+                .map(|k| format!(" --kubeconfig {}", PathBuf::from(k).display()))
+                .unwrap_or_default();
+            format!(
+                "Is the test API server still running? Start it again (cargo run -p test-apiserver --{port}{kubeconfig})"
+            )
+        }
+        Some(name) if name.contains("minikube") => "Start it (minikube start)".to_string(),
+        Some(name) if name.starts_with("kind-") => format!(
+            "Start it (docker start {}-control-plane)",
+            name.trim_start_matches("kind-")
+        ),
+        _ => "Start it (minikube start, or docker start <name>-control-plane for kind)".to_string(),
     }
 }
 
 /// Where kubectl looks for its configuration, for messages.
 fn kubeconfig_paths() -> String {
-    match std::env::var_os("KUBECONFIG") {
+    match kubeconfig_var() {
         Some(paths) => format!("KUBECONFIG={}", PathBuf::from(paths).display()),
         None => "~/.kube/config".to_string(),
     }
 }
 
+/// `$KUBECONFIG`, unless unset or empty (kubectl treats both alike).
+fn kubeconfig_var() -> Option<std::ffi::OsString> {
+    std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty())
+}
+
 /// "no kubeconfig (KUBECONFIG is unset and ~/.kube/config does not exist)" or the like.
 fn missing_kubeconfig(e: &kube::config::KubeconfigError) -> String {
-    match std::env::var_os("KUBECONFIG") {
+    match kubeconfig_var() {
         Some(paths) => format!(
             "no usable kubeconfig at KUBECONFIG={} ({})",
             PathBuf::from(paths).display(),
@@ -96,10 +122,17 @@ pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     while let Some(source) = inner.source() {
         inner = source;
     }
-    let text = inner.to_string();
+    let mut text = inner.to_string();
     // "Connection refused (os error 111)": the number helps nobody.
-    match text.find(" (os error") {
-        Some(at) => text[..at].to_string(),
-        None => text,
+    if let Some(at) = text.find(" (os error") {
+        text.truncate(at);
+    }
+    // It continues a sentence: "does not answer: connection refused".
+    let mut chars = text.chars();
+    match (chars.next(), chars.next()) {
+        (Some(first), Some(second)) if first.is_uppercase() && second.is_lowercase() => {
+            first.to_lowercase().chain(text.chars().skip(1)).collect()
+        }
+        _ => text,
     }
 }

@@ -117,7 +117,8 @@ async fn main() -> ExitCode {
             all_namespaces,
             solution,
         } => {
-            logging("info,kube=warn");
+            // kube-client logs every failed request at ERROR; the runner says it in one line.
+            logging("info,kube=warn,kube_client=off");
             // The runner reports a controller's panic once, with where it is.
             panics::install_hook(true);
             let scope = match (namespace, all_namespaces) {
@@ -209,7 +210,7 @@ async fn run(track: &Track, stage: u8, test_server: bool, scope: Scope) -> anyho
         Some(server) => (server.client(), "default".to_string()),
         None => {
             let cluster = cluster::connect(
-                "or run against a test API server of your own: make workshop-run STAGE=N ARGS=--test-server",
+                "or run against a test API server of your own (ARGS=--test-server)",
             )
             .await?;
             (cluster.client, cluster.namespace)
@@ -266,11 +267,10 @@ async fn install(track: &Track, force: bool) -> anyhow::Result<()> {
     for name in crds::write(track, &repository.join(dir))? {
         println!("wrote {dir}/{name}");
     }
-    let cluster = cluster::connect(
-        "or use a test API server: `make testserver` in a terminal of its own (the guide's \"Your terminals\")",
-    )
-    .await?;
-    let notes = room::may_install(
+    let cluster =
+        cluster::connect("or use a test API server (make testserver, in a terminal of its own)")
+            .await?;
+    let install = room::may_install(
         &cluster.client,
         &crds::generate(track),
         &cluster.namespace,
@@ -278,7 +278,7 @@ async fn install(track: &Track, force: bool) -> anyhow::Result<()> {
     )
     .await
     .map_err(|why| anyhow::anyhow!(why))?;
-    for note in notes {
+    for note in install.notes {
         println!("({note})");
     }
     let kubectl = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".to_string());

@@ -208,18 +208,29 @@ fn canonical_json(value: &Value, out: &mut String) {
     }
 }
 
+/// What installing a set of CRDs would do.
+#[derive(Debug, Default)]
+pub struct Install {
+    /// The names of the CRDs to write (missing, or different and free to replace).
+    pub writes: Vec<String>,
+    /// What to tell the learner about replaced CRDs.
+    pub notes: Vec<String>,
+}
+
 /// Whether `crds` may be installed into the cluster, where the participant works in
-/// `own_namespace`: `Ok` with notes to print, or `Err` with why not. A CRD that is missing, or
-/// the same as ours, may always be installed; a different one only when no object of its kind
-/// exists outside `own_namespace` (nobody else uses it), or with `force`.
+/// `own_namespace`: `Ok` with the CRDs to write, or `Err` with why not. A CRD that is
+/// missing may always be installed, one that is the same as ours needs no write; a different
+/// one may be replaced only when no object of its kind exists outside `own_namespace`
+/// (nobody else uses it), or with `force`.
 pub async fn may_install(
     client: &kube::Client,
     crds: &[CustomResourceDefinition],
     own_namespace: &str,
     force: bool,
-) -> Result<Vec<String>, String> {
+) -> Result<Install, String> {
     let api = Api::<CustomResourceDefinition>::all(client.clone());
-    let mut notes = Vec::new();
+    let mut install = Install::default();
+    let notes = &mut install.notes;
     for crd in crds {
         let name = crd.metadata.name.clone().unwrap_or_default();
         let existing = api
@@ -227,6 +238,7 @@ pub async fn may_install(
             .await
             .map_err(|e| format!("cannot read the CRD {name}: {}", said(&e)))?;
         let Some(existing) = existing else {
+            install.writes.push(name);
             continue;
         };
         let theirs = existing
@@ -255,6 +267,7 @@ pub async fn may_install(
                 );
                 if force {
                     notes.push(format!("{why}: replacing it anyway (forced)"));
+                    install.writes.push(name);
                     continue;
                 }
                 return Err(format!(
@@ -266,6 +279,7 @@ pub async fn may_install(
             notes.push(format!(
                 "replacing the CRD {name} ({whose}): no {kind} outside namespace {own_namespace} uses it"
             ));
+            install.writes.push(name);
             continue;
         }
         let count: usize = users.values().sum();
@@ -286,6 +300,7 @@ pub async fn may_install(
         );
         if force {
             notes.push(format!("{why}: replacing it anyway (forced)"));
+            install.writes.push(name);
             continue;
         }
         return Err(format!(
@@ -293,7 +308,7 @@ pub async fn may_install(
              watches them. On a cluster of your own, add FORCE=1 (make) or --force"
         ));
     }
-    Ok(notes)
+    Ok(install)
 }
 
 /// How many objects of the CRD's kind each namespace other than `own` holds.

@@ -140,7 +140,7 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
         Some(server) => server.client(),
         None => {
             cluster::connect(
-                "or leave out CLUSTER=1 (--cluster): the check then starts a test API server of its own",
+                "or leave out CLUSTER=1 (the check then brings a test API server of its own)",
             )
             .await?
             .client
@@ -327,11 +327,8 @@ impl Session {
         if ran.ok {
             self.pass(shown);
         } else {
-            self.fail(
-                kinds,
-                format!("{shown} failed: {}", ran.said()),
-                hint.to_string(),
-            );
+            let said = self.kubectl.said(&ran);
+            self.fail(kinds, format!("{shown} failed: {said}"), hint.to_string());
         }
         ran.ok
     }
@@ -347,34 +344,47 @@ impl Session {
             return false;
         }
         let crds = crate::crds::generate(&self.track);
-        let yaml = match crate::crds::yaml(&self.track) {
-            Ok(yaml) => yaml,
-            Err(e) => {
-                self.fail(&[], "generate the CRDs from your types", e.to_string());
-                return false;
-            }
-        };
         if self.opts.stage == 1 {
             stages::number_crd(self);
         }
-        match room::may_install(&client, &crds, &ns, self.opts.force).await {
-            Ok(notes) => {
-                for note in notes {
-                    if self.opts.print {
-                        println!("  ({note})");
-                    }
-                }
-            }
+        let install = match room::may_install(&client, &crds, &ns, self.opts.force).await {
+            Ok(install) => install,
             Err(why) => {
                 self.fail(&[], "install the CRDs generated from your types", why);
                 return false;
             }
+        };
+        for note in &install.notes {
+            if self.opts.print {
+                println!("  ({note})");
+            }
         }
-        let ran = self
-            .kubectl
-            .run_with(&["apply", "-f", "-"], Some(&yaml))
-            .await;
-        if !ran.ok {
+        // Only what is missing or different: on a shared cluster, the same CRDs installed by
+        // someone else are left as they are.
+        let mut yaml = String::new();
+        for crd in &crds {
+            let name = crd.metadata.name.clone().unwrap_or_default();
+            if !install.writes.contains(&name) {
+                continue;
+            }
+            match serde_yaml::to_string(crd) {
+                Ok(text) => yaml.push_str(&format!("---\n{text}")),
+                Err(e) => {
+                    self.fail(&[], "generate the CRDs from your types", e.to_string());
+                    return false;
+                }
+            }
+        }
+        let ran = if yaml.is_empty() {
+            None
+        } else {
+            Some(
+                self.kubectl
+                    .run_with(&["apply", "-f", "-"], Some(&yaml))
+                    .await,
+            )
+        };
+        if let Some(ran) = ran.as_ref().filter(|ran| !ran.ok) {
             self.fail(
                 &[],
                 format!("kubectl apply of the CRDs generated from your types failed: {}", ran.said()),
@@ -401,10 +411,17 @@ impl Session {
             );
             return false;
         }
-        self.pass(format!(
-            "installed the CRDs generated from {} (kubectl apply), namespace {ns}",
-            self.track.name
-        ));
+        self.pass(if ran.is_some() {
+            format!(
+                "installed the CRDs generated from {} (kubectl apply), namespace {ns}",
+                self.track.name
+            )
+        } else {
+            format!(
+                "the CRDs generated from {} are installed already, namespace {ns}",
+                self.track.name
+            )
+        });
         true
     }
 }

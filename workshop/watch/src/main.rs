@@ -1,0 +1,299 @@
+//! `make workshop-watch STAGE=N`: Rustlings-style. Builds the learner track, checks stage N,
+//! and does both again every time a file in `workshop/src/exercises/` is saved (or Enter is
+//! pressed), with compile errors shown one line each; once a stage passes, it goes on to the
+//! next one. Each round says how long the edit took to become a ✓ or ✗.
+//!
+//! It is a crate of its own, depending on nothing of the workshop's: it must keep running, and
+//! say what is wrong, while the exercises do not compile. The checks are run by the binary
+//! that each build produces (`math-workshop check N`).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+use clap::Parser;
+use serde_json::Value;
+
+/// Rebuild and check a stage whenever an exercise file is saved.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Cli {
+    /// The stage to check first (1 Number, 2 Tuple, 3 Fermat); the next one once it passes.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
+    stage: u8,
+    /// Check on the cluster of the current kubeconfig instead of a private test API server.
+    #[arg(long)]
+    cluster: bool,
+    /// With --cluster: who you are (the namespace math-workshop-check-<participant>).
+    #[arg(long)]
+    participant: Option<String>,
+    /// Seconds each expectation of a check may take.
+    #[arg(long)]
+    timeout: Option<u64>,
+}
+
+/// The file of each stage, for messages.
+const FILES: [(&str, &str); 3] = [
+    ("Number", "number.rs"),
+    ("Tuple", "tuple.rs"),
+    ("Fermat", "fermat.rs"),
+];
+/// Compile errors shown per round; the rest are counted.
+const SHOWN: usize = 8;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let repository = repository();
+    let exercises = repository.join("workshop/src/exercises");
+    if !exercises.is_dir() {
+        eprintln!(
+            "error: {} is not there: run this from the repository (make workshop-watch)",
+            exercises.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    // Enter asks for a round without a save (the cluster changed, a flaky moment).
+    let (enter_tx, enter) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            if line.is_err() || enter_tx.send(()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut stage = cli.stage;
+    let mut seen = snapshot(&exercises);
+    let mut since = Instant::now();
+    loop {
+        let passed = round(&cli, &repository, stage, since);
+        if passed && stage < 3 {
+            stage += 1;
+            let (kind, file) = FILES[usize::from(stage - 1)];
+            println!(
+                "Next: stage {stage} ({kind}, workshop/src/exercises/{file}), in the guide's \"Stage {stage}\". \
+                 The watch checks stage {stage} from now on: save an exercise file, or press Enter."
+            );
+        } else if passed {
+            println!(
+                "That was the last stage. The guide goes on with the mathematics; Ctrl-C stops the watch."
+            );
+        } else {
+            println!(
+                "Watching workshop/src/exercises/: save to check again, Enter to check now, Ctrl-C to stop."
+            );
+        }
+        let _ = std::io::stdout().flush();
+        // Wait for a save (or Enter); then for the editor to finish writing.
+        loop {
+            if enter.recv_timeout(Duration::from_millis(250)).is_ok() {
+                since = Instant::now();
+                break;
+            }
+            let now = snapshot(&exercises);
+            if now != seen {
+                since = Instant::now();
+                seen = settle(&exercises, now);
+                break;
+            }
+        }
+    }
+}
+
+/// One round: build, and when that works, check `stage`. Whether the check passed.
+fn round(cli: &Cli, repository: &Path, stage: u8, since: Instant) -> bool {
+    if std::io::stdout().is_terminal() {
+        // Rustlings clears the screen too: each round replaces the last.
+        print!("\x1b[2J\x1b[H");
+    }
+    let (kind, file) = FILES[usize::from(stage - 1)];
+    println!("━━ workshop-watch: stage {stage} ({kind}), workshop/src/exercises/{file} ━━");
+    println!("building (cargo build -p math-workshop) …");
+    let _ = std::io::stdout().flush();
+    let build_started = Instant::now();
+    let built = match build(repository) {
+        Ok(built) => built,
+        Err(e) => {
+            println!("✗ cannot run cargo: {e}");
+            return false;
+        }
+    };
+    let build_time = build_started.elapsed();
+    let Some(executable) = built.executable.filter(|_| built.errors.is_empty()) else {
+        let count = built.errors.len();
+        println!(
+            "✗ does not compile ({count} error{}, {:.1} s):",
+            if count == 1 { "" } else { "s" },
+            build_time.as_secs_f64()
+        );
+        for error in built.errors.iter().take(SHOWN) {
+            println!("  {error}");
+        }
+        if count > SHOWN {
+            println!(
+                "  … and {} more (cargo build -p math-workshop shows them all, in full)",
+                count - SHOWN
+            );
+        }
+        if count == 0 {
+            // No diagnostic: cargo itself failed (a lock file, the network, …).
+            for line in built
+                .cargo_said
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .take(SHOWN)
+            {
+                println!("  {line}");
+            }
+        }
+        println!("Fix it and save: the watch builds again.");
+        return false;
+    };
+    println!("built in {:.1} s", build_time.as_secs_f64());
+    for warning in built.warnings.iter().take(3) {
+        println!("  {warning}");
+    }
+    let _ = std::io::stdout().flush();
+    let check_started = Instant::now();
+    let mut check = Command::new(&executable);
+    check
+        .arg("check")
+        .arg(stage.to_string())
+        .current_dir(repository);
+    if cli.cluster {
+        check.arg("--cluster");
+    }
+    if let Some(participant) = &cli.participant {
+        check.args(["--participant", participant]);
+    }
+    if let Some(timeout) = cli.timeout {
+        check.args(["--timeout", &timeout.to_string()]);
+    }
+    let passed = match check.status() {
+        Ok(status) => status.success(),
+        Err(e) => {
+            println!("✗ cannot run {}: {e}", executable.display());
+            false
+        }
+    };
+    println!(
+        "{} stage {stage} in {:.1} s after the save (build {:.1} s, check {:.1} s)",
+        if passed { "✓ passed" } else { "✗ not yet:" },
+        since.elapsed().as_secs_f64(),
+        build_time.as_secs_f64(),
+        check_started.elapsed().as_secs_f64()
+    );
+    passed
+}
+
+/// What one `cargo build` produced.
+struct Built {
+    /// The `math-workshop` binary, when it was built.
+    executable: Option<PathBuf>,
+    /// The compile errors of the workshop crate, one line each (`file:line:col: error…`).
+    errors: Vec<String>,
+    /// Its warnings about the exercises, one line each.
+    warnings: Vec<String>,
+    /// cargo's own stderr (progress, or why it could not build at all).
+    cargo_said: String,
+}
+
+/// `cargo build --locked -p math-workshop`, its diagnostics in one line each
+/// (`--message-format=json-diagnostic-short`) and the binary's path from its artifact message.
+fn build(repository: &Path) -> std::io::Result<Built> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(cargo)
+        .args([
+            "build",
+            "--locked",
+            "-p",
+            "math-workshop",
+            "--message-format=json-diagnostic-short",
+        ])
+        .current_dir(repository)
+        // make's jobserver belongs to the make that started this watch, not to this build.
+        .env_remove("MAKEFLAGS")
+        .env_remove("MFLAGS")
+        .env_remove("CARGO_MAKEFLAGS")
+        .stdin(Stdio::null())
+        .output()?;
+    let mut built = Built {
+        executable: None,
+        errors: Vec::new(),
+        warnings: Vec::new(),
+        cargo_said: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let ours = message["package_id"]
+            .as_str()
+            .is_some_and(|id| id.contains("math-workshop@") || id.ends_with("#math-workshop"));
+        match message["reason"].as_str() {
+            // The package's one binary (whatever its name).
+            Some("compiler-artifact") if ours && !message["executable"].is_null() => {
+                built.executable = message["executable"].as_str().map(PathBuf::from);
+            }
+            Some("compiler-message") if ours => {
+                let rendered = message["message"]["rendered"].as_str().unwrap_or_default();
+                let text = rendered.trim().to_string();
+                match message["message"]["level"].as_str() {
+                    Some("error") if !text.starts_with("error: aborting") => {
+                        built.errors.push(text)
+                    }
+                    Some("warning") if text.contains("workshop/src/exercises/") => {
+                        built.warnings.push(text)
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    if !output.status.success() && built.errors.is_empty() && built.executable.is_some() {
+        // Built, yet cargo failed: say why rather than run a stale binary.
+        built.executable = None;
+    }
+    Ok(built)
+}
+
+/// Each exercise file's modification time and size.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (SystemTime, u64)> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.path().extension().is_some_and(|x| x == "rs"))
+                .filter_map(|e| {
+                    let meta = e.metadata().ok()?;
+                    Some((e.path(), (meta.modified().ok()?, meta.len())))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Waits until the files stop changing (an editor may write a file in several steps, or save
+/// several at once), then returns how they are.
+fn settle(
+    dir: &Path,
+    mut last: BTreeMap<PathBuf, (SystemTime, u64)>,
+) -> BTreeMap<PathBuf, (SystemTime, u64)> {
+    loop {
+        std::thread::sleep(Duration::from_millis(150));
+        let now = snapshot(dir);
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+}
+
+/// The repository this watch was built from (it lives in `workshop/watch/`).
+fn repository() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    dir.canonicalize().unwrap_or(dir)
+}
