@@ -53,6 +53,8 @@ testserver: ## Start the in-memory test API server; it prints a KUBECONFIG to us
 # The learner track (workshop/): see workshop/README.md.
 STAGE ?= 1
 WORKSHOP = $(CARGO) run --locked -p math-workshop --
+# Watch and skip: a crate of their own, so that they work while the exercises do not compile.
+TOOLS = $(CARGO) run --locked --quiet -p math-workshop-tools --
 # Who you are, for the namespace of CLUSTER=1 checks (default: user-host); FORCE=1 replaces
 # CRDs that objects in other namespaces use (a cluster of your own only).
 PARTICIPANT ?=
@@ -64,7 +66,7 @@ ROOM_FLAGS = $(if $(PARTICIPANT),--participant $(PARTICIPANT)) $(if $(FORCE),--f
 workshop-prepare: ## Workshop: fetch and build everything the day needs, once, with network (then none is needed).
 	$(CARGO) fetch --locked
 	$(CARGO) build --locked -p math-workshop
-	$(CARGO) build --locked -p math-workshop-watch
+	$(CARGO) build --locked -p math-workshop-tools
 	$(CARGO) build --locked -p test-apiserver
 	$(CARGO) build --locked
 	$(CARGO) install --locked --offline --path . --bin kubectl-math
@@ -84,10 +86,10 @@ workshop-check: ## Workshop: check stage STAGE on a fresh test API server (CLUST
 	$(WORKSHOP) check $(STAGE) $(if $(CLUSTER),--cluster $(ROOM_FLAGS))
 
 workshop-watch: ## Workshop: rebuild and check stage STAGE on every save of an exercise, then the next stage (CLUSTER=1 as above).
-	$(CARGO) run --locked --quiet -p math-workshop-watch -- --stage $(STAGE) $(if $(CLUSTER),--cluster $(if $(PARTICIPANT),--participant $(PARTICIPANT)))
+	$(TOOLS) watch --stage $(STAGE) $(if $(CLUSTER),--cluster $(if $(PARTICIPANT),--participant $(PARTICIPANT)))
 
 workshop-skip: ## Workshop: catch up: the reference solution of stage STAGE replaces yours (kept as <file>.mine).
-	$(WORKSHOP) skip $(STAGE)
+	$(TOOLS) skip $(STAGE)
 
 workshop-verify: ## Workshop: every stage's check passes on the solutions, and fails (without crashing) on the starter.
 	@for stage in 1 2 3; do \

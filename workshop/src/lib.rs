@@ -3,9 +3,9 @@
 //! tells you when a stage is done. `solutions/` holds short reference solutions with the same
 //! shape. Everything else here is plumbing: the shared [`context`], the [`runner`] that starts
 //! your controllers, the [`check`]er, CRD generation ([`crds`]), connecting to a cluster
-//! ([`cluster`]), what keeps a room safe on a shared one ([`room`]), and catching up
-//! ([`skip`]). The watch mode is a crate of its own (`workshop/watch`): it must start even
-//! when your code does not compile.
+//! ([`cluster`]) and what keeps a room safe on a shared one ([`room`]). Watching and catching
+//! up (`make workshop-watch`, `make workshop-skip`) are a crate of their own
+//! (`workshop/tools`): they must work while your code does not compile.
 
 pub mod check;
 pub mod cluster;
@@ -15,7 +15,6 @@ pub mod exercises;
 pub mod panics;
 pub mod room;
 pub mod runner;
-pub mod skip;
 pub mod solutions;
 pub mod track;
 

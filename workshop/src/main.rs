@@ -10,7 +10,7 @@ use math_workshop::check::{self, Target};
 use math_workshop::context::Context;
 use math_workshop::runner::Controllers;
 use math_workshop::track::Track;
-use math_workshop::{cluster, crds, panics, room, skip};
+use math_workshop::{cluster, crds, panics, room};
 use test_apiserver::TestServer;
 
 /// The kubebuilder hands-on, written by you: stage 1 Number, stage 2 Tuple owns Numbers,
@@ -85,13 +85,6 @@ enum Command {
         #[arg(long)]
         timeout: Option<u64>,
     },
-    /// Catch up: put the reference solution of stage N in workshop/src/exercises/ (yours is
-    /// kept beside it as <file>.mine), to go on with stage N+1 in your own code.
-    Skip {
-        /// The stage to take the reference solution of (1 Number, 2 Tuple, 3 Fermat).
-        #[arg(value_parser = clap::value_parser!(u8).range(1..=3))]
-        stage: u8,
-    },
 }
 
 fn logging(default: &str) {
@@ -158,9 +151,6 @@ async fn main() -> ExitCode {
                 Ok(_) => return ExitCode::FAILURE,
                 Err(e) => Err(e),
             }
-        }
-        Command::Skip { stage } => {
-            skip::skip(&check::repository(), stage).map(|said| print!("{said}"))
         }
     };
     match result {

@@ -3,9 +3,8 @@
 //! pressed), with compile errors shown one line each; once a stage passes, it goes on to the
 //! next one. Each round says how long the edit took to become a ✓ or ✗.
 //!
-//! It is a crate of its own, depending on nothing of the workshop's: it must keep running, and
-//! say what is wrong, while the exercises do not compile. The checks are run by the binary
-//! that each build produces (`math-workshop check N`).
+//! The checks are run by the binary that each build produces (`math-workshop check N`): this
+//! one keeps running, and says what is wrong, while the exercises do not compile.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Write};
@@ -14,39 +13,28 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
-use clap::Parser;
 use serde_json::Value;
 
-/// Rebuild and check a stage whenever an exercise file is saved.
-#[derive(Parser, Debug)]
-#[command(version, about)]
-struct Cli {
-    /// The stage to check first (1 Number, 2 Tuple, 3 Fermat); the next one once it passes.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
-    stage: u8,
-    /// Check on the cluster of the current kubeconfig instead of a private test API server.
-    #[arg(long)]
-    cluster: bool,
-    /// With --cluster: who you are (the namespace math-workshop-check-<participant>).
-    #[arg(long)]
-    participant: Option<String>,
+use crate::STAGES;
+
+/// How to watch.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The stage to check first; the next one once it passes.
+    pub stage: u8,
+    /// Check on the cluster of the current kubeconfig.
+    pub cluster: bool,
+    /// With `cluster`: who checks.
+    pub participant: Option<String>,
     /// Seconds each expectation of a check may take.
-    #[arg(long)]
-    timeout: Option<u64>,
+    pub timeout: Option<u64>,
 }
 
-/// The file of each stage, for messages.
-const FILES: [(&str, &str); 3] = [
-    ("Number", "number.rs"),
-    ("Tuple", "tuple.rs"),
-    ("Fermat", "fermat.rs"),
-];
 /// Compile errors shown per round; the rest are counted.
 const SHOWN: usize = 8;
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let repository = repository();
+/// Watches until Ctrl-C.
+pub fn watch(opts: &Options, repository: &Path) -> ExitCode {
     let exercises = repository.join("workshop/src/exercises");
     if !exercises.is_dir() {
         eprintln!(
@@ -64,14 +52,14 @@ fn main() -> ExitCode {
             }
         }
     });
-    let mut stage = cli.stage;
+    let mut stage = opts.stage;
     let mut seen = snapshot(&exercises);
     let mut since = Instant::now();
     loop {
-        let passed = round(&cli, &repository, stage, since);
+        let passed = round(opts, repository, stage, since);
         if passed && stage < 3 {
             stage += 1;
-            let (kind, file) = FILES[usize::from(stage - 1)];
+            let (kind, file) = STAGES[usize::from(stage - 1)];
             println!(
                 "Next: stage {stage} ({kind}, workshop/src/exercises/{file}), in the guide's \"Stage {stage}\". \
                  The watch checks stage {stage} from now on: save an exercise file, or press Enter."
@@ -103,12 +91,12 @@ fn main() -> ExitCode {
 }
 
 /// One round: build, and when that works, check `stage`. Whether the check passed.
-fn round(cli: &Cli, repository: &Path, stage: u8, since: Instant) -> bool {
+fn round(cli: &Options, repository: &Path, stage: u8, since: Instant) -> bool {
     if std::io::stdout().is_terminal() {
         // Rustlings clears the screen too: each round replaces the last.
         print!("\x1b[2J\x1b[H");
     }
-    let (kind, file) = FILES[usize::from(stage - 1)];
+    let (kind, file) = STAGES[usize::from(stage - 1)];
     println!("━━ workshop-watch: stage {stage} ({kind}), workshop/src/exercises/{file} ━━");
     println!("building (cargo build -p math-workshop) …");
     let _ = std::io::stdout().flush();
@@ -290,10 +278,4 @@ fn settle(
         }
         last = now;
     }
-}
-
-/// The repository this watch was built from (it lives in `workshop/watch/`).
-fn repository() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    dir.canonicalize().unwrap_or(dir)
 }

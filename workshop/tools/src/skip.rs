@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::track::Kind;
+use crate::STAGES;
 
 /// Puts `workshop/src/solutions/<kind>.rs` of `stage` in place of
 /// `workshop/src/exercises/<kind>.rs` under `repository`, keeping the learner's file as
@@ -15,7 +15,7 @@ pub fn skip(repository: &Path, stage: u8) -> anyhow::Result<String> {
         (1..=3).contains(&stage),
         "there are stages 1, 2 and 3, not {stage}"
     );
-    let kind = Kind::ALL[usize::from(stage - 1)];
+    let (kind, file) = STAGES[usize::from(stage - 1)];
     let exercises = repository.join("workshop/src/exercises");
     let relative = |path: &Path| {
         path.strip_prefix(repository)
@@ -23,8 +23,8 @@ pub fn skip(repository: &Path, stage: u8) -> anyhow::Result<String> {
             .display()
             .to_string()
     };
-    let mine = exercises.join(kind.file());
-    let solution = repository.join("workshop/src/solutions").join(kind.file());
+    let mine = exercises.join(file);
+    let solution = repository.join("workshop/src/solutions").join(file);
     let reference = std::fs::read_to_string(&solution)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", relative(&solution)))?;
     let yours = std::fs::read_to_string(&mine)
@@ -32,8 +32,7 @@ pub fn skip(repository: &Path, stage: u8) -> anyhow::Result<String> {
     let mut said = String::new();
     if yours == reference {
         said.push_str(&format!(
-            "Stage {stage} ({}): {} is the reference solution already.\n",
-            kind.name(),
+            "Stage {stage} ({kind}): {} is the reference solution already.\n",
             relative(&mine)
         ));
     } else {
@@ -43,35 +42,32 @@ pub fn skip(repository: &Path, stage: u8) -> anyhow::Result<String> {
         std::fs::write(&mine, &reference)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", relative(&mine)))?;
         said.push_str(&format!(
-            "Stage {stage} ({}): {} is now the reference solution.\n\
+            "Stage {stage} ({kind}): {} is now the reference solution.\n\
              Yours is kept beside it as {} (to take it back: mv {} {}).\n",
-            kind.name(),
             relative(&mine),
             relative(&kept),
             relative(&kept),
             relative(&mine),
         ));
     }
-    for earlier in Kind::ALL.into_iter().filter(|k| k.stage() < stage) {
-        let file = exercises.join(earlier.file());
-        let text = std::fs::read_to_string(&file).unwrap_or_default();
+    for (earlier, (kind, file)) in (1..stage).zip(STAGES) {
+        let path = exercises.join(file);
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
         if !done(earlier, &text) {
             said.push_str(&format!(
                 "Note: {} still has an exercise to fill in, and the checks of stage {stage} and later run your \
-                 {} controller too: `make workshop-skip STAGE={}` takes the reference for it as well.\n",
-                relative(&file),
-                earlier.name(),
-                earlier.stage()
+                 {kind} controller too: `make workshop-skip STAGE={earlier}` takes the reference for it as well.\n",
+                relative(&path),
             ));
         }
     }
-    match Kind::ALL.get(usize::from(stage)) {
-        Some(next) => said.push_str(&format!(
+    match STAGES.get(usize::from(stage)) {
+        Some((_, next)) => said.push_str(&format!(
             "Go on with stage {} in {}: make workshop-check STAGE={} (or make workshop-watch STAGE={}).\n",
-            next.stage(),
-            relative(&exercises.join(next.file())),
-            next.stage(),
-            next.stage()
+            stage + 1,
+            relative(&exercises.join(next)),
+            stage + 1,
+            stage + 1
         )),
         None => said.push_str(
             "That was the last stage: make workshop-check STAGE=3 shows it passing; the guide goes on with \
@@ -82,8 +78,8 @@ pub fn skip(repository: &Path, stage: u8) -> anyhow::Result<String> {
 }
 
 /// Whether an exercise file has no exercise left to fill in (the starter's markers are gone).
-fn done(kind: Kind, text: &str) -> bool {
-    let starter_api = kind == Kind::Number && text.contains("pub struct NumberSpec {}");
+fn done(stage: u8, text: &str) -> bool {
+    let starter_api = stage == 1 && text.contains("pub struct NumberSpec {}");
     !text.contains("todo!(") && !starter_api
 }
 
@@ -109,19 +105,45 @@ mod tests {
     /// A repository with the starter and the solutions of the real workshop.
     fn copy() -> tempfile::TempDir {
         let root = tempfile::tempdir().expect("a temporary directory");
-        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let workshop = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         for dir in ["exercises", "solutions"] {
             let to = root.path().join("workshop/src").join(dir);
             std::fs::create_dir_all(&to).expect("mkdir");
-            for kind in Kind::ALL {
-                std::fs::copy(
-                    here.join("src").join(dir).join(kind.file()),
-                    to.join(kind.file()),
-                )
-                .expect("copy");
+            for (_, file) in STAGES {
+                let from = workshop.join("src").join(dir).join(file);
+                // The starter, as committed: the learner may have edited their copy.
+                let text = if dir == "exercises" {
+                    starter(&from)
+                } else {
+                    std::fs::read_to_string(&from).expect("read")
+                };
+                std::fs::write(to.join(file), text).expect("write");
             }
         }
         root
+    }
+
+    /// The committed version of a file (`git show HEAD:…`), or the file when git cannot say.
+    fn starter(path: &Path) -> String {
+        let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let relative = path
+            .canonicalize()
+            .ok()
+            .and_then(|p| {
+                let root = repository.canonicalize().ok()?;
+                p.strip_prefix(root).ok().map(Path::to_path_buf)
+            })
+            .unwrap_or_default();
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(&repository)
+            .arg("show")
+            .arg(format!("HEAD:{}", relative.display()))
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_else(|| std::fs::read_to_string(path).expect("read"))
     }
 
     #[test]
