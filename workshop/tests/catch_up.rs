@@ -100,6 +100,23 @@ fn make(copy: &Path, args: &[&str]) -> Command {
         .env("CARGO_TARGET_DIR", target_dir())
         .env_remove("RUST_LOG")
         .env_remove("MAKEFLAGS");
+    // What cargo set for this test: a build that sees it reruns ring's build script (it names
+    // CARGO_PKG_NAME and CARGO_MANIFEST_DIR) and rebuilds everything above it, here and, the
+    // target directory being shared, for this repository's next build too.
+    for (name, _) in std::env::vars() {
+        if name.starts_with("CARGO_PKG_")
+            || name.starts_with("CARGO_MANIFEST_")
+            || matches!(
+                name.as_str(),
+                "CARGO_CRATE_NAME"
+                    | "CARGO_BIN_NAME"
+                    | "CARGO_PRIMARY_PACKAGE"
+                    | "CARGO_TARGET_TMPDIR"
+            )
+        {
+            cmd.env_remove(name);
+        }
+    }
     cmd
 }
 
@@ -218,6 +235,15 @@ fn skip_two_stages_write_the_third_check_it_and_watch_it() {
         (rounds_before, rounds),
         (1, 2),
         "one build per round:\n{shown}"
+    );
+    // `make workshop-check` built everything above: the watch's first build finds nothing to
+    // do, and a save recompiles the workshop crate alone (not ring and all above it, as when
+    // the build inherited cargo run's environment).
+    let builds: Vec<&String> = seen.iter().filter(|l| l.starts_with("built in")).collect();
+    assert!(
+        builds[0].ends_with("(nothing to recompile)")
+            && builds[1].ends_with("(recompiled: math-workshop)"),
+        "{builds:?}"
     );
     assert!(
         shown.contains("Stage 3: Fermat — your exercises")
