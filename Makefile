@@ -53,18 +53,43 @@ testserver: ## Start the in-memory test API server; it prints a KUBECONFIG to us
 # The learner track (workshop/): see workshop/README.md.
 STAGE ?= 1
 WORKSHOP = $(CARGO) run --locked -p math-workshop --
+# Watch and skip: a crate of their own, so that they work while the exercises do not compile.
+TOOLS = $(CARGO) run --locked --quiet -p math-workshop-tools --
+# Who you are, for the namespace of CLUSTER=1 checks (default: user-host); FORCE=1 replaces
+# CRDs that objects in other namespaces use (a cluster of your own only).
+PARTICIPANT ?=
+FORCE ?=
+ROOM_FLAGS = $(if $(PARTICIPANT),--participant $(PARTICIPANT)) $(if $(FORCE),--force)
+
+.PHONY: workshop-prepare workshop-skip workshop-watch
+
+workshop-prepare: ## Workshop: fetch and build everything the day needs, once, with network (then none is needed).
+	$(CARGO) fetch --locked
+	$(CARGO) build --locked -p math-workshop
+	$(CARGO) build --locked -p math-workshop-tools
+	$(CARGO) build --locked -p test-apiserver
+	$(CARGO) build --locked
+	$(CARGO) install --locked --offline --path . --bin kubectl-math
+	$(WORKSHOP) crds > /dev/null
+	@echo "workshop-prepare: done; the workshop now runs without network (cargo --offline works too)"
 
 workshop-crds: ## Workshop: write the CRDs generated from your types (workshop/src/exercises) to workshop/crds/.
 	$(WORKSHOP) crds --dir workshop/crds
 
-workshop-install: workshop-crds ## Workshop: install your CRDs into the current cluster (they replace the manager's).
-	$(KUBECTL) apply -f workshop/crds/
+workshop-install: ## Workshop: write your CRDs and install them into the current cluster (refused over CRDs others use; FORCE=1 on your own cluster).
+	$(WORKSHOP) install $(if $(FORCE),--force)
 
-workshop-run: ## Workshop: run your controllers of stages 1..STAGE against the current kubeconfig (make workshop-run STAGE=2; ARGS=--test-server for a test API server).
+workshop-run: ## Workshop: run your controllers of stages 1..STAGE in the current context's namespace (ARGS=--test-server, ARGS=--all-namespaces).
 	$(WORKSHOP) run --stage $(STAGE) $(ARGS)
 
-workshop-check: ## Workshop: check stage STAGE on a fresh test API server (CLUSTER=1: on the current cluster).
-	$(WORKSHOP) check $(STAGE) $(if $(CLUSTER),--cluster)
+workshop-check: ## Workshop: check stage STAGE on a fresh test API server (CLUSTER=1: on the current cluster, in a namespace of your own).
+	$(WORKSHOP) check $(STAGE) $(if $(CLUSTER),--cluster $(ROOM_FLAGS))
+
+workshop-watch: ## Workshop: rebuild and check stage STAGE on every save of an exercise, then the next stage (CLUSTER=1 as above).
+	$(TOOLS) watch --stage $(STAGE) $(if $(CLUSTER),--cluster $(if $(PARTICIPANT),--participant $(PARTICIPANT)))
+
+workshop-skip: ## Workshop: catch up: the reference solution of stage STAGE replaces yours (kept as <file>.mine).
+	$(TOOLS) skip $(STAGE)
 
 workshop-verify: ## Workshop: every stage's check passes on the solutions, and fails (without crashing) on the starter.
 	@for stage in 1 2 3; do \

@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kube::Resource;
+use k8s_openapi::NamespaceResourceScope;
 use kube::runtime::controller::{self, Action};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
+use kube::{Api, Resource};
 
 /// The field manager of every write: with server-side apply, the API server remembers which
 /// fields this controller set, so re-applying the same object is a no-op and a hand edit of
@@ -19,7 +20,7 @@ pub const MANAGER: &str = "math-workshop";
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Any call to the API server (not found, conflict, invalid, connection lost, ...).
-    #[error("the API server said: {0}")]
+    #[error("the API server said: {}", crate::room::said(.0))]
     Kube(#[from] kube::Error),
     /// An object the API server sent lacks something every stored object has.
     #[error("the object has no {0}")]
@@ -33,17 +34,35 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub struct Context {
     /// The client of the current kubeconfig (or of the test API server).
     pub client: kube::Client,
+    /// The one namespace the controllers look after, or `None` for every namespace.
+    pub namespace: Option<String>,
     /// The last reconcile error per kind, for the checker's hints.
     errors: Mutex<BTreeMap<String, String>>,
 }
 
 impl Context {
-    /// A context around a client.
-    pub fn new(client: kube::Client) -> Arc<Context> {
+    /// A context around a client, for controllers that look after one namespace (`Some`) or
+    /// every namespace (`None`).
+    pub fn new(client: kube::Client, namespace: Option<String>) -> Arc<Context> {
         Arc::new(Context {
             client,
+            namespace,
             errors: Mutex::new(BTreeMap::new()),
         })
+    }
+
+    /// The objects of kind `K` the controllers watch: those of [`Context::namespace`], or of
+    /// every namespace. In a room that shares one cluster, each participant's controllers must
+    /// see only their own namespace: with `Api::all` they would reconcile, and overwrite,
+    /// everyone's objects. (controller-runtime: the cache's `DefaultNamespaces`.)
+    pub fn watched<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
+    {
+        match &self.namespace {
+            Some(namespace) => Api::namespaced(self.client.clone(), namespace),
+            None => Api::all(self.client.clone()),
+        }
     }
 
     /// The last error a reconcile of `kind` returned, if any.
@@ -83,6 +102,11 @@ pub async fn log<K>(
         Ok((object, _)) => tracing::info!(kind = %K::kind(&()), name = %object.name, "reconciled"),
         // Reconcile errors were logged by error_policy already.
         Err(controller::Error::ReconcilerFailed(..)) => {}
+        // A change of a child woke a parent that is gone (it was deleted, its children went
+        // after it): kube-runtime never calls reconcile for an object that is not in its cache.
+        Err(controller::Error::ObjectNotFound(object)) => {
+            tracing::debug!(%object, "not reconciled: no longer exists")
+        }
         Err(error) => tracing::warn!(kind = %K::kind(&()), %error, "controller"),
     }
 }

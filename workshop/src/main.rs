@@ -5,13 +5,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use math_workshop::check::{self, Target};
 use math_workshop::context::Context;
 use math_workshop::runner::Controllers;
 use math_workshop::track::Track;
-use math_workshop::{crds, panics};
+use math_workshop::{cluster, crds, panics, room};
 use test_apiserver::TestServer;
 
 /// The kubebuilder hands-on, written by you: stage 1 Number, stage 2 Tuple owns Numbers,
@@ -34,6 +33,17 @@ enum Command {
         #[arg(long)]
         solution: bool,
     },
+    /// Write your CRDs to workshop/crds/ and install them into the cluster of the current
+    /// kubeconfig with kubectl apply, unless they would replace different CRDs that objects in
+    /// other namespaces use (a shared cluster).
+    Install {
+        /// Replace the cluster's CRDs even when objects in other namespaces use them.
+        #[arg(long)]
+        force: bool,
+        /// Use the reference solutions instead of your exercises.
+        #[arg(long)]
+        solution: bool,
+    },
     /// Run your controllers of stages 1..=N against the current kubeconfig.
     Run {
         /// The last stage to run (1 Number, 2 +Tuple, 3 +Fermat).
@@ -42,6 +52,13 @@ enum Command {
         /// Start an in-memory test API server with your CRDs installed, and run against it.
         #[arg(long)]
         test_server: bool,
+        /// The namespace your controllers look after (default: the current context's, where
+        /// kubectl puts what you apply).
+        #[arg(long, conflicts_with = "all_namespaces")]
+        namespace: Option<String>,
+        /// Look after every namespace, like kubebuilder's `make run` (a cluster of your own).
+        #[arg(long, short = 'A')]
+        all_namespaces: bool,
         /// Run the reference solutions instead of your exercises.
         #[arg(long)]
         solution: bool,
@@ -51,9 +68,16 @@ enum Command {
         /// The stage to check (1 Number, 2 Tuple, 3 Fermat).
         #[arg(value_parser = clap::value_parser!(u8).range(1..=3))]
         stage: u8,
-        /// Use the cluster of the current kubeconfig instead of a fresh test API server.
+        /// Use the cluster of the current kubeconfig instead of a fresh test API server, in
+        /// the namespace math-workshop-check-<participant>.
         #[arg(long)]
         cluster: bool,
+        /// Who you are, for the namespace of --cluster checks (default: user-host).
+        #[arg(long)]
+        participant: Option<String>,
+        /// With --cluster: install the CRDs even over different ones that others use.
+        #[arg(long)]
+        force: bool,
         /// Check the reference solutions instead of your exercises.
         #[arg(long)]
         solution: bool,
@@ -78,19 +102,30 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Crds { dir, solution } => print_crds(&Track::select(solution), dir),
+        Command::Install { force, solution } => install(&Track::select(solution), force).await,
         Command::Run {
             stage,
             test_server,
+            namespace,
+            all_namespaces,
             solution,
         } => {
-            logging("info,kube=warn");
+            // kube-client logs every failed request at ERROR; the runner says it in one line.
+            logging("info,kube=warn,kube_client=off");
             // The runner reports a controller's panic once, with where it is.
             panics::install_hook(true);
-            run(&Track::select(solution), stage, test_server).await
+            let scope = match (namespace, all_namespaces) {
+                (_, true) => Scope::All,
+                (Some(namespace), false) => Scope::Namespace(namespace),
+                (None, false) => Scope::Context,
+            };
+            run(&Track::select(solution), stage, test_server, scope).await
         }
         Command::Check {
             stage,
             cluster,
+            participant,
+            force,
             solution,
             timeout,
         } => {
@@ -102,7 +137,12 @@ async fn main() -> ExitCode {
             } else {
                 Target::TestServer
             };
-            let mut opts = check::Options::new(stage, target);
+            let mut opts = check::Options::for_participant(
+                stage,
+                target,
+                &room::participant(participant.as_deref()),
+            );
+            opts.force = force;
             if let Some(seconds) = timeout {
                 opts.timeout = Duration::from_secs(seconds);
             }
@@ -134,8 +174,16 @@ fn print_crds(track: &Track, dir: Option<PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Which namespaces `run` looks after.
+enum Scope {
+    /// The current kubeconfig context's namespace (where `kubectl apply` puts things).
+    Context,
+    Namespace(String),
+    All,
+}
+
 /// Runs the controllers until Ctrl-C (or until every one of them stopped).
-async fn run(track: &Track, stage: u8, test_server: bool) -> anyhow::Result<()> {
+async fn run(track: &Track, stage: u8, test_server: bool, scope: Scope) -> anyhow::Result<()> {
     let server = if test_server {
         let server = TestServer::start().await?;
         server.apply_crd_yaml(&crds::yaml(track)?)?;
@@ -148,20 +196,33 @@ async fn run(track: &Track, stage: u8, test_server: bool) -> anyhow::Result<()> 
     } else {
         None
     };
-    let client = match &server {
-        Some(server) => server.client(),
-        None => kube::Client::try_default().await.context(
-            "no cluster in your kubeconfig: start minikube or kind, or use --test-server",
-        )?,
+    let (client, context_namespace) = match &server {
+        Some(server) => (server.client(), "default".to_string()),
+        None => {
+            let cluster = cluster::connect(
+                "or run against a test API server of your own (ARGS=--test-server)",
+            )
+            .await?;
+            (cluster.client, cluster.namespace)
+        }
     };
     if server.is_none() {
         crds_installed(&client, track, stage).await?;
     }
-    let mut controllers = Controllers::start(track, stage, &Context::new(client));
+    let namespace = match scope {
+        Scope::Context => Some(context_namespace),
+        Scope::Namespace(namespace) => Some(namespace),
+        Scope::All => None,
+    };
+    let watching = match &namespace {
+        Some(namespace) => format!("namespace {namespace}"),
+        None => "every namespace".to_string(),
+    };
+    let mut controllers = Controllers::start(track, stage, &Context::new(client, namespace));
     tracing::info!(
         stage,
         code = track.dir,
-        "controllers running; Ctrl-C stops them"
+        "controllers running in {watching}; Ctrl-C stops them"
     );
     loop {
         tokio::select! {
@@ -188,17 +249,70 @@ async fn run(track: &Track, stage: u8, test_server: bool) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// `make workshop-install`: writes workshop/crds/, asks the room's question (would this
+/// replace CRDs that others use?), then `kubectl apply -f workshop/crds/`.
+async fn install(track: &Track, force: bool) -> anyhow::Result<()> {
+    let repository = check::repository();
+    let dir = "workshop/crds";
+    for name in crds::write(track, &repository.join(dir))? {
+        println!("wrote {dir}/{name}");
+    }
+    let cluster =
+        cluster::connect("or use a test API server (make testserver, in a terminal of its own)")
+            .await?;
+    let install = room::may_install(
+        &cluster.client,
+        &crds::generate(track),
+        &cluster.namespace,
+        force,
+    )
+    .await
+    .map_err(|why| anyhow::anyhow!(why))?;
+    for note in install.notes {
+        println!("({note})");
+    }
+    let kubectl = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".to_string());
+    println!("{kubectl} apply -f {dir}/");
+    let status = std::process::Command::new(&kubectl)
+        .args(["apply", "-f", &format!("{dir}/")])
+        .current_dir(&repository)
+        .status()
+        .map_err(|e| {
+            anyhow::anyhow!("could not run {kubectl}: {e} (is kubectl installed and on PATH?)")
+        })?;
+    anyhow::ensure!(status.success(), "kubectl apply failed (see above)");
+    Ok(())
+}
+
 /// Fails with what to do when a CRD the stages need is not installed in the cluster (the
-/// controllers would otherwise only log watch errors).
+/// controllers would otherwise only log watch errors), and warns when an installed one is not
+/// what the types generate now (they changed since `make workshop-install`).
 async fn crds_installed(client: &kube::Client, track: &Track, stage: u8) -> anyhow::Result<()> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let api = kube::Api::<CustomResourceDefinition>::all(client.clone());
-    for crd in (track.crds)().into_iter().take(usize::from(stage)) {
-        let name = crd.metadata.name.unwrap_or_default();
-        if api.get_opt(&name).await?.is_none() {
+    for crd in crds::generate(track).into_iter().take(usize::from(stage)) {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let Some(installed) = api
+            .get_opt(&name)
+            .await
+            .map_err(|e| anyhow::anyhow!(room::said(&e)))?
+        else {
             anyhow::bail!(
                 "the CRD {name} is not installed in the cluster of your kubeconfig: run `make workshop-install` \
                  (or use --test-server)"
+            );
+        };
+        let digest = |crd: &CustomResourceDefinition| {
+            crd.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(room::DIGEST))
+                .cloned()
+        };
+        if digest(&installed) != digest(&crd) {
+            tracing::warn!(
+                "the CRD {name} in the cluster is not the one {} generate now: run `make workshop-install` again",
+                track.name
             );
         }
     }

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
-use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
 use math_workshop::check::{self, Outcome, Target};
 use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
 use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
@@ -67,13 +67,10 @@ async fn number_patching_the_object(number: Arc<Number>, ctx: Arc<Context>) -> R
 }
 
 fn run_number_patching_the_object(ctx: Arc<Context>) -> BoxFuture<'static, ()> {
-    Controller::new(
-        Api::<Number>::all(ctx.client.clone()),
-        watcher::Config::default(),
-    )
-    .run(number_patching_the_object, error_policy, ctx)
-    .for_each(log)
-    .boxed()
+    Controller::new(ctx.watched::<Number>(), watcher::Config::default())
+        .run(number_patching_the_object, error_policy, ctx)
+        .for_each(log)
+        .boxed()
 }
 
 #[tokio::test]
@@ -99,13 +96,10 @@ async fn number_unfinished(_number: Arc<Number>, _ctx: Arc<Context>) -> Result<A
 }
 
 fn run_number_unfinished(ctx: Arc<Context>) -> BoxFuture<'static, ()> {
-    Controller::new(
-        Api::<Number>::all(ctx.client.clone()),
-        watcher::Config::default(),
-    )
-    .run(number_unfinished, error_policy, ctx)
-    .for_each(log)
-    .boxed()
+    Controller::new(ctx.watched::<Number>(), watcher::Config::default())
+        .run(number_unfinished, error_policy, ctx)
+        .for_each(log)
+        .boxed()
 }
 
 #[tokio::test]
@@ -163,15 +157,11 @@ fn run_tuple(
     ctx: Arc<Context>,
     reconcile: fn(Arc<Tuple>, Arc<Context>) -> BoxFuture<'static, Result<Action>>,
 ) -> BoxFuture<'static, ()> {
-    let client = ctx.client.clone();
-    Controller::new(
-        Api::<Tuple>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .owns(Api::<Number>::all(client), watcher::Config::default())
-    .run(reconcile, error_policy, ctx)
-    .for_each(log)
-    .boxed()
+    Controller::new(ctx.watched::<Tuple>(), watcher::Config::default())
+        .owns(ctx.watched::<Number>(), watcher::Config::default())
+        .run(reconcile, error_policy, ctx)
+        .for_each(log)
+        .boxed()
 }
 
 #[tokio::test]
@@ -214,13 +204,10 @@ async fn extras_not_deleted() {
 
 /// Mistake: the Tuple controller does not watch its Numbers (no `.owns()`).
 fn run_tuple_without_owns(ctx: Arc<Context>) -> BoxFuture<'static, ()> {
-    Controller::new(
-        Api::<Tuple>::all(ctx.client.clone()),
-        watcher::Config::default(),
-    )
-    .run(tuple::reconcile, error_policy, ctx)
-    .for_each(log)
-    .boxed()
+    Controller::new(ctx.watched::<Tuple>(), watcher::Config::default())
+        .run(tuple::reconcile, error_policy, ctx)
+        .for_each(log)
+        .boxed()
 }
 
 #[tokio::test]
@@ -236,7 +223,7 @@ async fn no_owns_so_no_healing() {
     );
     assert_hint(
         &outcome,
-        "add .owns(Api::<Number>::all(..), watcher::Config::default()) to the Tuple's Controller (EXERCISE 2d",
+        "add .owns(ctx.watched::<Number>(), watcher::Config::default()) to the Tuple's Controller (EXERCISE 2d",
     );
     // The shrink step needs tuple-sample-1, which the healing step deleted: the cause named is
     // the missing .owns (2d), not the creation of the children (2a): they did appear.
@@ -275,13 +262,10 @@ fn failure<'a>(outcome: &'a Outcome, text: &str) -> &'a check::Line {
 
 /// Mistake: the Fermat controller does not watch its Tuples.
 fn run_fermat_without_owns(ctx: Arc<Context>) -> BoxFuture<'static, ()> {
-    Controller::new(
-        Api::<fermat::Fermat>::all(ctx.client.clone()),
-        watcher::Config::default(),
-    )
-    .run(fermat::reconcile, error_policy, ctx)
-    .for_each(log)
-    .boxed()
+    Controller::new(ctx.watched::<fermat::Fermat>(), watcher::Config::default())
+        .run(fermat::reconcile, error_policy, ctx)
+        .for_each(log)
+        .boxed()
 }
 
 #[tokio::test]
@@ -327,4 +311,80 @@ async fn the_last_reconcile_error_is_named() {
     let outcome = check(2, track).await;
     assert_hint(&outcome, "(last Tuple reconcile error: tuple-s");
     assert_hint(&outcome, "the object has no uid)");
+}
+
+/// Mistake (the given code before the guard): a Tuple being deleted is reconciled like any
+/// other, so its children are applied again while the garbage collector deletes them.
+async fn tuple_without_deletion_guard(t: Arc<Tuple>, ctx: Arc<Context>) -> Result<Action> {
+    let children = tuple::apply_children(&t, &ctx).await?;
+    tuple::delete_extras(&t, &children, &ctx).await?;
+    tuple::write_status(&t, &children, &ctx).await?;
+    Ok(Action::await_change())
+}
+
+#[tokio::test]
+async fn a_parent_being_deleted_in_the_foreground_is_left_to_the_garbage_collector() {
+    let track = Track {
+        tuple: |ctx| run_tuple(ctx, |t, ctx| tuple_without_deletion_guard(t, ctx).boxed()),
+        ..solutions::track()
+    };
+    let outcome = check(2, track).await;
+    assert_hint(
+        &outcome,
+        "while Tuple tuple-squares waited for its Numbers (foreground deletion), the Tuple controller re-created tuple-squares-1",
+    );
+    assert_hint(
+        &outcome,
+        "the given reconcile returns at once for it (`if tuple.metadata.deletion_timestamp.is_some()`",
+    );
+}
+
+/// Mistake: kube's `controller_owner_ref` as it is, without the `blockOwnerDeletion` that
+/// kubebuilder's `SetControllerReference` adds.
+async fn apply_children_not_blocking(t: &Tuple, ctx: &Context) -> Result<Vec<Number>> {
+    let numbers: Api<Number> =
+        Api::namespaced(ctx.client.clone(), &t.namespace().unwrap_or_default());
+    let owner = t.controller_owner_ref(&()).ok_or(Error::Missing("uid"))?;
+    let mut children = Vec::new();
+    for (index, value) in t.spec.numbers.iter().enumerate() {
+        let mut number = Number::new(
+            &tuple::child_name(&t.name_any(), index),
+            NumberSpec { value: *value },
+        );
+        number.metadata.owner_references = Some(vec![owner.clone()]);
+        let apply = PatchParams::apply(MANAGER).force();
+        children.push(
+            numbers
+                .patch(&number.name_any(), &apply, &Patch::Apply(&number))
+                .await?,
+        );
+    }
+    Ok(children)
+}
+
+async fn tuple_not_blocking(t: Arc<Tuple>, ctx: Arc<Context>) -> Result<Action> {
+    if t.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let children = apply_children_not_blocking(&t, &ctx).await?;
+    tuple::delete_extras(&t, &children, &ctx).await?;
+    tuple::write_status(&t, &children, &ctx).await?;
+    Ok(Action::await_change())
+}
+
+#[tokio::test]
+async fn children_whose_owner_reference_does_not_block_deletion() {
+    let track = Track {
+        tuple: |ctx| run_tuple(ctx, |t, ctx| tuple_not_blocking(t, ctx).boxed()),
+        ..solutions::track()
+    };
+    let outcome = check(2, track).await;
+    assert_hint(
+        &outcome,
+        "tuple-sample-0, tuple-sample-1, tuple-sample-2: the ownerReference lacks blockOwnerDeletion: true",
+    );
+    assert_hint(
+        &outcome,
+        "with block_owner_deletion: Some(true) (EXERCISE 2a",
+    );
 }

@@ -125,4 +125,11 @@ impl Kubectl {
         let dir = format!("{}/", self.cache.path().display());
         format!("kubectl {}", args.join(" ").replace(&dir, ""))
     }
+
+    /// What a run said ([`Ran::said`]), files written on the spot named alone, as in
+    /// [`Kubectl::shown`].
+    pub fn said(&self, ran: &Ran) -> String {
+        let dir = format!("{}/", self.cache.path().display());
+        ran.said().replace(&dir, "")
+    }
 }

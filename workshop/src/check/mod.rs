@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::Value;
 use test_apiserver::TestServer;
@@ -18,6 +17,7 @@ use test_apiserver::TestServer;
 use crate::context::Context;
 use crate::runner::Controllers;
 use crate::track::{Kind, Track};
+use crate::{cluster, room};
 pub use kubectl::{Kubectl, Ran};
 
 /// Where the checks run.
@@ -36,22 +36,39 @@ pub struct Options {
     pub target: Target,
     /// How long each expectation may take to come true.
     pub timeout: Duration,
-    /// The namespace the stage's objects are created in (created if missing).
+    /// Who checks: the owner of [`Options::namespace`] on a shared cluster.
+    pub participant: String,
+    /// The namespace the stage's objects are created in: the participant's own, created fresh
+    /// and deleted at the end ([`room::claim_namespace`]).
     pub namespace: String,
+    /// Install the CRDs even over different ones that objects in other namespaces use.
+    pub force: bool,
     /// Print each line as it is decided.
     pub print: bool,
 }
 
 impl Options {
+    /// The options of a check of `stage` on `target`, by the participant this machine's user
+    /// is ([`room::participant`]).
     pub fn new(stage: u8, target: Target) -> Options {
+        Options::for_participant(stage, target, &room::participant(None))
+    }
+
+    /// The options of a check by `participant`: on a cluster, in
+    /// `math-workshop-check-<participant>`; on the private test API server, in
+    /// `math-workshop-check`.
+    pub fn for_participant(stage: u8, target: Target, participant: &str) -> Options {
+        let (timeout, namespace) = match target {
+            Target::TestServer => (Duration::from_secs(10), "math-workshop-check".to_string()),
+            Target::Cluster => (Duration::from_secs(30), room::check_namespace(participant)),
+        };
         Options {
             stage,
             target,
-            timeout: match target {
-                Target::TestServer => Duration::from_secs(10),
-                Target::Cluster => Duration::from_secs(30),
-            },
-            namespace: "math-workshop-check".to_string(),
+            timeout,
+            participant: participant.to_string(),
+            namespace,
+            force: false,
             print: true,
         }
     }
@@ -121,25 +138,19 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
     };
     let client = match &server {
         Some(server) => server.client(),
-        None => kube::Client::try_default().await.context(
-            "no cluster in your kubeconfig: start minikube or kind, or check on the test API server (without --cluster)",
-        )?,
+        None => {
+            cluster::connect(
+                "or leave out CLUSTER=1 (the check then brings a test API server of its own)",
+            )
+            .await?
+            .client
+        }
     };
     let kubeconfig = server.as_ref().map(TestServer::kubeconfig_path);
     let kubectl = Kubectl::new(kubeconfig.as_deref(), &opts.namespace)?;
-    let ctx = Context::new(client.clone());
-    if opts.target == Target::Cluster {
-        // A namespace of its own, fresh: what a previous check left is gone first.
-        kubectl
-            .run(&[
-                "delete",
-                "namespace",
-                &opts.namespace,
-                "--ignore-not-found",
-                "--timeout=120s",
-            ])
-            .await;
-    }
+    // The controllers look after the check's namespace only: on a shared cluster, everyone
+    // else's objects are not theirs to reconcile.
+    let ctx = Context::new(client.clone(), Some(opts.namespace.clone()));
     let mut session = Session {
         kubectl,
         reader: Reader {
@@ -157,7 +168,10 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
     if opts.print {
         let on = match opts.target {
             Target::TestServer => "the test API server".to_string(),
-            Target::Cluster => format!("the current cluster, namespace {}", opts.namespace),
+            Target::Cluster => format!(
+                "the current cluster, namespace {} (participant {})",
+                opts.namespace, opts.participant
+            ),
         };
         println!(
             "Stage {}: {} — {}, {}, on {on}",
@@ -167,7 +181,8 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
             track.file(kind)
         );
     }
-    if session.install().await {
+    let claimed = session.install().await;
+    if claimed {
         session.controllers = Some(Controllers::start(track, opts.stage, &ctx));
         match opts.stage {
             1 => stages::number(&mut session).await,
@@ -178,11 +193,8 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
     if let Some(controllers) = session.controllers.take() {
         controllers.stop();
     }
-    if opts.target == Target::Cluster {
-        session
-            .kubectl
-            .run(&["delete", "namespace", &opts.namespace, "--wait=false"])
-            .await;
+    if claimed && opts.target == Target::Cluster {
+        room::release_namespace(&session.reader.client, &opts.namespace).await;
     }
     if let Some(server) = server {
         server.shutdown().await;
@@ -315,33 +327,64 @@ impl Session {
         if ran.ok {
             self.pass(shown);
         } else {
-            self.fail(
-                kinds,
-                format!("{shown} failed: {}", ran.said()),
-                hint.to_string(),
-            );
+            let said = self.kubectl.said(&ran);
+            self.fail(kinds, format!("{shown} failed: {said}"), hint.to_string());
         }
         ran.ok
     }
 
-    /// Installs the CRDs generated from the track's types with `kubectl apply`, and creates
-    /// the namespace. False (after a ✗) when that fails: nothing else can be checked.
+    /// Claims the check's namespace, then installs the CRDs generated from the track's types
+    /// with `kubectl apply` (unless they would replace different ones that others use). False
+    /// (after a ✗) when either fails: nothing else can be checked.
     async fn install(&mut self) -> bool {
-        let yaml = match crate::crds::yaml(&self.track) {
-            Ok(yaml) => yaml,
-            Err(e) => {
-                self.fail(&[], "generate the CRDs from your types", e.to_string());
-                return false;
-            }
-        };
+        let ns = self.opts.namespace.clone();
+        let client = self.reader.client.clone();
+        if let Err(why) = room::claim_namespace(&client, &ns, &self.opts.participant).await {
+            self.fail(&[], format!("create the check's namespace {ns}"), why);
+            return false;
+        }
+        let crds = crate::crds::generate(&self.track);
         if self.opts.stage == 1 {
             stages::number_crd(self);
         }
-        let ran = self
-            .kubectl
-            .run_with(&["apply", "-f", "-"], Some(&yaml))
-            .await;
-        if !ran.ok {
+        let install = match room::may_install(&client, &crds, &ns, self.opts.force).await {
+            Ok(install) => install,
+            Err(why) => {
+                self.fail(&[], "install the CRDs generated from your types", why);
+                return false;
+            }
+        };
+        for note in &install.notes {
+            if self.opts.print {
+                println!("  ({note})");
+            }
+        }
+        // Only what is missing or different: on a shared cluster, the same CRDs installed by
+        // someone else are left as they are.
+        let mut yaml = String::new();
+        for crd in &crds {
+            let name = crd.metadata.name.clone().unwrap_or_default();
+            if !install.writes.contains(&name) {
+                continue;
+            }
+            match serde_yaml::to_string(crd) {
+                Ok(text) => yaml.push_str(&format!("---\n{text}")),
+                Err(e) => {
+                    self.fail(&[], "generate the CRDs from your types", e.to_string());
+                    return false;
+                }
+            }
+        }
+        let ran = if yaml.is_empty() {
+            None
+        } else {
+            Some(
+                self.kubectl
+                    .run_with(&["apply", "-f", "-"], Some(&yaml))
+                    .await,
+            )
+        };
+        if let Some(ran) = ran.as_ref().filter(|ran| !ran.ok) {
             self.fail(
                 &[],
                 format!("kubectl apply of the CRDs generated from your types failed: {}", ran.said()),
@@ -360,20 +403,25 @@ impl Session {
                 "crd/fermats.math.example.com",
             ])
             .await;
-        let ns = self.opts.namespace.clone();
-        let created = self.kubectl.run(&["create", "namespace", &ns]).await;
-        if !established.ok || !(created.ok || created.stderr.contains("AlreadyExists")) {
+        if !established.ok {
             self.fail(
                 &[],
-                "install the CRDs generated from your types and create the check's namespace",
-                format!("{} {}", established.said(), created.said()),
+                "install the CRDs generated from your types",
+                established.said(),
             );
             return false;
         }
-        self.pass(format!(
-            "installed the CRDs generated from {} (kubectl apply), namespace {ns}",
-            self.track.name
-        ));
+        self.pass(if ran.is_some() {
+            format!(
+                "installed the CRDs generated from {} (kubectl apply), namespace {ns}",
+                self.track.name
+            )
+        } else {
+            format!(
+                "the CRDs generated from {} are installed already, namespace {ns}",
+                self.track.name
+            )
+        });
         true
     }
 }
@@ -387,7 +435,7 @@ pub(crate) struct Reader {
 
 impl Reader {
     /// An `Api` for one kind in the check's namespace.
-    fn api(&self, kind: &str) -> Api<DynamicObject> {
+    pub(crate) fn api(&self, kind: &str) -> Api<DynamicObject> {
         let gvk = GroupVersionKind::gvk("math.example.com", "v1beta1", kind);
         let plural = format!("{}s", kind.to_lowercase());
         let resource = ApiResource::from_gvk_with_plural(&gvk, &plural);

@@ -59,32 +59,56 @@ pub fn child_name(fermat: &str, a: i64, b: i64) -> String {
 
 /// Puts the child Tuples in line with the spec, then reports.
 pub async fn reconcile(fermat: Arc<Fermat>, ctx: Arc<Context>) -> Result<Action> {
+    // Being deleted (`kubectl delete`, perhaps `--cascade=foreground`): the garbage collector
+    // is removing the children. Applying them again would re-create each one it deletes.
+    if fermat.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
     let children = apply_children(&fermat, &ctx).await?;
     delete_extras(&fermat, &children, &ctx).await?;
     write_status(&fermat, &children, &ctx).await?;
     Ok(Action::await_change())
 }
 
-/// EXERCISE 3a: as in EXERCISE 2a, one child per pair: the Tuple
-/// `child_name(fermat, a, n - a)` with `TupleSpec { numbers: vec![a, n - a] }` for each
-/// `(a, b)` in `crate::math::fermat_splits(fermat.spec.number)`, with a controller
-/// ownerReference to the Fermat, applied with `Patch::Apply` and a field manager.
+/// EXERCISE 3a: as in EXERCISE 2a, one child per pair: for each `(a, b)` in
+/// `crate::math::fermat_splits(fermat.spec.number)` (the pairs `(a, n - a)`), the Tuple
+/// `child_name(&fermat.name_any(), a, b)` with `TupleSpec { numbers: vec![a, b] }` and a
+/// controller ownerReference to the Fermat (with `block_owner_deletion: Some(true)`, as in 2a),
+/// applied with `Patch::Apply` and a field manager:
+///
+/// ```ignore
+/// let mut tuple = Tuple::new(&child_name(&fermat.name_any(), a, b), TupleSpec { numbers: vec![a, b] });
+/// tuple.metadata.owner_references = Some(vec![owner.clone()]);
+/// ```
+///
+/// (`use super::tuple::TupleSpec;` besides the imports of 2a.)
 pub async fn apply_children(_fermat: &Fermat, _ctx: &Context) -> Result<Vec<Tuple>> {
     todo!("EXERCISE 3a: create or update the child Tuples, in workshop/src/exercises/fermat.rs")
 }
 
-/// EXERCISE 3b: as in EXERCISE 2b: delete the Tuples this Fermat owns that are not among
+/// EXERCISE 3b: as in EXERCISE 2b: delete the Tuples this Fermat controls that are not among
 /// `children` (its number changed).
 pub async fn delete_extras(_fermat: &Fermat, _children: &[Tuple], _ctx: &Context) -> Result<()> {
     todo!("EXERCISE 3b: delete the Tuples no longer wanted, in workshop/src/exercises/fermat.rs")
 }
 
-/// EXERCISE 3c: once every child Tuple has a status for its current spec, write the
+/// EXERCISE 3c: once every child Tuple has a status for its current spec (as in 2c), write the
 /// `FermatStatus`: `decompositions` holds `crate::math::format_decomposition(x, y)` ("1²+4²")
-/// for every child [a, b] with `all_squares`, where x and y are
-/// `crate::math::exact_sqrt(a)` and `exact_sqrt(b)`; `two_squares_found` says whether there
-/// is one; `is_prime` and `one_mod_four` come from `crate::math::is_prime` and
-/// `crate::math::is_one_mod_four` of n.
+/// for every child `[a, b]` whose status says `all_squares`, in the order of the children,
+/// where `x` and `y` are the square roots of `a` and `b`. `crate::math::exact_sqrt(a)` gives
+/// `Some(x)` for a perfect square and `None` otherwise, so inside a closure that returns an
+/// `Option`, `?` unwraps it:
+///
+/// ```ignore
+/// let decomposition = |a: i64, b: i64| -> Option<String> {
+///     Some(math::format_decomposition(math::exact_sqrt(a)?, math::exact_sqrt(b)?))
+/// };
+/// ```
+///
+/// `two_squares_found` says whether there is one; `is_prime` and `one_mod_four` come from
+/// `crate::math::is_prime` and `crate::math::is_one_mod_four` of n. Write it as in stage 1:
+/// `json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Fermat", "status": status })`
+/// with `patch_status` (`use serde_json::json;`, `use crate::math;`).
 pub async fn write_status(_fermat: &Fermat, _children: &[Tuple], _ctx: &Context) -> Result<()> {
     todo!(
         "EXERCISE 3c: report the decompositions in the Fermat's status, in workshop/src/exercises/fermat.rs"
@@ -93,9 +117,10 @@ pub async fn write_status(_fermat: &Fermat, _children: &[Tuple], _ctx: &Context)
 
 /// Runs the Fermat controller.
 pub async fn run(ctx: Arc<Context>) {
-    let client = ctx.client.clone();
-    Controller::new(Api::<Fermat>::all(client), watcher::Config::default())
-        // EXERCISE 3d: be woken when a child Tuple changes, as in EXERCISE 2d.
+    let fermats: Api<Fermat> = ctx.watched();
+    Controller::new(fermats, watcher::Config::default())
+        // EXERCISE 3d: be woken when a child Tuple changes, as in EXERCISE 2d:
+        //     .owns(ctx.watched::<Tuple>(), watcher::Config::default())
         .run(reconcile, error_policy, ctx)
         .for_each(log)
         .await;

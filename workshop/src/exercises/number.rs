@@ -57,8 +57,9 @@ pub struct NumberStatus {}
 ///
 /// EXERCISE 1b: build a `NumberStatus` from `number.spec.value` with `crate::math::fizzbuzz`,
 /// `crate::math::is_square` and `crate::math::is_prime`, and `observed_generation` from
-/// `number.metadata.generation` (an `Option<i64>`). Then write it to the *status
-/// subresource* (a write to the object itself would ignore `status`):
+/// `number.metadata.generation.unwrap_or_default()` (an `Option<i64>`, set on every stored
+/// object). Then write it to the *status subresource* (a write to the object itself would
+/// ignore `status`):
 ///
 /// ```ignore
 /// let numbers: Api<Number> = Api::namespaced(ctx.client.clone(), &number.namespace().unwrap_or_default());
@@ -76,8 +77,10 @@ pub async fn reconcile(_number: Arc<Number>, _ctx: Arc<Context>) -> Result<Actio
 }
 
 /// Runs the Number controller: every change to a Number triggers a reconcile of it.
+/// `ctx.watched()` is `Api::all(client)`, or `Api::namespaced(client, ns)` when the runner
+/// looks after one namespace (its default: the current kubeconfig context's).
 pub async fn run(ctx: Arc<Context>) {
-    let numbers = Api::<Number>::all(ctx.client.clone());
+    let numbers: Api<Number> = ctx.watched();
     Controller::new(numbers, watcher::Config::default())
         .run(reconcile, error_policy, ctx)
         .for_each(log)

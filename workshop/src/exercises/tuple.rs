@@ -52,50 +52,77 @@ pub fn child_name(tuple: &str, index: usize) -> String {
 /// Puts the children in line with the spec, then reports. Level-triggered: whatever
 /// happened (a Tuple edited, a child deleted or changed), the same three steps close the gap.
 pub async fn reconcile(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Action> {
+    // Being deleted (`kubectl delete`, perhaps `--cascade=foreground`): the garbage collector
+    // is removing the children. Applying them again would re-create each one it deletes.
+    if tuple.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
     let children = apply_children(&tuple, &ctx).await?;
     delete_extras(&tuple, &children, &ctx).await?;
     write_status(&tuple, &children, &ctx).await?;
     Ok(Action::await_change())
 }
 
-/// EXERCISE 2a: create or correct the Number `child_name(tuple, index)` for every item of
-/// `tuple.spec.numbers`, owned by the Tuple, and return the children as the API server
-/// answered (they carry their statuses), in order. With `numbers`, an `Api<Number>` in the
-/// Tuple's namespace (as in stage 1), and `owner`, see below:
+/// EXERCISE 2a: create or correct the Number `child_name(&tuple.name_any(), index)` for every
+/// item of `tuple.spec.numbers`, owned by the Tuple, and return the children as the API server
+/// answered (they carry their statuses), in order:
 ///
 /// ```ignore
+/// let numbers: Api<Number> = Api::namespaced(ctx.client.clone(), &tuple.namespace().unwrap_or_default());
+/// let owner = OwnerReference {
+///     block_owner_deletion: Some(true),
+///     ..tuple.controller_owner_ref(&()).ok_or(Error::Missing("uid"))?
+/// };
+/// let mut children = Vec::new();
 /// for (index, &value) in tuple.spec.numbers.iter().enumerate() {
 ///     let mut number = Number::new(&child_name(&tuple.name_any(), index), NumberSpec { value });
 ///     number.metadata.owner_references = Some(vec![owner.clone()]);
 ///     let applied = numbers.patch(&number.name_any(), &PatchParams::apply(MANAGER).force(), &Patch::Apply(&number)).await?;
-///     // ... collect `applied`
+///     children.push(applied);
 /// }
+/// Ok(children)
 /// ```
 ///
-/// `owner = tuple.controller_owner_ref(&())` (an `Option`: turn `None` into
-/// `Error::Missing("uid")` with `ok_or`) is an ownerReference with `controller: true`: the
-/// garbage collector deletes the Number with its Tuple. Server-side apply (`Patch::Apply` with
-/// a field manager) creates the child if it is missing and corrects it if someone edited it,
-/// and changes nothing when it is already right, so running it again and again is safe.
-/// (`use kube::{Resource, ResourceExt};`, `use kube::api::{Patch, PatchParams};`,
-/// `use super::number::NumberSpec;`, `use crate::context::{Error, MANAGER};`.)
+/// `controller_owner_ref(&())` is an ownerReference with `controller: true` (`None` only for an
+/// object without a uid): the garbage collector deletes the Number with its Tuple.
+/// `block_owner_deletion: Some(true)` (what kubebuilder's `SetControllerReference` adds) makes
+/// `kubectl delete --cascade=foreground` wait for the Number. Server-side apply (`Patch::Apply`
+/// with a field manager) creates the child if it is missing, corrects it if someone edited it,
+/// and changes nothing when it is already right: running it again and again is safe. Imports:
+/// `use kube::{Resource, ResourceExt};`, `use kube::api::{Patch, PatchParams};`,
+/// `use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;`,
+/// `use super::number::NumberSpec;`, `use crate::context::{Error, MANAGER};`.
 pub async fn apply_children(_tuple: &Tuple, _ctx: &Context) -> Result<Vec<Number>> {
     todo!("EXERCISE 2a: create or update the child Numbers, in workshop/src/exercises/tuple.rs")
 }
 
-/// EXERCISE 2b: delete the Numbers this Tuple owns that are not among `children` (the Tuple
-/// shrank). List the Numbers of the Tuple's namespace with `numbers.list(&ListParams::default())`,
-/// keep those whose `owner_references()` contain one with `uid` equal to the Tuple's
-/// (`tuple.uid()` is an `Option<String>`: compare it with `Some(o.uid.clone())`), and
-/// `numbers.delete(name, &DeleteParams::default())` those whose name is not wanted.
+/// EXERCISE 2b: delete the Numbers this Tuple controls that are not among `children` (the
+/// Tuple shrank). List the Numbers of the Tuple's namespace, keep those with an ownerReference
+/// that names the Tuple's uid (not its name: a new Tuple of the same name is another Tuple),
+/// and delete those whose name is not wanted:
+///
+/// ```ignore
+/// let wanted: Vec<String> = children.iter().map(|n| n.name_any()).collect();
+/// for number in numbers.list(&ListParams::default()).await? {
+///     let ours = number.owner_references().iter().any(|o| Some(&o.uid) == tuple.uid().as_ref());
+///     if ours && !wanted.contains(&number.name_any()) {
+///         numbers.delete(&number.name_any(), &DeleteParams::default()).await?;
+///     }
+/// }
+/// ```
+///
+/// (`use kube::api::{DeleteParams, ListParams};`; `numbers` as in 2a.)
 pub async fn delete_extras(_tuple: &Tuple, _children: &[Number], _ctx: &Context) -> Result<()> {
     todo!("EXERCISE 2b: delete the Numbers no longer wanted, in workshop/src/exercises/tuple.rs")
 }
 
-/// EXERCISE 2c: once every child has a status for its current spec (`status.observed_generation`
-/// equal to its `metadata.generation`), write `TupleStatus { observed_generation, all_squares }`
-/// with `patch_status`, as in stage 1. If some child has not answered yet, write nothing and
-/// return `Ok(())`: when its status changes, `owns` (EXERCISE 2d) wakes this Tuple again.
+/// EXERCISE 2c: once every child has a status for its current spec, write
+/// `TupleStatus { observed_generation, all_squares }` with `patch_status`, as in stage 1. A
+/// child `n` has answered for its current spec when
+/// `n.status.as_ref().is_some_and(|s| Some(s.observed_generation) == n.metadata.generation)`
+/// (`metadata.generation` is an `Option<i64>`). If some child has not answered yet, write
+/// nothing and return `Ok(())`: when its status changes, `owns` (EXERCISE 2d) wakes this Tuple
+/// again. `all_squares` is true when every child's `status.is_square` is (true for none).
 pub async fn write_status(_tuple: &Tuple, _children: &[Number], _ctx: &Context) -> Result<()> {
     todo!(
         "EXERCISE 2c: report allSquares in the Tuple's status, in workshop/src/exercises/tuple.rs"
@@ -104,11 +131,12 @@ pub async fn write_status(_tuple: &Tuple, _children: &[Number], _ctx: &Context) 
 
 /// Runs the Tuple controller.
 pub async fn run(ctx: Arc<Context>) {
-    let client = ctx.client.clone();
-    Controller::new(Api::<Tuple>::all(client), watcher::Config::default())
+    let tuples: Api<Tuple> = ctx.watched();
+    Controller::new(tuples, watcher::Config::default())
         // EXERCISE 2d: a Tuple must also be reconciled when one of its Numbers changes or is
-        // deleted. Watch the Numbers and map each to its controller (the Tuple) with
-        //     .owns(Api::<Number>::all(ctx.client.clone()), watcher::Config::default())
+        // deleted. Watch the Numbers too, and map each change to the Tuple named in the
+        // Number's ownerReferences, with
+        //     .owns(ctx.watched::<Number>(), watcher::Config::default())
         .run(reconcile, error_policy, ctx)
         .for_each(log)
         .await;

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
@@ -58,6 +59,11 @@ pub fn child_name(fermat: &str, a: i64, b: i64) -> String {
 
 /// Puts the child Tuples in line with the spec, then reports. Level-triggered, like Tuple.
 pub async fn reconcile(fermat: Arc<Fermat>, ctx: Arc<Context>) -> Result<Action> {
+    // Being deleted (`kubectl delete`, perhaps `--cascade=foreground`): the garbage collector
+    // is removing the children. Applying them again would re-create each one it deletes.
+    if fermat.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
     let children = apply_children(&fermat, &ctx).await?;
     delete_extras(&fermat, &children, &ctx).await?;
     write_status(&fermat, &children, &ctx).await?;
@@ -69,9 +75,15 @@ pub async fn reconcile(fermat: Arc<Fermat>, ctx: Arc<Context>) -> Result<Action>
 pub async fn apply_children(fermat: &Fermat, ctx: &Context) -> Result<Vec<Tuple>> {
     let tuples: Api<Tuple> =
         Api::namespaced(ctx.client.clone(), &fermat.namespace().unwrap_or_default());
-    let owner = fermat
-        .controller_owner_ref(&())
-        .ok_or(Error::Missing("uid"))?;
+    // controller: true (None only for an object without a uid), and blockOwnerDeletion: true
+    // as kubebuilder's SetControllerReference sets it: a foreground deletion of the Fermat
+    // then waits for its Tuples.
+    let owner = OwnerReference {
+        block_owner_deletion: Some(true),
+        ..fermat
+            .controller_owner_ref(&())
+            .ok_or(Error::Missing("uid"))?
+    };
     let apply = PatchParams::apply(MANAGER).force();
     let mut children = Vec::new();
     for (a, b) in math::fermat_splits(fermat.spec.number) {
@@ -158,13 +170,10 @@ pub async fn write_status(fermat: &Fermat, children: &[Tuple], ctx: &Context) ->
 /// Runs the Fermat controller: a change to a Fermat, or to a Tuple it controls, triggers a
 /// reconcile of the Fermat.
 pub async fn run(ctx: Arc<Context>) {
-    let client = ctx.client.clone();
-    Controller::new(
-        Api::<Fermat>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .owns(Api::<Tuple>::all(client), watcher::Config::default())
-    .run(reconcile, error_policy, ctx)
-    .for_each(log)
-    .await;
+    let fermats: Api<Fermat> = ctx.watched();
+    Controller::new(fermats, watcher::Config::default())
+        .owns(ctx.watched::<Tuple>(), watcher::Config::default())
+        .run(reconcile, error_policy, ctx)
+        .for_each(log)
+        .await;
 }

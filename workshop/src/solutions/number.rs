@@ -73,7 +73,7 @@ pub async fn reconcile(number: Arc<Number>, ctx: Arc<Context>) -> Result<Action>
 
 /// Runs the Number controller: every change to a Number triggers a reconcile of it.
 pub async fn run(ctx: Arc<Context>) {
-    let numbers = Api::<Number>::all(ctx.client.clone());
+    let numbers: Api<Number> = ctx.watched();
     Controller::new(numbers, watcher::Config::default())
         .run(reconcile, error_policy, ctx)
         .for_each(log)

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
@@ -49,6 +50,11 @@ pub fn child_name(tuple: &str, index: usize) -> String {
 /// Puts the children in line with the spec, then reports. Level-triggered: whatever
 /// happened (a Tuple edited, a child deleted or changed), the same three steps close the gap.
 pub async fn reconcile(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Action> {
+    // Being deleted (`kubectl delete`, perhaps `--cascade=foreground`): the garbage collector
+    // is removing the children. Applying them again would re-create each one it deletes.
+    if tuple.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
     let children = apply_children(&tuple, &ctx).await?;
     delete_extras(&tuple, &children, &ctx).await?;
     write_status(&tuple, &children, &ctx).await?;
@@ -61,10 +67,15 @@ pub async fn reconcile(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Action> {
 pub async fn apply_children(tuple: &Tuple, ctx: &Context) -> Result<Vec<Number>> {
     let numbers: Api<Number> =
         Api::namespaced(ctx.client.clone(), &tuple.namespace().unwrap_or_default());
-    // controller: true, blockOwnerDeletion: true; None only for an object without a uid.
-    let owner = tuple
-        .controller_owner_ref(&())
-        .ok_or(Error::Missing("uid"))?;
+    // controller: true (None only for an object without a uid), and blockOwnerDeletion: true
+    // as kubebuilder's SetControllerReference sets it: a foreground deletion of the Tuple
+    // then waits for its Numbers.
+    let owner = OwnerReference {
+        block_owner_deletion: Some(true),
+        ..tuple
+            .controller_owner_ref(&())
+            .ok_or(Error::Missing("uid"))?
+    };
     let apply = PatchParams::apply(MANAGER).force();
     let mut children = Vec::new();
     for (index, value) in tuple.spec.numbers.iter().enumerate() {
@@ -133,13 +144,10 @@ pub async fn write_status(tuple: &Tuple, children: &[Number], ctx: &Context) -> 
 /// Runs the Tuple controller: a change to a Tuple, or to a Number it controls, triggers a
 /// reconcile of the Tuple.
 pub async fn run(ctx: Arc<Context>) {
-    let client = ctx.client.clone();
-    Controller::new(
-        Api::<Tuple>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .owns(Api::<Number>::all(client), watcher::Config::default())
-    .run(reconcile, error_policy, ctx)
-    .for_each(log)
-    .await;
+    let tuples: Api<Tuple> = ctx.watched();
+    Controller::new(tuples, watcher::Config::default())
+        .owns(ctx.watched::<Number>(), watcher::Config::default())
+        .run(reconcile, error_policy, ctx)
+        .for_each(log)
+        .await;
 }

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{FERMAT, Seen, children, exist, generation_matches, gone, heal};
+use super::{FERMAT, Seen, children, exist, foreground, generation_matches, gone, heal};
 use crate::check::Session;
 use crate::track::Kind;
 
@@ -32,7 +32,8 @@ pub(crate) async fn fermat(s: &mut Session) {
          Patch::Apply (EXERCISE 3a in {file})"
     );
     let owner_hint = format!(
-        "set tuple.metadata.owner_references to the Fermat's controller_owner_ref(&()) (EXERCISE 3a in {file})"
+        "set tuple.metadata.owner_references to the Fermat's controller_owner_ref(&()), with block_owner_deletion: \
+         Some(true) (EXERCISE 3a in {file})"
     );
     children(
         s,
@@ -53,7 +54,7 @@ pub(crate) async fn fermat(s: &mut Session) {
     fermat_status(s, "fermat-19", 19, &status_hint).await;
 
     let owns_hint = format!(
-        "add .owns(Api::<Tuple>::all(..), watcher::Config::default()) to the Fermat's Controller (EXERCISE 3d in {file})"
+        "add .owns(ctx.watched::<Tuple>(), watcher::Config::default()) to the Fermat's Controller (EXERCISE 3d in {file})"
     );
     heal(s, FERMAT, "Tuple", "fermat-sample-2-and-3", &owns_hint).await;
 
@@ -152,6 +153,19 @@ pub(crate) async fn fermat(s: &mut Session) {
         )
         .await;
     }
+    let hint = format!(
+        "a Fermat being deleted has a metadata.deletionTimestamp, and the given reconcile returns at once for it \
+         (`if fermat.metadata.deletion_timestamp.is_some()` in {file}): applying its Tuples again re-creates \
+         each one the garbage collector deletes"
+    );
+    foreground(
+        s,
+        FERMAT,
+        ("Fermat", "fermat-sample"),
+        ("Tuple", "fermat-sample-1-and-12"),
+        &hint,
+    )
+    .await;
 }
 
 async fn fermat_status(s: &mut Session, name: &str, n: i64, hint: &str) {

@@ -11,6 +11,9 @@ pub(super) use fermat::fermat;
 pub(super) use number::{number, number_crd};
 pub(super) use tuple::tuple;
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use super::Session;
@@ -34,15 +37,13 @@ pub(super) fn generation_matches(object: &Value) -> bool {
     object["status"]["observedGeneration"] == object["metadata"]["generation"]
 }
 
-/// Whether `child` has a controller ownerReference naming `parent` (by uid).
-fn controlled_by(child: &Value, parent: &Value) -> bool {
+/// The ownerReference of `child` that names `parent` (by uid) as its controller.
+fn controller_ref<'a>(child: &'a Value, parent: &Value) -> Option<&'a Value> {
     let uid = &parent["metadata"]["uid"];
     child["metadata"]["ownerReferences"]
-        .as_array()
-        .is_some_and(|refs| {
-            refs.iter()
-                .any(|r| r["controller"] == json!(true) && &r["uid"] == uid)
-        })
+        .as_array()?
+        .iter()
+        .find(|r| r["controller"] == json!(true) && &r["uid"] == uid)
 }
 
 /// The parent's children exist with the desired specs, and the parent controls each.
@@ -99,20 +100,34 @@ pub(super) async fn children(
         Err(Seen::NoStatus) => return,
     };
     let parent_object = r.get(parent_kind, parent).await.unwrap_or_default();
+    let name = |child: &Value| {
+        child["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
     let strays: Vec<String> = found
         .iter()
-        .filter(|child| !controlled_by(child, &parent_object))
-        .map(|child| {
-            child["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string()
-        })
+        .filter(|child| controller_ref(child, &parent_object).is_none())
+        .map(name)
         .collect();
-    s.verdict(
-        strays.is_empty(),
-        kinds,
-        format!("each of them has a controller ownerReference to {parent_kind} {parent}"),
+    // controller: true, and blockOwnerDeletion: true as kubebuilder's SetControllerReference
+    // sets it (kube's controller_owner_ref leaves it out).
+    let unblocking: Vec<String> = found
+        .iter()
+        .filter(|child| {
+            controller_ref(child, &parent_object)
+                .is_some_and(|r| r["blockOwnerDeletion"] != json!(true))
+        })
+        .map(name)
+        .collect();
+    let hint = if strays.is_empty() {
+        format!(
+            "{}: the ownerReference lacks blockOwnerDeletion: true, which kubectl delete --cascade=foreground waits \
+             for; {owner_hint}",
+            unblocking.join(", ")
+        )
+    } else {
         format!(
             "{} {}: {owner_hint}",
             strays.join(", "),
@@ -121,7 +136,13 @@ pub(super) async fn children(
             } else {
                 "have none"
             }
-        ),
+        )
+    };
+    s.verdict(
+        strays.is_empty() && unblocking.is_empty(),
+        kinds,
+        format!("each of them has a controller ownerReference to {parent_kind} {parent}"),
+        hint,
     );
 }
 
@@ -269,5 +290,192 @@ pub(super) async fn gone(
             format!("{when}: {kind}s {} still exist {after}", present.join(", ")),
             hint,
         ),
+    }
+}
+
+/// The finalizer with which a check holds a child back for a moment, as a slow child would.
+pub(crate) const HOLD: &str = "math.example.com/check-hold";
+
+/// `kubectl delete <parent> --cascade=foreground`: the parent waits, with a deletionTimestamp,
+/// while the garbage collector deletes its children; then it goes too. A controller that
+/// applies the children of a parent being deleted re-creates each one the collector deletes
+/// (the given `reconcile` returns at once for such a parent). The check holds one child with a
+/// finalizer for a second, as a child that takes time to go would, so that the parent waits
+/// visibly on any cluster; a watch on the children, started before the deletion, sees every
+/// re-creation however briefly it lived.
+pub(super) async fn foreground(
+    s: &mut Session,
+    kinds: &[Kind],
+    (parent_kind, parent): (&str, &str),
+    (child_kind, held): (&str, &str),
+    hint: &str,
+) {
+    use futures::StreamExt;
+    use kube::runtime::watcher;
+
+    let r = s.reader.clone();
+    let Some(before) = r.get(parent_kind, parent).await else {
+        return s.fail(
+            kinds,
+            format!("cannot delete {parent_kind} {parent} in the foreground: it does not exist"),
+            "its kubectl apply failed above",
+        );
+    };
+    if r.get(child_kind, held).await.is_none() {
+        return s.fail(
+            kinds,
+            format!("cannot delete {parent_kind} {parent} in the foreground: its {child_kind} {held} never appeared"),
+            hint,
+        );
+    }
+    let parent_uid = before["metadata"]["uid"].clone();
+    let owned_by_parent = |child: &kube::api::DynamicObject| {
+        child
+            .metadata
+            .owner_references
+            .as_ref()
+            .is_some_and(|refs| refs.iter().any(|o| json!(o.uid) == parent_uid))
+    };
+    let child = child_kind.to_lowercase();
+    let hold = format!(r#"{{"metadata":{{"finalizers":["{HOLD}"]}}}}"#);
+    if !s
+        .kubectl(
+            kinds,
+            &["patch", &child, held, "--type=merge", "-p", &hold],
+            "",
+        )
+        .await
+    {
+        return;
+    }
+    // Every child the watch has seen, by uid; those seen after the deletion began are
+    // re-creations.
+    let mut events = watcher(r.api(child_kind), watcher::Config::default()).boxed();
+    let mut seen = std::collections::BTreeSet::new();
+    let deadline = tokio::time::Instant::now() + s.opts.timeout;
+    let mut ready = false;
+    while let Ok(Some(event)) = tokio::time::timeout_at(deadline, events.next()).await {
+        match event {
+            Ok(watcher::Event::InitApply(child)) => {
+                seen.insert(child.metadata.uid.clone().unwrap_or_default());
+            }
+            Ok(watcher::Event::InitDone) => {
+                ready = true;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let lower = parent_kind.to_lowercase();
+    let delete = [
+        "delete",
+        &lower,
+        parent,
+        "--cascade=foreground",
+        "--wait=false",
+    ];
+    let deleted = ready && s.kubectl(kinds, &delete, "").await;
+    let mut recreated: BTreeMap<String, usize> = BTreeMap::new();
+    let release_at = tokio::time::Instant::now() + Duration::from_secs(1);
+    let gone_deadline = release_at + s.opts.timeout;
+    let mut released = false;
+    let mut parent_gone = false;
+    let mut poll = tokio::time::interval(Duration::from_millis(200));
+    while deleted && tokio::time::Instant::now() < gone_deadline {
+        tokio::select! {
+            event = events.next() => match event {
+                Some(Ok(watcher::Event::Apply(child) | watcher::Event::InitApply(child))) => {
+                    let uid = child.metadata.uid.clone().unwrap_or_default();
+                    if owned_by_parent(&child) && seen.insert(uid) {
+                        *recreated.entry(child.metadata.name.clone().unwrap_or_default()).or_insert(0) += 1;
+                    }
+                }
+                Some(_) => {}
+                None => break,
+            },
+            _ = poll.tick() => {
+                if !released && tokio::time::Instant::now() >= release_at {
+                    released = true;
+                    release(s, kinds, &child, held).await;
+                }
+                if released && r.get(parent_kind, parent).await.is_none() {
+                    parent_gone = true;
+                    break;
+                }
+            }
+        }
+    }
+    if !released {
+        release(s, kinds, &child, held).await;
+    }
+    if !ready {
+        return s.fail(
+            kinds,
+            format!(
+                "cannot watch the {child_kind}s to delete {parent_kind} {parent} in the foreground"
+            ),
+            "is the cluster reachable (kubectl get namespaces)?",
+        );
+    }
+    if !deleted {
+        return;
+    }
+    let subject = format!(
+        "while {parent_kind} {parent} waited for its {child_kind}s (foreground deletion), none was re-created"
+    );
+    if recreated.is_empty() {
+        s.pass(subject);
+    } else {
+        let names: Vec<String> = recreated
+            .iter()
+            .map(|(name, n)| {
+                if *n == 1 {
+                    name.clone()
+                } else {
+                    format!("{name} ({n}×)")
+                }
+            })
+            .collect();
+        // The parent's controller is the one at fault; the children's last errors (a status
+        // written to a child that was just deleted) would only distract.
+        s.fail(
+            &kinds[..1],
+            format!(
+                "while {parent_kind} {parent} waited for its {child_kind}s (foreground deletion), the {parent_kind} \
+                 controller re-created {}",
+                names.join(", ")
+            ),
+            hint,
+        );
+    }
+    let after = s.after();
+    s.verdict(
+        parent_gone,
+        kinds,
+        format!("{parent_kind} {parent} is gone after its {child_kind}s (foreground deletion)"),
+        format!(
+            "{parent_kind} {parent} still exists {after}: the garbage collector deletes it once no child blocks it; {hint}"
+        ),
+    );
+}
+
+/// Takes the check's finalizer off a held child (what a slow child's own controller does
+/// when it is done), so that the garbage collector can finish.
+async fn release(s: &mut Session, kinds: &[Kind], child: &str, held: &str) {
+    let args = [
+        "patch",
+        child,
+        held,
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ];
+    let ran = s.kubectl.run(&args).await;
+    // Gone already is fine: nothing holds it any more.
+    let shown = s.kubectl.shown(&args);
+    if ran.ok || ran.stderr.contains("NotFound") || ran.stderr.contains("not found") {
+        s.pass(shown);
+    } else {
+        s.fail(kinds, format!("{shown} failed: {}", ran.said()), "");
     }
 }

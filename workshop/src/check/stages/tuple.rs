@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Seen, TUPLE, children, converge, exist, generation_matches, gone, heal};
+use super::{Seen, TUPLE, children, converge, exist, foreground, generation_matches, gone, heal};
 use crate::check::Session;
 use crate::track::Kind;
 
@@ -29,8 +29,8 @@ pub(crate) async fn tuple(s: &mut Session) {
          &Patch::Apply(&number)) (EXERCISE 2a in {file})"
     );
     let owner_hint = format!(
-        "set number.metadata.owner_references to the Tuple's controller_owner_ref(&()) (EXERCISE 2a in {file}): \
-         the garbage collector and .owns() both follow it"
+        "set number.metadata.owner_references to the Tuple's controller_owner_ref(&()), with block_owner_deletion: \
+         Some(true) (EXERCISE 2a in {file}): the garbage collector and .owns() follow it"
     );
     children(
         s,
@@ -51,7 +51,7 @@ pub(crate) async fn tuple(s: &mut Session) {
     tuple_status(s, "tuple-squares", true, &status_hint).await;
 
     let owns_hint = format!(
-        "add .owns(Api::<Number>::all(..), watcher::Config::default()) to the Tuple's Controller (EXERCISE 2d in \
+        "add .owns(ctx.watched::<Number>(), watcher::Config::default()) to the Tuple's Controller (EXERCISE 2d in \
          {file}): without it, nothing tells the Tuple that its Number changed"
     );
     heal(s, TUPLE, "Number", "tuple-sample-1", &owns_hint).await;
@@ -124,13 +124,14 @@ pub(crate) async fn tuple(s: &mut Session) {
         tuple_status(s, "tuple-sample", true, &status_hint).await;
     }
 
-    let cascade = ["delete", "tuple", "tuple-squares"];
-    let names: Vec<String> = (0..5).map(|i| format!("tuple-squares-{i}")).collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    // Background deletion (kubectl's default): the Tuple goes at once, the garbage collector
+    // deletes its Number after it.
+    let cascade = ["delete", "tuple", "tuple-sample"];
+    let names = ["tuple-sample-0"];
     if exist(
         s,
         TUPLE,
-        "delete Tuple tuple-squares",
+        "delete Tuple tuple-sample",
         "Number",
         &names,
         &create_hint,
@@ -145,13 +146,28 @@ pub(crate) async fn tuple(s: &mut Session) {
         gone(
             s,
             TUPLE,
-            "after deleting Tuple tuple-squares (garbage collection)",
+            "after deleting Tuple tuple-sample (garbage collection)",
             "Number",
             &names,
             &hint,
         )
         .await;
     }
+
+    // Foreground deletion: the Tuple waits for its Numbers to go.
+    let hint = format!(
+        "a Tuple being deleted has a metadata.deletionTimestamp, and the given reconcile returns at once for it \
+         (`if tuple.metadata.deletion_timestamp.is_some()` in {file}): applying its children again re-creates \
+         each one the garbage collector deletes"
+    );
+    foreground(
+        s,
+        TUPLE,
+        ("Tuple", "tuple-squares"),
+        ("Number", "tuple-squares-0"),
+        &hint,
+    )
+    .await;
 }
 
 async fn tuple_status(s: &mut Session, name: &str, all_squares: bool, hint: &str) {

@@ -1,0 +1,387 @@
+//! How a room of participants stays safe on one shared cluster (not how the workshop is meant
+//! to run, see the guide's first screen, but it must not hurt anyone when it happens):
+//!
+//! - each participant's `--cluster` checks work in a namespace of their own, named after the
+//!   participant, marked as theirs when created, and deleted only by them ([`claim_namespace`]);
+//! - the controllers of a check, and of `workshop-run`, watch one namespace, not the cluster
+//!   ([`crate::context::Context::watched`]);
+//! - CRDs are cluster-scoped: installing yours over different ones that objects in other
+//!   namespaces use is refused unless forced ([`may_install`]).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, ObjectMeta,
+    PostParams,
+};
+use serde_json::Value;
+
+/// The label every namespace and CRD the workshop tools create carries.
+pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "math-workshop");
+/// On a check's namespace: the participant it belongs to.
+pub const PARTICIPANT: &str = "math.example.com/workshop-participant";
+/// On a CRD written by the workshop: a digest of its spec, so that two participants can tell
+/// "the same CRD" (nothing changes when either installs it) from "another one".
+pub const DIGEST: &str = "math.example.com/workshop-crd-digest";
+
+/// Who is checking: `--participant`, or the user and host names (`alice-laptop`), lower-case
+/// letters, digits and dashes. Two laptops rarely share both; a room that has identical
+/// machines sets `PARTICIPANT=` per person.
+pub fn participant(explicit: Option<&str>) -> String {
+    let raw = match explicit {
+        Some(name) => name.to_string(),
+        None => {
+            let user = ["USER", "USERNAME", "LOGNAME"]
+                .iter()
+                .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+                .unwrap_or_else(|| "learner".to_string());
+            match hostname() {
+                Some(host) => format!("{user}-{}", host.split('.').next().unwrap_or(&host)),
+                None => user,
+            }
+        }
+    };
+    let name = dns_label(&raw, 40);
+    if name.is_empty() {
+        "learner".to_string()
+    } else {
+        name
+    }
+}
+
+/// The namespace of a participant's `--cluster` checks.
+pub fn check_namespace(participant: &str) -> String {
+    dns_label(&format!("math-workshop-check-{participant}"), 63)
+}
+
+/// This machine's name, if it has one.
+fn hostname() -> Option<String> {
+    let from_file = std::fs::read_to_string("/etc/hostname").ok();
+    let from_command = || {
+        std::process::Command::new("hostname")
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    from_file
+        .or_else(from_command)
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+}
+
+/// `text` as a DNS label (RFC 1123): lower-case alphanumerics and single dashes, at most
+/// `max` characters, starting and ending with an alphanumeric.
+fn dns_label(text: &str, max: usize) -> String {
+    let mut label = String::new();
+    for c in text.to_lowercase().chars() {
+        if c.is_ascii_alphanumeric() {
+            label.push(c);
+        } else if !label.is_empty() && !label.ends_with('-') {
+            label.push('-');
+        }
+    }
+    label.truncate(max);
+    label.trim_end_matches('-').to_string()
+}
+
+/// Makes `name` the participant's own, fresh namespace: created (and marked) if missing; a
+/// leftover of their own earlier check is deleted first; one that is somebody else's (or was
+/// not created by a check) is refused, and left alone.
+pub async fn claim_namespace(
+    client: &kube::Client,
+    name: &str,
+    participant: &str,
+) -> Result<(), String> {
+    let api = Api::<Namespace>::all(client.clone());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let existing = api
+            .get_opt(name)
+            .await
+            .map_err(|e| format!("cannot read namespace {name}: {}", said(&e)))?;
+        let Some(existing) = existing else {
+            break;
+        };
+        let owner = existing
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(PARTICIPANT));
+        if owner.map(String::as_str) != Some(participant) {
+            return Err(match owner {
+                Some(other) => format!(
+                    "namespace {name} belongs to the checks of participant {other}, not {participant}: it is left \
+                     alone. Choose another name with PARTICIPANT=<your name> (make) or --participant"
+                ),
+                None => format!(
+                    "namespace {name} exists and was not created by a check: it is left alone. Choose another name \
+                     with PARTICIPANT=<your name> (make) or --participant"
+                ),
+            });
+        }
+        // A leftover of this participant's earlier check (perhaps still terminating: a check
+        // ends without waiting for its namespace to go): gone first, for a fresh start.
+        if existing.metadata.deletion_timestamp.is_none() {
+            api.delete(name, &DeleteParams::default())
+                .await
+                .map_err(|e| {
+                    format!(
+                        "cannot delete your earlier check's namespace {name}: {}",
+                        said(&e)
+                    )
+                })?;
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "your earlier check's namespace {name} is still being deleted after 120 s (kubectl get namespace {name} -o yaml \
+                 says why)"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            labels: Some([(MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string())].into()),
+            annotations: Some([(PARTICIPANT.to_string(), participant.to_string())].into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    api.create(&PostParams::default(), &namespace)
+        .await
+        .map_err(|e| format!("cannot create namespace {name}: {}", said(&e)))?;
+    Ok(())
+}
+
+/// Deletes a namespace [`claim_namespace`] made, without waiting for it to go.
+pub async fn release_namespace(client: &kube::Client, name: &str) {
+    let api = Api::<Namespace>::all(client.clone());
+    if let Err(e) = api.delete(name, &DeleteParams::default()).await {
+        tracing::warn!(%name, error = %said(&e), "could not delete the check's namespace");
+    }
+}
+
+/// The digest of a CRD's spec ([`DIGEST`]): FNV-1a over its canonical JSON (keys sorted), so
+/// that the same Rust types give the same digest on every machine.
+pub fn digest(crd: &CustomResourceDefinition) -> String {
+    let spec = serde_json::to_value(&crd.spec).unwrap_or_default();
+    let mut canonical = String::new();
+    canonical_json(&spec, &mut canonical);
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in canonical.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("fnv1a64-{hash:016x}")
+}
+
+fn canonical_json(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let sorted: BTreeMap<&String, &Value> = map.iter().collect();
+            out.push('{');
+            for (i, (key, value)) in sorted.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                canonical_json(value, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical_json(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// What installing a set of CRDs would do.
+#[derive(Debug, Default)]
+pub struct Install {
+    /// The names of the CRDs to write (missing, or different and free to replace).
+    pub writes: Vec<String>,
+    /// What to tell the learner about replaced CRDs.
+    pub notes: Vec<String>,
+}
+
+/// Whether `crds` may be installed into the cluster, where the participant works in
+/// `own_namespace`: `Ok` with the CRDs to write, or `Err` with why not. A CRD that is
+/// missing may always be installed, one that is the same as ours needs no write; a different
+/// one may be replaced only when no object of its kind exists outside `own_namespace`
+/// (nobody else uses it), or with `force`.
+pub async fn may_install(
+    client: &kube::Client,
+    crds: &[CustomResourceDefinition],
+    own_namespace: &str,
+    force: bool,
+) -> Result<Install, String> {
+    let api = Api::<CustomResourceDefinition>::all(client.clone());
+    let mut install = Install::default();
+    let notes = &mut install.notes;
+    for crd in crds {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let existing = api
+            .get_opt(&name)
+            .await
+            .map_err(|e| format!("cannot read the CRD {name}: {}", said(&e)))?;
+        let Some(existing) = existing else {
+            install.writes.push(name);
+            continue;
+        };
+        let theirs = existing
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(DIGEST));
+        if theirs == Some(&digest(crd)) {
+            continue;
+        }
+        let whose = match theirs {
+            Some(_) => {
+                "it was generated by math-workshop from other types: another participant's, or yours before an edit"
+            }
+            None => {
+                "it was not installed by math-workshop: the finished manager's, from `make install`?"
+            }
+        };
+        let kind = &crd.spec.names.kind;
+        let users = match users_elsewhere(client, &existing, own_namespace).await {
+            Ok(users) => users,
+            Err(e) => {
+                let why = format!(
+                    "the CRD {name} in the cluster differs from yours ({whose}), and whether other namespaces have \
+                     {kind}s cannot be told ({e})"
+                );
+                if force {
+                    notes.push(format!("{why}: replacing it anyway (forced)"));
+                    install.writes.push(name);
+                    continue;
+                }
+                return Err(format!(
+                    "{why}: not replacing it. On a cluster of your own, add FORCE=1 (make) or --force"
+                ));
+            }
+        };
+        if users.is_empty() {
+            notes.push(format!(
+                "replacing the CRD {name} ({whose}): no {kind} outside namespace {own_namespace} uses it"
+            ));
+            install.writes.push(name);
+            continue;
+        }
+        let count: usize = users.values().sum();
+        let listed: Vec<String> = users
+            .iter()
+            .take(5)
+            .map(|(ns, n)| format!("{ns}: {n}"))
+            .collect();
+        let more = if users.len() > 5 { ", …" } else { "" };
+        let why = format!(
+            "the CRD {name} in the cluster differs from yours ({whose}), and {count} {kind}{} in {} other namespace{} \
+             use{} it ({}{more})",
+            if count == 1 { "" } else { "s" },
+            users.len(),
+            if users.len() == 1 { "" } else { "s" },
+            if count == 1 { "s" } else { "" },
+            listed.join(", "),
+        );
+        if force {
+            notes.push(format!("{why}: replacing it anyway (forced)"));
+            install.writes.push(name);
+            continue;
+        }
+        return Err(format!(
+            "refusing to install your CRDs: {why}. Yours would change their schema for every controller that \
+             watches them. On a cluster of your own, add FORCE=1 (make) or --force"
+        ));
+    }
+    Ok(install)
+}
+
+/// How many objects of the CRD's kind each namespace other than `own` holds.
+async fn users_elsewhere(
+    client: &kube::Client,
+    crd: &CustomResourceDefinition,
+    own: &str,
+) -> Result<BTreeMap<String, usize>, String> {
+    let Some(version) = crd.spec.versions.iter().find(|v| v.served) else {
+        return Ok(BTreeMap::new());
+    };
+    let gvk = GroupVersionKind::gvk(&crd.spec.group, &version.name, &crd.spec.names.kind);
+    let resource = ApiResource::from_gvk_with_plural(&gvk, &crd.spec.names.plural);
+    let api = Api::<DynamicObject>::all_with(client.clone(), &resource);
+    let mut users = BTreeMap::new();
+    let mut params = ListParams::default().limit(500);
+    loop {
+        let page = api.list_metadata(&params).await.map_err(|e| said(&e))?;
+        for object in &page.items {
+            let ns = object.metadata.namespace.clone().unwrap_or_default();
+            if ns != own {
+                *users.entry(ns).or_insert(0) += 1;
+            }
+        }
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => break,
+        }
+    }
+    Ok(users)
+}
+
+/// The API server's message for an API error (`numbers.math.example.com "x" not found
+/// (NotFound, 404)`), the root cause otherwise: kube's own text of a `Status` prints every
+/// field of it twice.
+pub fn said(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(status) if status.reason.is_empty() => {
+            format!("{} ({})", status.message, status.code)
+        }
+        kube::Error::Api(status) => {
+            format!("{} ({}, {})", status.message, status.reason, status.code)
+        }
+        other => crate::cluster::root_cause(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn participants_are_dns_labels() {
+        assert_eq!(participant(Some("Alice Smith")), "alice-smith");
+        assert_eq!(participant(Some("ユーザー")), "learner");
+        assert_eq!(participant(Some("--bob--")), "bob");
+        let long = "x".repeat(100);
+        assert_eq!(participant(Some(&long)).len(), 40);
+        assert_eq!(check_namespace("alice"), "math-workshop-check-alice");
+        assert!(check_namespace(&participant(None)).len() <= 63);
+    }
+
+    #[test]
+    fn the_digest_is_the_same_for_the_same_types_and_differs_otherwise() {
+        use kube::CustomResourceExt;
+        let number = crate::solutions::number::Number::crd();
+        assert_eq!(digest(&number), digest(&number.clone()));
+        let mut edited = number.clone();
+        edited.spec.versions[0].additional_printer_columns = None;
+        assert_ne!(digest(&number), digest(&edited));
+        assert_ne!(
+            digest(&number),
+            digest(&crate::solutions::tuple::Tuple::crd())
+        );
+    }
+}

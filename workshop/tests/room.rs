@@ -1,0 +1,351 @@
+//! A room that shares one cluster (the test API server, started on its own as an organiser
+//! would start it with `cargo run -p test-apiserver -- --crds crds/`, stands in for it):
+//! participants' `--cluster` checks run side by side, each in a namespace of its own, and
+//! neither touches what is not theirs; CRDs that others use are not replaced unless forced;
+//! a namespace that is not a participant's is left alone; and a cluster that is not there is
+//! said in one line.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use math_workshop::crds;
+use math_workshop::solutions;
+use serde_json::Value;
+use test_apiserver::{RequestFilter, TestServer, Verb};
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The test API server with the finished manager's CRDs installed (`--crds crds/`).
+async fn cluster_with_the_managers_crds() -> TestServer {
+    let server = TestServer::start()
+        .await
+        .expect("the test API server starts");
+    let dir = repository().join("crds");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("crds/ is readable")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    for file in files {
+        let yaml = std::fs::read_to_string(&file).expect("a CRD file");
+        server
+            .apply_crd_yaml(&yaml)
+            .expect("the manager's CRD installs");
+    }
+    server
+}
+
+/// `kubectl ARGS` against the server, from the repository (for `samples/`).
+fn kubectl(server: &TestServer, args: &[&str], stdin: Option<&str>) -> Output {
+    use std::io::Write;
+    let mut child = Command::new("kubectl")
+        .args(args)
+        .env("KUBECONFIG", server.kubeconfig_path())
+        .current_dir(repository())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    if let (Some(text), Some(mut input)) = (stdin, child.stdin.take()) {
+        input
+            .write_all(text.as_bytes())
+            .expect("kubectl reads stdin");
+    }
+    child.wait_with_output().expect("kubectl ends")
+}
+
+fn ok(output: Output) -> String {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A bystander, carol, with objects of her own in her namespace: a Tuple and its Numbers
+/// (written here by kubectl, as if her controllers had done it).
+fn carols_objects(server: &TestServer) {
+    ok(kubectl(server, &["create", "namespace", "carol"], None));
+    ok(kubectl(
+        server,
+        &["apply", "-n", "carol", "-f", "samples/tuple.yaml"],
+        None,
+    ));
+    ok(kubectl(
+        server,
+        &["apply", "-n", "carol", "-f", "samples/number.yaml"],
+        None,
+    ));
+}
+
+/// Every object in carol's namespace: (kind, name) → (uid, resourceVersion).
+fn carols_state(server: &TestServer) -> Vec<(String, String, String)> {
+    let json = ok(kubectl(
+        server,
+        &["get", "numbers,tuples", "-n", "carol", "-o", "json"],
+        None,
+    ));
+    let list: Value = serde_json::from_str(&json).expect("kubectl prints JSON");
+    let mut state: Vec<(String, String, String)> = list["items"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|o| {
+            (
+                format!("{}/{}", o["kind"], o["metadata"]["name"]),
+                o["metadata"]["uid"].to_string(),
+                o["metadata"]["resourceVersion"].to_string(),
+            )
+        })
+        .collect();
+    state.sort();
+    state
+}
+
+/// `math-workshop check N --cluster --solution --participant P [more]` against the server.
+fn check(
+    server: &TestServer,
+    stage: u8,
+    participant: &str,
+    more: &[&str],
+) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_math-workshop"));
+    cmd.args([
+        "check",
+        &stage.to_string(),
+        "--cluster",
+        "--solution",
+        "--participant",
+        participant,
+    ])
+    .args(more)
+    .env("KUBECONFIG", server.kubeconfig_path())
+    .env_remove("RUST_LOG");
+    cmd
+}
+
+fn said(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_participants_check_at_once_on_one_cluster_and_touch_nothing_else() {
+    let server = cluster_with_the_managers_crds().await;
+    // The organiser installed the workshop's CRDs once; carol works with them.
+    server
+        .apply_crd_yaml(&crds::yaml(&solutions::track()).expect("the CRDs generate"))
+        .expect("the workshop's CRDs install");
+    carols_objects(&server);
+    let before = carols_state(&server);
+    server.reset_requests();
+
+    // At once: both run while the other's objects come and go.
+    let (alice, bob) = tokio::join!(
+        check(&server, 3, "alice", &[]).output(),
+        check(&server, 3, "bob", &[]).output()
+    );
+    let (alice, bob) = (
+        alice.expect("alice's check runs"),
+        bob.expect("bob's check runs"),
+    );
+    for (who, output) in [("alice", &alice), ("bob", &bob)] {
+        let text = said(output);
+        assert_eq!(output.status.code(), Some(0), "{who}'s check:\n{text}");
+        assert!(
+            text.contains(&format!(
+                "namespace math-workshop-check-{who} (participant {who})"
+            )),
+            "{text}"
+        );
+        assert!(!text.contains('✗'), "{text}");
+    }
+
+    // Carol's objects are as she left them, and nobody wrote outside the two check
+    // namespaces (the CRDs were the same: nothing to write there either).
+    assert_eq!(carols_state(&server), before);
+    let ours = ["math-workshop-check-alice", "math-workshop-check-bob"];
+    let strays: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb.is_write() && r.status < 400)
+        .filter(|r| {
+            let ns = r.namespace.as_deref().or(match r.resource.as_str() {
+                // A namespace's delete names it as the object; its create (a POST to the
+                // collection) names it in the body: counted below.
+                "namespaces" if r.verb == Verb::Create => Some(ours[0]),
+                "namespaces" => r.name.as_deref(),
+                _ => None,
+            });
+            !ns.is_some_and(|ns| ours.contains(&ns))
+        })
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert!(
+        strays.is_empty(),
+        "writes outside the check namespaces: {strays:?}"
+    );
+    assert_eq!(
+        server.count(
+            &RequestFilter::new()
+                .verb(Verb::Create)
+                .resource("namespaces")
+        ),
+        2,
+        "each check created its namespace"
+    );
+    for who in ["alice", "bob"] {
+        let name = format!("math-workshop-check-{who}");
+        let args = [
+            "get",
+            "namespace",
+            &name,
+            "-o",
+            "json",
+            "--ignore-not-found",
+        ];
+        let json = ok(kubectl(&server, &args, None));
+        // Gone already, or going, and marked as the participant's.
+        if !json.trim().is_empty() {
+            let ns: Value = serde_json::from_str(&json).expect("JSON");
+            let owner = &ns["metadata"]["annotations"]["math.example.com/workshop-participant"];
+            assert_eq!(owner, who, "{ns}");
+            assert!(ns["metadata"]["deletionTimestamp"].is_string(), "{ns}");
+        }
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn crds_that_others_use_are_not_replaced_unless_forced() {
+    let server = cluster_with_the_managers_crds().await;
+    // Carol's Numbers use the finished manager's CRDs.
+    carols_objects(&server);
+    let crd = |server: &TestServer| {
+        let json = ok(kubectl(
+            server,
+            &["get", "crd", "numbers.math.example.com", "-o", "json"],
+            None,
+        ));
+        serde_json::from_str::<Value>(&json).expect("JSON")
+    };
+    let managers = crd(&server);
+
+    let refused = check(&server, 1, "dave", &[])
+        .output()
+        .await
+        .expect("the check runs");
+    let text = said(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "refusing to install your CRDs: the CRD numbers.math.example.com in the cluster differs from yours \
+             (it was not installed by math-workshop: the finished manager's, from `make install`?), and 1 Number \
+             in 1 other namespace uses it (carol: 1)"
+        ) && text.contains("On a cluster of your own, add FORCE=1 (make) or --force"),
+        "{text}"
+    );
+    assert_eq!(
+        crd(&server)["metadata"]["resourceVersion"],
+        managers["metadata"]["resourceVersion"],
+        "the manager's CRD is untouched"
+    );
+
+    // Forced (a cluster of one's own): installed, and the check passes.
+    let forced = check(&server, 1, "dave", &["--force"])
+        .output()
+        .await
+        .expect("the check runs");
+    let text = said(&forced);
+    assert_eq!(forced.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("replacing it anyway (forced)"),
+        "the check says what it replaced:\n{text}"
+    );
+    assert!(
+        crd(&server)["metadata"]["annotations"]["math.example.com/workshop-crd-digest"].is_string(),
+        "the workshop's CRD is installed"
+    );
+
+    // A namespace of that name that no check created is not taken over, nor deleted.
+    ok(kubectl(
+        &server,
+        &["create", "namespace", "math-workshop-check-erin"],
+        None,
+    ));
+    let taken = check(&server, 1, "erin", &[])
+        .output()
+        .await
+        .expect("the check runs");
+    let text = said(&taken);
+    assert_eq!(taken.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "namespace math-workshop-check-erin exists and was not created by a check: it is left alone"
+        ),
+        "{text}"
+    );
+    ok(kubectl(
+        &server,
+        &["get", "namespace", "math-workshop-check-erin"],
+        None,
+    ));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn no_cluster_and_a_cluster_that_is_gone_are_said_in_one_line() {
+    let home = tempfile::tempdir().expect("a temporary directory");
+    let none = Command::new(env!("CARGO_BIN_EXE_math-workshop"))
+        .args(["check", "1", "--cluster"])
+        .env_remove("KUBECONFIG")
+        .env("HOME", home.path())
+        .output()
+        .expect("math-workshop runs");
+    let stderr = String::from_utf8_lossy(&none.stderr);
+    assert_eq!(none.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        "error: no kubeconfig (KUBECONFIG is unset and ~/.kube/config does not exist): start minikube or kind \
+         (they write one), or leave out CLUSTER=1 (the check then brings a test API server of its own)"
+    );
+
+    // A test API server that was stopped: its kubeconfig names a port nobody listens on.
+    let server = TestServer::start()
+        .await
+        .expect("the test API server starts");
+    let kubeconfig = home.path().join("kubeconfig");
+    std::fs::copy(server.kubeconfig_path(), &kubeconfig).expect("copy the kubeconfig");
+    let port = server
+        .url()
+        .rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    server.shutdown().await;
+    let gone = Command::new(env!("CARGO_BIN_EXE_math-workshop"))
+        .args(["run", "--stage", "1"])
+        .env("KUBECONFIG", &kubeconfig)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("math-workshop runs");
+    let stderr = String::from_utf8_lossy(&gone.stderr);
+    assert_eq!(gone.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line:\n{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "does not answer: connection refused. Is the test API server still running? Start it again \
+             (cargo run -p test-apiserver -- --port {port} --kubeconfig {})",
+            kubeconfig.display()
+        )) && stderr.contains("(ARGS=--test-server)"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,90 @@
+//! `math-workshop-tools`: what the learner track needs while the exercises may not compile.
+//! `watch` (make workshop-watch) rebuilds and checks on every save; `skip` (make
+//! workshop-skip) puts a stage's reference solution in place to catch up. Both live outside the
+//! `math-workshop` crate on purpose: a participant who is stuck often has code that does not
+//! build, and these are the tools they need then.
+
+mod skip;
+mod watch;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// The stages: the kind each introduces, and its file in `workshop/src/exercises/`.
+pub const STAGES: [(&str, &str); 3] = [
+    ("Number", "number.rs"),
+    ("Tuple", "tuple.rs"),
+    ("Fermat", "fermat.rs"),
+];
+
+/// Watch and skip, for the learner track.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Build and check a stage, and again on every save of an exercise file (Rustlings-style).
+    Watch {
+        /// The stage to check first (1 Number, 2 Tuple, 3 Fermat); the next one once it passes.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
+        stage: u8,
+        /// Check on the cluster of the current kubeconfig instead of a private test API server.
+        #[arg(long)]
+        cluster: bool,
+        /// With --cluster: who you are (the namespace math-workshop-check-<participant>).
+        #[arg(long)]
+        participant: Option<String>,
+        /// Seconds each expectation of a check may take.
+        #[arg(long)]
+        timeout: Option<u64>,
+    },
+    /// Catch up: put the reference solution of stage N in workshop/src/exercises/ (yours is
+    /// kept beside it as <file>.mine), to go on with stage N+1 in your own code.
+    Skip {
+        /// The stage to take the reference solution of (1 Number, 2 Tuple, 3 Fermat).
+        #[arg(value_parser = clap::value_parser!(u8).range(1..=3))]
+        stage: u8,
+    },
+}
+
+fn main() -> ExitCode {
+    let repository = repository();
+    match Cli::parse().command {
+        Command::Watch {
+            stage,
+            cluster,
+            participant,
+            timeout,
+        } => watch::watch(
+            &watch::Options {
+                stage,
+                cluster,
+                participant,
+                timeout,
+            },
+            &repository,
+        ),
+        Command::Skip { stage } => match skip::skip(&repository, stage) {
+            Ok(said) => {
+                print!("{said}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+/// The repository these tools were built from (they live in `workshop/tools/`).
+fn repository() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    dir.canonicalize().unwrap_or(dir)
+}

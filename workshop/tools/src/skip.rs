@@ -1,0 +1,189 @@
+//! `make workshop-skip STAGE=N`: catching up. A participant who is stuck, or late, takes the
+//! reference solution of stage N in place of their own file and goes on with stage N+1 in their
+//! own code (all three stages' files stay theirs to edit). Their file is kept beside it, so
+//! nothing they wrote is lost.
+
+use std::path::{Path, PathBuf};
+
+use crate::STAGES;
+
+/// Puts `workshop/src/solutions/<kind>.rs` of `stage` in place of
+/// `workshop/src/exercises/<kind>.rs` under `repository`, keeping the learner's file as
+/// `<kind>.rs.mine` (or `.mine.2`, … when that exists). Returns what to tell the learner.
+pub fn skip(repository: &Path, stage: u8) -> anyhow::Result<String> {
+    anyhow::ensure!(
+        (1..=3).contains(&stage),
+        "there are stages 1, 2 and 3, not {stage}"
+    );
+    let (kind, file) = STAGES[usize::from(stage - 1)];
+    let exercises = repository.join("workshop/src/exercises");
+    let relative = |path: &Path| {
+        path.strip_prefix(repository)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    };
+    let mine = exercises.join(file);
+    let solution = repository.join("workshop/src/solutions").join(file);
+    let reference = std::fs::read_to_string(&solution)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", relative(&solution)))?;
+    let yours = std::fs::read_to_string(&mine)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", relative(&mine)))?;
+    let mut said = String::new();
+    if yours == reference {
+        said.push_str(&format!(
+            "Stage {stage} ({kind}): {} is the reference solution already.\n",
+            relative(&mine)
+        ));
+    } else {
+        let kept = free_name(&mine);
+        std::fs::write(&kept, &yours)
+            .map_err(|e| anyhow::anyhow!("cannot keep your file as {}: {e}", relative(&kept)))?;
+        std::fs::write(&mine, &reference)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", relative(&mine)))?;
+        said.push_str(&format!(
+            "Stage {stage} ({kind}): {} is now the reference solution.\n\
+             Yours is kept beside it as {} (to take it back: mv {} {}).\n",
+            relative(&mine),
+            relative(&kept),
+            relative(&kept),
+            relative(&mine),
+        ));
+    }
+    for (earlier, (kind, file)) in (1..stage).zip(STAGES) {
+        let path = exercises.join(file);
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        if !done(earlier, &text) {
+            said.push_str(&format!(
+                "Note: {} still has an exercise to fill in, and the checks of stage {stage} and later run your \
+                 {kind} controller too: `make workshop-skip STAGE={earlier}` takes the reference for it as well.\n",
+                relative(&path),
+            ));
+        }
+    }
+    match STAGES.get(usize::from(stage)) {
+        Some((_, next)) => said.push_str(&format!(
+            "Go on with stage {} in {}: make workshop-check STAGE={} (or make workshop-watch STAGE={}).\n",
+            stage + 1,
+            relative(&exercises.join(next)),
+            stage + 1,
+            stage + 1
+        )),
+        None => said.push_str(
+            "That was the last stage: make workshop-check STAGE=3 shows it passing; the guide goes on with \
+             the mathematics.\n",
+        ),
+    }
+    Ok(said)
+}
+
+/// Whether an exercise file has no exercise left to fill in (the starter's markers are gone).
+fn done(stage: u8, text: &str) -> bool {
+    let starter_api = stage == 1 && text.contains("pub struct NumberSpec {}");
+    !text.contains("todo!(") && !starter_api
+}
+
+/// `number.rs.mine`, or `number.rs.mine.2`, … : the first that does not exist.
+fn free_name(file: &Path) -> PathBuf {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut candidate = file.with_file_name(format!("{name}.mine"));
+    let mut n = 2;
+    while candidate.exists() {
+        candidate = file.with_file_name(format!("{name}.mine.{n}"));
+        n += 1;
+    }
+    candidate
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A repository with the starter and the solutions of the real workshop.
+    fn copy() -> tempfile::TempDir {
+        let root = tempfile::tempdir().expect("a temporary directory");
+        let workshop = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        for dir in ["exercises", "solutions"] {
+            let to = root.path().join("workshop/src").join(dir);
+            std::fs::create_dir_all(&to).expect("mkdir");
+            for (_, file) in STAGES {
+                let from = workshop.join("src").join(dir).join(file);
+                // The starter, as committed: the learner may have edited their copy.
+                let text = if dir == "exercises" {
+                    starter(&from)
+                } else {
+                    std::fs::read_to_string(&from).expect("read")
+                };
+                std::fs::write(to.join(file), text).expect("write");
+            }
+        }
+        root
+    }
+
+    /// The committed version of a file (`git show HEAD:…`), or the file when git cannot say.
+    fn starter(path: &Path) -> String {
+        let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let relative = path
+            .canonicalize()
+            .ok()
+            .and_then(|p| {
+                let root = repository.canonicalize().ok()?;
+                p.strip_prefix(root).ok().map(Path::to_path_buf)
+            })
+            .unwrap_or_default();
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(&repository)
+            .arg("show")
+            .arg(format!("HEAD:{}", relative.display()))
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_else(|| std::fs::read_to_string(path).expect("read"))
+    }
+
+    #[test]
+    fn skipping_keeps_the_learners_file_and_names_the_next_stage() {
+        let repo = copy();
+        let exercises = repo.path().join("workshop/src/exercises");
+        std::fs::write(exercises.join("tuple.rs"), "// my attempt\n").expect("write");
+        let said = skip(repo.path(), 2).expect("skip");
+        let solution = std::fs::read_to_string(repo.path().join("workshop/src/solutions/tuple.rs"))
+            .expect("read");
+        assert_eq!(
+            std::fs::read_to_string(exercises.join("tuple.rs")).expect("read"),
+            solution
+        );
+        assert_eq!(
+            std::fs::read_to_string(exercises.join("tuple.rs.mine")).expect("read"),
+            "// my attempt\n"
+        );
+        assert!(
+            said.contains("workshop/src/exercises/tuple.rs.mine"),
+            "{said}"
+        );
+        assert!(said.contains("make workshop-check STAGE=3"), "{said}");
+        // Stage 1 is still the starter's (in this copy): the learner is told.
+        assert!(said.contains("make workshop-skip STAGE=1"), "{said}");
+
+        // Again: nothing to do, and the kept file is not overwritten.
+        let again = skip(repo.path(), 2).expect("skip");
+        assert!(
+            again.contains("is the reference solution already"),
+            "{again}"
+        );
+        assert!(!exercises.join("tuple.rs.mine.2").exists());
+
+        // A second skip after a new attempt keeps both attempts.
+        std::fs::write(exercises.join("tuple.rs"), "// attempt 2\n").expect("write");
+        skip(repo.path(), 2).expect("skip");
+        assert_eq!(
+            std::fs::read_to_string(exercises.join("tuple.rs.mine.2")).expect("read"),
+            "// attempt 2\n"
+        );
+    }
+}
