@@ -108,7 +108,10 @@ mod tests {
             wait_before_replan(Some(&last), Some(1), now + ms(150)),
             Some(ms(250))
         );
-        assert_eq!(wait_before_replan(Some(&last), Some(1), now + ms(400)), None);
+        assert_eq!(
+            wait_before_replan(Some(&last), Some(1), now + ms(400)),
+            None
+        );
         // Its own spec changed: at once.
         assert_eq!(wait_before_replan(Some(&last), Some(2), now), None);
         // Nothing remembered (it answered, or is new): at once.

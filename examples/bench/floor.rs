@@ -55,6 +55,32 @@ pub async fn run(client: &Client, ns: &str, tuples: usize) -> anyhow::Result<Dur
     Ok(start.elapsed())
 }
 
+/// [`run`], while three watches (Numbers, Tuples, Fermats in `ns`, as the manager's) take in
+/// every change: what the floor costs with the watch traffic a controller cannot do without.
+pub async fn run_watched(client: &Client, ns: &str, tuples: usize) -> anyhow::Result<Duration> {
+    use kube::runtime::watcher;
+    use math_controller::api::Fermat;
+    fn drain<K>(api: Api<K>) -> tokio::task::JoinHandle<()>
+    where
+        K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+        K::DynamicType: Default,
+    {
+        tokio::spawn(watcher(api, watcher::Config::default()).for_each(|_| async {}))
+    }
+    let watches = [
+        drain(Api::<Number>::namespaced(client.clone(), ns)),
+        drain(Api::<Tuple>::namespaced(client.clone(), ns)),
+        drain(Api::<Fermat>::namespaced(client.clone(), ns)),
+    ];
+    // The watches are open before the first write.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let took = run(client, ns, tuples).await;
+    for watch in watches {
+        watch.abort();
+    }
+    took
+}
+
 /// One object created, then its status written.
 async fn create_with_status<K>(api: Api<K>, obj: K, status: Value) -> Result<(), kube::Error>
 where
