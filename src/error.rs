@@ -48,10 +48,10 @@ impl Error {
     }
 
     /// The API server could not be reached (an outage): retried fast and reported once,
-    /// by [`crate::outage::Outage`], rather than backed off and logged per object.
+    /// by [`crate::runtime::outage::Outage`], rather than backed off and logged per object.
     pub fn is_unreachable(&self) -> bool {
         match self {
-            Error::Kube { source, .. } => crate::outage::is_unreachable(source),
+            Error::Kube { source, .. } => crate::runtime::outage::is_unreachable(source),
             _ => false,
         }
     }

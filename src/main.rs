@@ -5,10 +5,11 @@ use std::process::ExitCode;
 use clap::Parser;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use math_controller::cli::{Cli, Command, RunArgs};
-use math_controller::leader::LeaderElectionConfig;
-use math_controller::manager::{self, Options};
+use math_controller::ops::leader::LeaderElectionConfig;
+use math_controller::ops::manager::{self, Options};
 use math_controller::metrics::Metrics;
-use math_controller::{api, client, startup, telemetry};
+use math_controller::api;
+use math_controller::ops::{client, startup, telemetry};
 use tokio::signal::unix::{SignalKind, signal};
 
 /// mimalloc instead of glibc's malloc: the caches' objects are allocated on one runtime thread

@@ -10,11 +10,11 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
-use math_controller::client;
-use math_controller::leader::{self, LeaderElectionConfig};
-use math_controller::manager::{self, Options};
+use math_controller::ops::client;
+use math_controller::ops::leader::{self, LeaderElectionConfig};
+use math_controller::ops::manager::{self, Options};
 use math_controller::metrics::Metrics;
-use math_controller::metrics_auth::SecureMetrics;
+use math_controller::ops::secure_metrics::SecureMetrics;
 use serde_json::Value;
 use test_apiserver::{RequestFilter, TestServer, Verb};
 use tokio::sync::oneshot;
@@ -1066,7 +1066,7 @@ fn deploy_manifests_are_well_formed_and_match_the_cli() -> Result<()> {
     let grace = pod
         .termination_grace_period_seconds
         .context("terminationGracePeriodSeconds")?;
-    let shutdown = cli.run.shutdown_timeout + math_controller::shutdown::RELEASE_TIMEOUT;
+    let shutdown = cli.run.shutdown_timeout + math_controller::ops::shutdown::RELEASE_TIMEOUT;
     assert!(
         shutdown < Duration::from_secs(u64::try_from(grace)?),
         "--shutdown-timeout plus the lease release ({shutdown:?}) must end within terminationGracePeriodSeconds ({grace} s)"

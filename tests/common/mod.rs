@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use kube::api::{Api, PostParams};
 use kube::{Client, Resource};
 use math_controller::api::{Fermat, FermatSpec, Number, NumberSpec, Tuple, TupleSpec};
-use math_controller::manager::{self, Options};
+use math_controller::ops::manager::{self, Options};
 use math_controller::metrics::Metrics;
 use serde::de::DeserializeOwned;
 use test_apiserver::{RequestFilter, TestServer, Verb};

@@ -10,7 +10,7 @@ use super::live::{HIGHLIGHT, Seen, Tracker};
 use super::render::{self, Flash, Marks, Options};
 use super::*;
 use crate::api::{FermatSpec, NumberSpec, TupleSpec};
-use crate::number;
+use crate::controller::number;
 
 const NS: &str = "default";
 
@@ -39,17 +39,17 @@ fn plan_of<C: Child>(
     parent_uid: &str,
     desired: Vec<Desired<C::Spec>>,
     all: &[Arc<C>],
-) -> children::Plan<C> {
+) -> plan::Plan<C> {
     let found: HashMap<String, Arc<C>> = all
         .iter()
         .filter(|c| desired.iter().any(|d| d.name == c.name_any()))
         .map(|c| (c.name_any(), c.clone()))
         .collect();
     let owned: Vec<_> = (all.iter())
-        .filter(|c| children::controller_uid(c.as_ref()) == Some(parent_uid))
+        .filter(|c| plan::controller_uid(c.as_ref()) == Some(parent_uid))
         .cloned()
         .collect();
-    children::plan(parent_uid, desired, &found, &owned, &HashSet::new())
+    plan::plan(parent_uid, desired, &found, &owned, &HashSet::new())
 }
 
 /// A Number as the Number controller leaves it.

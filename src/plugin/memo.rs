@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use crate::children::Desired;
+use crate::reconcile::plan::Desired;
 
 use super::Node;
 

@@ -10,12 +10,12 @@ use k8s_openapi::jiff::Timestamp;
 use kube::{Resource, ResourceExt};
 
 use crate::api::{Fermat, FermatStatus, MAX_FERMAT_NUMBER, Tuple, TupleSpec};
-use crate::children::{self, Child, Desired, Plan};
-use crate::context::Context;
+use crate::reconcile::plan::{self, Child, Desired, Plan};
+use crate::runtime::context::Context;
 use crate::error::Result;
 use crate::math;
-use crate::status::{self, Outcome, Progress, Readiness};
-use crate::writes;
+use crate::reconcile::status::{self, Outcome, Progress, Readiness};
+use crate::reconcile::writes;
 
 /// The Tuples a Fermat wants: `[a, n-a]` for a = 1..=n/2; none for a number beyond the
 /// schema's bound ([`beyond_schema`] says why).
@@ -80,7 +80,7 @@ pub fn desired_status(
     let counted = beyond.is_none();
     let unfinished = match beyond {
         Some(readiness) => Some((readiness, Progress::Blocked)),
-        None => children::unfinished(plan),
+        None => plan::unfinished(plan),
     };
     let (readiness, progress, found) = match unfinished {
         Some((readiness, progress)) => (readiness, progress, None),
@@ -218,7 +218,7 @@ mod tests {
         let desired = desired_tuples(&f);
         let cached: Vec<_> = desired.iter().map(answered).collect();
         let found: HashMap<_, _> = cached.iter().map(|t| (t.name_any(), t.clone())).collect();
-        let plan = children::plan(UID, desired, &found, &cached, &Default::default());
+        let plan = plan::plan(UID, desired, &found, &cached, &Default::default());
         desired_status(&f, &plan, None, Timestamp::UNIX_EPOCH)
     }
 
@@ -266,7 +266,7 @@ mod tests {
     #[test]
     fn a_fermat_without_answers_says_it_waits() {
         let f = fermat(13);
-        let plan = children::plan(
+        let plan = plan::plan(
             UID,
             desired_tuples(&f),
             &HashMap::new(),
@@ -297,7 +297,7 @@ mod tests {
             .filter(|t| desired.iter().any(|d| d.name == t.name_any()))
             .map(|t| (t.name_any(), t.clone()))
             .collect();
-        let plan = children::plan(UID, desired, &found, &old, &Default::default());
+        let plan = plan::plan(UID, desired, &found, &old, &Default::default());
         assert_eq!(
             plan.delete.len(),
             5,

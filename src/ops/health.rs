@@ -20,7 +20,7 @@ use axum::routing::get;
 use tokio::net::TcpListener;
 
 use crate::metrics::{self, Metrics};
-use crate::serving::{self, HttpLimits, Transport};
+use crate::ops::serving::{self, HttpLimits, Transport};
 
 /// Whether the manager may receive traffic / count as available in a rollout. It turns true once
 /// the reflector caches have synced; a standby replica (waiting for the leader lease) sets it too,
@@ -159,7 +159,7 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 }
 
 /// Serves `router` on an already bound listener until `shutdown` resolves, within `limits`
-/// (see [`crate::serving`]).
+/// (see [`crate::ops::serving`]).
 pub async fn serve_on(
     listener: TcpListener,
     what: &'static str,
@@ -282,7 +282,7 @@ mod tests {
         assert!(err.to_string().contains(&addr.to_string()), "{err}");
     }
 
-    // The limits of `crate::serving`, on the probe server. Timeouts are shortened so that the
+    // The limits of `crate::ops::serving`, on the probe server. Timeouts are shortened so that the
     // tests take moments; the generous bounds only catch a connection that is never closed.
 
     use std::time::Duration;

@@ -16,8 +16,8 @@ use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tracing::{debug, warn};
 
-use crate::context::Context;
-use crate::outage::{WatchBackoff, is_unreachable, random};
+use crate::runtime::context::Context;
+use crate::runtime::outage::{WatchBackoff, is_unreachable, random};
 
 /// Kept by `kubectl apply` on every object; the manager never reads it.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";

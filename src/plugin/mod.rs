@@ -3,7 +3,7 @@
 //!
 //! What is here is pure: [`build`] turns listed objects into [`Node`]s. What a parent wants
 //! and how its children compare with that are the manager's own decisions
-//! ([`fermat::desired_tuples`], [`tuple::desired_numbers`], [`children::plan`]), so the tree
+//! ([`fermat::desired_tuples`], [`tuple::desired_numbers`], [`plan::plan`]), so the tree
 //! marks exactly what the controllers would act on. Drawing is in [`render`], the cluster
 //! at the edges in [`load`] and [`watch`].
 
@@ -27,8 +27,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 
 use crate::api::{Fermat, Number, Tuple};
-use crate::children::{self, Child, Desired};
-use crate::{fermat, tuple};
+use crate::reconcile::plan::{self, Child, Desired};
+use crate::controller::{fermat, tuple};
 use memo::{Map, Memo};
 use summary::{fermat_summary, number_summary, number_wanted, tuple_summary, tuple_wanted};
 
@@ -56,7 +56,7 @@ fn key<K: Resource>(obj: &K) -> (&str, &str) {
 fn by_owner<K: Resource>(objects: &[Arc<K>]) -> Map<&str, Vec<Arc<K>>> {
     let mut map: Map<&str, Vec<Arc<K>>> = Map::default();
     for obj in objects {
-        if let Some(uid) = children::controller_uid(obj.as_ref()) {
+        if let Some(uid) = plan::controller_uid(obj.as_ref()) {
             map.entry(uid).or_default().push(obj.clone());
         }
     }
@@ -232,7 +232,7 @@ fn own_problems(meta: &ObjectMeta, observed: Option<i64>) -> Vec<Problem> {
 }
 
 /// The children of one parent, in the order the parent wants them, then those it owns and
-/// no longer wants: each marked with what [`children::plan`] (the manager's own comparison)
+/// no longer wants: each marked with what [`plan::plan`] (the manager's own comparison)
 /// finds wrong with it. A child controlled by someone else is shown without its own
 /// children: they belong to its real owner's tree. `found` is what exists under each
 /// desired name; a missing child's node depends on its desired entry alone, so it is kept
@@ -251,7 +251,7 @@ fn diagnose<C: Child>(
     let by_name: HashMap<String, Arc<C>> = (desired.iter().zip(found))
         .filter_map(|(d, c)| c.as_ref().map(|c| (d.name.clone(), c.clone())))
         .collect();
-    let plan = children::plan(uid, desired.to_vec(), &by_name, &owned, &HashSet::new());
+    let plan = plan::plan(uid, desired.to_vec(), &by_name, &owned, &HashSet::new());
 
     let mut problems: Map<&str, Problem> = Map::default();
     for name in &plan.invalid_names {
@@ -379,12 +379,12 @@ fn roots(
             let mut roots: Vec<Node> = objects.fermats.iter().map(|f| index.fermat(f)).collect();
             roots.extend(
                 (objects.tuples.iter())
-                    .filter(|t| root(children::controller_uid(t.as_ref()), &fermat_uids))
+                    .filter(|t| root(plan::controller_uid(t.as_ref()), &fermat_uids))
                     .map(|t| Arc::unwrap_or_clone(index.tuple(t, true))),
             );
             roots.extend(
                 (objects.numbers.iter())
-                    .filter(|n| root(children::controller_uid(n.as_ref()), &tuple_uids))
+                    .filter(|n| root(plan::controller_uid(n.as_ref()), &tuple_uids))
                     .map(number_node),
             );
             roots.sort_by(|a, b| {
@@ -400,7 +400,7 @@ fn roots(
 pub fn is_ready(object: &Object) -> bool {
     match object {
         Object::Fermat(f) => f.status.as_ref().is_some_and(|s| {
-            crate::status::is_ready_for(&s.conditions, s.observed_generation, f.meta().generation)
+            crate::reconcile::status::is_ready_for(&s.conditions, s.observed_generation, f.meta().generation)
         }),
         Object::Tuple(t) => t.is_ready(),
         Object::Number(n) => n.is_ready(),

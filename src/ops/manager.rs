@@ -22,19 +22,19 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::api::{Fermat, Number, Tuple};
-use crate::client;
-use crate::context::{Context, object_key};
+use crate::ops::client;
+use crate::runtime::context::{Context, object_key};
 use crate::error::{Error, Result};
-use crate::health::{self, Readiness};
-use crate::leader::{self, LeaderElectionConfig};
+use crate::ops::health::{self, Readiness};
+use crate::ops::leader::{self, LeaderElectionConfig};
 use crate::metrics::{Metrics, ReconcileResult};
-use crate::metrics_auth::{self, SecureMetrics};
-use crate::outage;
-use crate::serving::HttpLimits;
-use crate::shutdown::{self, Stopped};
-use crate::status::{Outcome, Progress};
-use crate::watches::{resync, watch_and_fan_out};
-use crate::{fermat, number, tuple};
+use crate::ops::secure_metrics::{self, SecureMetrics};
+use crate::runtime::outage;
+use crate::ops::serving::HttpLimits;
+use crate::ops::shutdown::{self, Stopped};
+use crate::reconcile::status::{Outcome, Progress};
+use crate::runtime::watches::{resync, watch_and_fan_out};
+use crate::controller::{fermat, number, tuple};
 
 /// Exponential backoff of the error policy: 100 ms, 200 ms, ... capped at 5 minutes.
 const BACKOFF_BASE: Duration = Duration::from_millis(100);
@@ -64,7 +64,7 @@ pub struct Options {
     pub metrics_secure: Option<SecureMetrics>,
     /// Where `/healthz` and `/readyz` are served; `None` disables them.
     pub probe_address: Option<SocketAddr>,
-    /// Timeouts and bounds of the probe and metrics servers (see [`crate::serving`]); tests
+    /// Timeouts and bounds of the probe and metrics servers (see [`crate::ops::serving`]); tests
     /// shorten them.
     pub http: HttpLimits,
     /// Lease-based leader election; `None` runs as the only replica.
@@ -74,7 +74,7 @@ pub struct Options {
     /// How long a shutdown waits for the reconciles in flight before it stops them; keep it
     /// below the pod's `terminationGracePeriodSeconds`.
     pub shutdown_timeout: Duration,
-    /// The read timeout the client was built with ([`crate::client::with_read_timeout`]), if
+    /// The read timeout the client was built with ([`crate::ops::client::with_read_timeout`]), if
     /// any: watches ask the API server to end them before it, so that a quiet watch is never cut.
     pub read_timeout: Option<Duration>,
     /// How long a write may go unseen by the watch before the cache is believed again
@@ -95,7 +95,7 @@ impl Default for Options {
             sync_period: DEFAULT_SYNC_PERIOD,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             read_timeout: None,
-            in_flight_timeout: crate::context::IN_FLIGHT_TIMEOUT,
+            in_flight_timeout: crate::runtime::context::IN_FLIGHT_TIMEOUT,
         }
     }
 }
@@ -173,7 +173,7 @@ where
 }
 
 /// Back off exponentially per object, and say so in words; an unreachable API server is
-/// retried fast instead (see [`crate::outage`]).
+/// retried fast instead (see [`crate::runtime::outage`]).
 fn error_policy<K: Resource<DynamicType = ()>>(
     obj: Arc<K>,
     error: &Error,
@@ -251,7 +251,7 @@ pub async fn run(
                     shutdown,
                 ))
             }
-            Some(secure) => tokio::spawn(metrics_auth::serve(
+            Some(secure) => tokio::spawn(secure_metrics::serve(
                 listener,
                 metrics.clone(),
                 client.clone(),

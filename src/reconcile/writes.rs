@@ -2,7 +2,7 @@
 //! one reconcile of a parent (compute the [`Plan`], carry out its writes, write the status),
 //! and the creates, corrections, adoptions and deletions themselves.
 //!
-//! This layer sits above [`crate::children`], which decides *what* to do without knowing the
+//! This layer sits above [`crate::reconcile::plan`], which decides *what* to do without knowing the
 //! [`Context`] that does it: the controllers call down into here, and this module calls down
 //! into the pure diff, never the other way round.
 
@@ -26,11 +26,11 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use tracing::{info, warn};
 
-use crate::children::{Child, Desired, MAX_NAME_LEN, Plan, Refusal, Step, plan};
-use crate::context::Context;
+use crate::reconcile::plan::{Child, Desired, MAX_NAME_LEN, Plan, Refusal, Step, plan};
+use crate::runtime::context::Context;
 use crate::error::{Error, Result};
 use crate::metrics::WriteKind;
-use crate::status::{Outcome, ParentStatus, Progress, Standing, name_list};
+use crate::reconcile::status::{Outcome, ParentStatus, Progress, Standing, name_list};
 
 /// How many create requests one reconcile keeps in flight, at most.
 const WRITES_IN_FLIGHT: usize = 32;
@@ -41,7 +41,7 @@ const WRITES_IN_FLIGHT: usize = 32;
 /// Each step of the plan goes ahead whatever another got: deleting unwanted children may be
 /// what frees a quota that refused a create. A write the API server refuses (a quota, an
 /// admission policy, RBAC) ends up in the status (Ready=False, its words) and in one Warning
-/// Event, and is tried again after a backoff of its own ([`crate::context`]'s refusals),
+/// Event, and is tried again after a backoff of its own ([`crate::runtime::context`]'s refusals),
 /// not on every reconcile. In a namespace that is being deleted nothing is created and
 /// nothing is retried: the parent goes with it.
 pub async fn reconcile<P, C: Child, S>(
@@ -251,7 +251,7 @@ where
     let mut error: Option<Error> = None;
     // Sorts one failed write: true when its step should stop here.
     let mut failed = |step: Step, name: &str, e: kube::Error, applied: &mut Applied| {
-        let unreachable = crate::outage::is_unreachable(&e);
+        let unreachable = crate::runtime::outage::is_unreachable(&e);
         match classify(e) {
             Failed::Refused(message) => applied.refused.push(Refusal {
                 step,

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use kube::{Resource, ResourceExt};
 use tracing::info;
 
-use crate::children::{Refusal, Step};
-use crate::context::object_key;
-use crate::memory::Memory;
+use crate::reconcile::plan::{Refusal, Step};
+use crate::runtime::context::object_key;
+use crate::runtime::expiring::Memory;
 use crate::metrics::Metrics;
 
 /// The first retry of a refused step comes after this long...

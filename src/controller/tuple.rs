@@ -10,11 +10,11 @@ use k8s_openapi::jiff::Timestamp;
 use kube::{Resource, ResourceExt};
 
 use crate::api::{MAX_TUPLE_LEN, Number, NumberSpec, Tuple, TupleStatus};
-use crate::children::{self, Child, Desired, Plan};
-use crate::context::Context;
+use crate::reconcile::plan::{self, Child, Desired, Plan};
+use crate::runtime::context::Context;
 use crate::error::Result;
-use crate::status::{self, Outcome, Progress, Readiness};
-use crate::writes;
+use crate::reconcile::status::{self, Outcome, Progress, Readiness};
+use crate::reconcile::writes;
 
 /// The Numbers a Tuple wants: `<tuple>-<index>` with `value = numbers[index]`; none for a
 /// list longer than the schema allows ([`beyond_schema`] says why).
@@ -57,7 +57,7 @@ pub fn desired_status(
     let counted = beyond.is_none();
     let unfinished = match beyond {
         Some(readiness) => Some((readiness, Progress::Blocked)),
-        None => children::unfinished(plan),
+        None => plan::unfinished(plan),
     };
     let (readiness, progress, all_squares) = match unfinished {
         Some((readiness, progress)) => (readiness, progress, None),
@@ -138,7 +138,7 @@ impl status::ParentStatus for TupleStatus {
 mod tests {
     use super::*;
     use crate::api::TupleSpec;
-    use crate::number;
+    use crate::controller::number;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
     use std::collections::HashMap;
 
@@ -184,10 +184,10 @@ mod tests {
             .collect();
         let owned: Vec<_> = cached
             .iter()
-            .filter(|n| children::controller_uid(n.as_ref()) == Some(UID))
+            .filter(|n| plan::controller_uid(n.as_ref()) == Some(UID))
             .cloned()
             .collect();
-        children::plan(UID, desired, &found, &owned, &Default::default())
+        plan::plan(UID, desired, &found, &owned, &Default::default())
     }
 
     #[test]

@@ -7,10 +7,10 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 
 use crate::api::{Number, NumberStatus};
-use crate::context::Context;
+use crate::runtime::context::Context;
 use crate::error::Result;
 use crate::math;
-use crate::status::{self, Outcome, Progress, Readiness, Standing};
+use crate::reconcile::status::{self, Outcome, Progress, Readiness, Standing};
 
 /// The status a Number should have: a pure function of its spec and previous status.
 pub fn desired_status(

@@ -27,6 +27,8 @@
 //! The verb is the request's method in lower case, as kube-apiserver authorises non-resource
 //! URLs: `GET` is `get`, `HEAD` is `head`.
 
+pub mod tls;
+
 use std::collections::HashMap;
 use std::future::Future;
 use std::num::NonZeroUsize;
@@ -52,10 +54,10 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
-use crate::health;
+use crate::ops::health;
 use crate::metrics::Metrics;
-use crate::serving::{self, HttpLimits, Transport};
-use crate::tls::{self, TlsError};
+use crate::ops::serving::{self, HttpLimits, Transport};
+use tls::TlsError;
 
 /// How long a yes is reused: a known token's user, a granted permission
 /// (controller-runtime: 1 min for tokens, 5 min for permissions).

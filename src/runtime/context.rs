@@ -17,14 +17,14 @@ use serde::de::DeserializeOwned;
 use tracing::{debug, info, warn};
 
 use crate::api::{Fermat, Number, Tuple};
-use crate::children::{Child, Desired, Plan};
+use crate::reconcile::plan::{Child, Desired, Plan};
 use crate::error::{Error, Result};
-use crate::events::{Note, Publisher, Reporter};
-use crate::memory::Memory;
+use crate::runtime::events::{Note, Publisher, Reporter};
+use crate::runtime::expiring::Memory;
 use crate::metrics::{Metrics, WriteKind};
-use crate::owners::OwnerIndex;
-use crate::refusals::Refusals;
-use crate::status::{self, Pace, Standing, StatusWrite};
+use crate::runtime::owner_index::OwnerIndex;
+use crate::runtime::refusals::Refusals;
+use crate::reconcile::status::{self, Pace, Standing, StatusWrite};
 
 /// The name Events are reported under (`kubectl describe` shows it as "From").
 pub const REPORTER: &str = "math-controller";
@@ -44,7 +44,7 @@ pub struct Context {
     /// Writes the API server refused, and when to try them again.
     pub refusals: Refusals,
     /// The API server outage in progress, if any (shared with the watches).
-    pub outage: Arc<crate::outage::Outage>,
+    pub outage: Arc<crate::runtime::outage::Outage>,
     /// Consecutive failures per object, for the error policy's exponential backoff.
     failures: Memory<u32>,
     /// Children written to whose change the cache has not shown yet (see
@@ -135,7 +135,7 @@ impl Context {
         Context {
             events: Publisher::new(client.clone(), reporter, metrics.clone()),
             refusals: Refusals::new(metrics.clone()),
-            outage: crate::outage::Outage::new(client.clone()),
+            outage: crate::runtime::outage::Outage::new(client.clone()),
             client,
             numbers,
             tuples,
@@ -356,7 +356,7 @@ impl Context {
         }
     }
 
-    /// Publish an Event on `regarding` (see [`crate::events`]: a Warning that stays the same is
+    /// Publish an Event on `regarding` (see [`crate::runtime::events`]: a Warning that stays the same is
     /// published once). An Event that cannot be written is logged, never a reason to fail the
     /// reconcile that did the work it reports.
     pub async fn publish<P: Resource<DynamicType = ()>>(
@@ -380,7 +380,7 @@ impl Context {
                 .metrics
                 .write(self.controller_name::<P>(), "Event", WriteKind::Event),
             Ok(false) => {}
-            Err(error) if crate::outage::is_unreachable(&error) => {
+            Err(error) if crate::runtime::outage::is_unreachable(&error) => {
                 // Reported once, as an outage.
                 self.outage.unreachable(None, &error);
             }

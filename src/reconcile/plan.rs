@@ -15,7 +15,7 @@ use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::status::{Progress, Readiness, name_list};
+use crate::reconcile::status::{Progress, Readiness, name_list};
 
 /// Longest object name Kubernetes accepts (a DNS subdomain).
 pub const MAX_NAME_LEN: usize = 253;

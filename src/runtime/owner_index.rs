@@ -3,7 +3,7 @@
 //! on every reconcile, and a Fermat of 10000 (15000 children, thousands of reconciles) spent
 //! most of its CPU comparing ownerReferences.
 //!
-//! The watch keeps it (see [`crate::watches`]): an object is filed under its controller's UID
+//! The watch keeps it (see [`crate::runtime::watches`]): an object is filed under its controller's UID
 //! when it arrives, removed when it is deleted, and the whole index is rebuilt after a relist.
 //! An object whose controller changed stays filed under the old one until then; a lookup
 //! therefore checks every name against the cache and drops the ones that no longer belong.
@@ -14,7 +14,7 @@ use std::sync::{Arc, RwLock};
 use kube::Resource;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::children::controller_uid;
+use crate::reconcile::plan::controller_uid;
 
 /// Names of objects by the UID of their controller.
 #[derive(Default)]

@@ -23,7 +23,7 @@ use kube::Client;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::events::EventType;
 
-use crate::memory::Memory;
+use crate::runtime::expiring::Memory;
 use crate::metrics::Metrics;
 
 /// kube-apiserver's longest object name (a DNS subdomain).

@@ -1,0 +1,5 @@
+//! The controllers.
+
+pub mod fermat;
+pub mod number;
+pub mod tuple;
