@@ -4,11 +4,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use math_controller::api;
 use math_controller::cli::{Cli, Command, RunArgs};
+use math_controller::metrics::Metrics;
 use math_controller::ops::leader::LeaderElectionConfig;
 use math_controller::ops::manager::{self, Options};
-use math_controller::metrics::Metrics;
-use math_controller::api;
 use math_controller::ops::{client, startup, telemetry};
 use tokio::signal::unix::{SignalKind, signal};
 

@@ -10,12 +10,13 @@ use k8s_openapi::jiff::Timestamp;
 use kube::{Resource, ResourceExt};
 
 use crate::api::{Fermat, FermatStatus, MAX_FERMAT_NUMBER, Tuple, TupleSpec};
-use crate::reconcile::plan::{self, Child, Desired, Plan};
-use crate::runtime::context::Context;
 use crate::error::Result;
+use crate::kind::{Desired, Kind, Parent};
 use crate::math;
+use crate::reconcile;
+use crate::reconcile::plan::{self, Plan};
 use crate::reconcile::status::{self, Outcome, Progress, Readiness};
-use crate::reconcile::writes;
+use crate::runtime::context::Context;
 
 /// The Tuples a Fermat wants: `[a, n-a]` for a = 1..=n/2; none for a number beyond the
 /// schema's bound ([`beyond_schema`] says why).
@@ -124,36 +125,39 @@ pub fn desired_status(
 
 /// Reconcile one Fermat against the Tuple cache.
 pub async fn reconcile(fermat: Arc<Fermat>, ctx: Arc<Context>) -> Result<Outcome> {
-    let desired = desired_tuples(&fermat);
     let status = |plan: &Plan<Tuple>, previous: Option<&FermatStatus>, now| {
         desired_status(&fermat, plan, previous, now)
     };
     let current = fermat.status.as_ref();
-    writes::reconcile(&ctx, fermat.as_ref(), &ctx.tuples, desired, current, status).await
+    reconcile::parent(&ctx, fermat.as_ref(), &ctx.tuples, current, status).await
 }
 
-impl Child for Tuple {
-    type Spec = TupleSpec;
-    const KIND: &'static str = "Tuple";
-    const WAITING_REASON: &'static str = "WaitingForTuples";
+impl Kind for Fermat {
+    const KIND: &'static str = "Fermat";
+    const CONTROLLER: &'static str = "fermat";
 
-    fn build(name: &str, spec: TupleSpec) -> Self {
-        Tuple::new(name, spec)
-    }
-
-    fn child_spec(&self) -> &TupleSpec {
-        &self.spec
-    }
-
+    /// Its status describes its current generation (nobody waits for a Fermat: this is what
+    /// the plugin shows).
     fn is_ready(&self) -> bool {
         self.status.as_ref().is_some_and(|s| {
-            s.all_squares.is_some()
-                && status::is_ready_for(
-                    &s.conditions,
-                    s.observed_generation,
-                    self.meta().generation,
-                )
+            status::is_ready_for(&s.conditions, s.observed_generation, self.meta().generation)
         })
+    }
+}
+
+/// One Tuple `<fermat>-<a>-and-<n-a>` for each a in 1..=n/2.
+impl Parent for Fermat {
+    type Child = Tuple;
+
+    fn desired_children(&self) -> Vec<Desired<TupleSpec>> {
+        desired_tuples(self)
+    }
+
+    /// `<fermat>-<a>-and-<b>` → `<fermat>`.
+    fn parent_of(child: &str) -> Option<&str> {
+        super::strip_number(child)
+            .and_then(|rest| rest.strip_suffix("-and"))
+            .and_then(super::strip_number)
     }
 }
 

@@ -6,11 +6,13 @@ use std::sync::Arc;
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 
-use crate::api::{Number, NumberStatus};
-use crate::runtime::context::Context;
+use crate::api::{Number, NumberSpec, NumberStatus};
 use crate::error::Result;
+use crate::kind::{Child, Kind};
 use crate::math;
 use crate::reconcile::status::{self, Outcome, Progress, Readiness, Standing};
+use crate::reconcile::writes;
+use crate::runtime::context::Context;
 
 /// The status a Number should have: a pure function of its spec and previous status.
 pub fn desired_status(
@@ -57,19 +59,49 @@ pub async fn reconcile(number: Arc<Number>, ctx: Arc<Context>) -> Result<Outcome
     let now = Timestamp::now();
     let known = ctx.known_status(number.as_ref(), number.status.as_ref());
     let desired = desired_status(&number, known.as_ref(), now);
-    let requeue_after = ctx
-        .write_status(number.as_ref(), known.as_ref(), &desired, Standing::Answer)
-        .await?;
+    let requeue_after = writes::write_status(
+        &ctx,
+        number.as_ref(),
+        known.as_ref(),
+        &desired,
+        Standing::Answer,
+    )
+    .await?;
     Ok(Outcome {
         requeue_after,
         progress: Progress::Settled,
     })
 }
 
+impl Kind for Number {
+    const KIND: &'static str = "Number";
+    const CONTROLLER: &'static str = "number";
+
+    /// Its status describes its current generation (a Number has no children to wait for).
+    fn is_ready(&self) -> bool {
+        self.status.as_ref().is_some_and(|s| {
+            status::is_ready_for(&s.conditions, s.observed_generation, self.meta().generation)
+        })
+    }
+}
+
+/// A Tuple's child.
+impl Child for Number {
+    type Spec = NumberSpec;
+    const WAITING_REASON: &'static str = "WaitingForNumbers";
+
+    fn build(name: &str, spec: NumberSpec) -> Self {
+        Number::new(name, spec)
+    }
+
+    fn child_spec(&self) -> &NumberSpec {
+        &self.spec
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::NumberSpec;
 
     fn number(value: i64, generation: i64) -> Number {
         let mut n = Number::new("n", NumberSpec { value });

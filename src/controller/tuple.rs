@@ -1,7 +1,7 @@
 //! The Tuple controller: one Number `<tuple>-<index>` per item of `spec.numbers`, and
 //! `allSquares` once every one of them has reported.
 //!
-//! The decisions are the two pure functions at the top; [`writes::reconcile`] does the
+//! The decisions are the two pure functions at the top; [`reconcile::parent`] does the
 //! rest for every parent kind: read the cache, plan, write the difference, write the status.
 
 use std::sync::Arc;
@@ -9,12 +9,13 @@ use std::sync::Arc;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Resource, ResourceExt};
 
-use crate::api::{MAX_TUPLE_LEN, Number, NumberSpec, Tuple, TupleStatus};
-use crate::reconcile::plan::{self, Child, Desired, Plan};
-use crate::runtime::context::Context;
+use crate::api::{MAX_TUPLE_LEN, Number, NumberSpec, Tuple, TupleSpec, TupleStatus};
 use crate::error::Result;
+use crate::kind::{Child, Desired, Kind, Parent};
+use crate::reconcile;
+use crate::reconcile::plan::{self, Plan};
 use crate::reconcile::status::{self, Outcome, Progress, Readiness};
-use crate::reconcile::writes;
+use crate::runtime::context::Context;
 
 /// The Numbers a Tuple wants: `<tuple>-<index>` with `value = numbers[index]`; none for a
 /// list longer than the schema allows ([`beyond_schema`] says why).
@@ -100,31 +101,55 @@ pub fn desired_status(
 
 /// Reconcile one Tuple against the Number cache.
 pub async fn reconcile(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Outcome> {
-    let desired = desired_numbers(&tuple);
     let status = |plan: &Plan<Number>, previous: Option<&TupleStatus>, now| {
         desired_status(&tuple, plan, previous, now)
     };
     let current = tuple.status.as_ref();
-    writes::reconcile(&ctx, tuple.as_ref(), &ctx.numbers, desired, current, status).await
+    reconcile::parent(&ctx, tuple.as_ref(), &ctx.numbers, current, status).await
 }
 
-impl Child for Number {
-    type Spec = NumberSpec;
-    const KIND: &'static str = "Number";
-    const WAITING_REASON: &'static str = "WaitingForNumbers";
+impl Kind for Tuple {
+    const KIND: &'static str = "Tuple";
+    const CONTROLLER: &'static str = "tuple";
 
-    fn build(name: &str, spec: NumberSpec) -> Self {
-        Number::new(name, spec)
-    }
-
-    fn child_spec(&self) -> &NumberSpec {
-        &self.spec
-    }
-
+    /// Its status gives its answer (`allSquares`) for its current generation.
     fn is_ready(&self) -> bool {
         self.status.as_ref().is_some_and(|s| {
-            status::is_ready_for(&s.conditions, s.observed_generation, self.meta().generation)
+            s.all_squares.is_some()
+                && status::is_ready_for(
+                    &s.conditions,
+                    s.observed_generation,
+                    self.meta().generation,
+                )
         })
+    }
+}
+
+/// A Fermat's child.
+impl Child for Tuple {
+    type Spec = TupleSpec;
+    const WAITING_REASON: &'static str = "WaitingForTuples";
+
+    fn build(name: &str, spec: TupleSpec) -> Self {
+        Tuple::new(name, spec)
+    }
+
+    fn child_spec(&self) -> &TupleSpec {
+        &self.spec
+    }
+}
+
+/// One Number `<tuple>-<index>` per item of `spec.numbers`.
+impl Parent for Tuple {
+    type Child = Number;
+
+    fn desired_children(&self) -> Vec<Desired<NumberSpec>> {
+        desired_numbers(self)
+    }
+
+    /// `<tuple>-<index>` → `<tuple>`.
+    fn parent_of(child: &str) -> Option<&str> {
+        super::strip_number(child)
     }
 }
 
@@ -137,7 +162,6 @@ impl status::ParentStatus for TupleStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::TupleSpec;
     use crate::controller::number;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
     use std::collections::HashMap;

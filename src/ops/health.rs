@@ -22,14 +22,16 @@ use tokio::net::TcpListener;
 use crate::metrics::{self, Metrics};
 use crate::ops::serving::{self, HttpLimits, Transport};
 
-/// Whether the manager may receive traffic / count as available in a rollout. It turns true once
+/// What `/readyz` answers (not to be confused with a kind's `Ready` condition,
+/// [`crate::reconcile::status::Readiness`]): whether the manager may receive traffic / count
+/// as available in a rollout. It turns true once
 /// the reflector caches have synced; a standby replica (waiting for the leader lease) sets it too,
 /// because a Deployment rollout must not wait for a standby to become leader, which it never
 /// does while the old leader runs.
 #[derive(Clone, Default, Debug)]
-pub struct Readiness(Arc<AtomicBool>);
+pub struct ReadyFlag(Arc<AtomicBool>);
 
-impl Readiness {
+impl ReadyFlag {
     /// Marks the manager ready or not ready.
     pub fn set_ready(&self, ready: bool) {
         self.0.store(ready, Ordering::Release);
@@ -80,14 +82,14 @@ impl fmt::Display for BindAddress {
 }
 
 /// The probe routes, for serving on a listener of the caller's choosing.
-pub fn probe_router(readiness: Readiness) -> Router {
+pub fn probe_router(readiness: ReadyFlag) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .with_state(readiness)
 }
 
-async fn readyz(State(readiness): State<Readiness>) -> impl IntoResponse {
+async fn readyz(State(readiness): State<ReadyFlag>) -> impl IntoResponse {
     if readiness.is_ready() {
         (StatusCode::OK, "ok\n")
     } else {
@@ -117,7 +119,7 @@ async fn serve_metrics_text(State(metrics): State<Metrics>) -> impl IntoResponse
 /// probes and being restarted by the kubelet later for a reason nobody sees.
 pub async fn serve_probes(
     addr: SocketAddr,
-    readiness: Readiness,
+    readiness: ReadyFlag,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let listener = bind(addr).await?;
@@ -202,7 +204,7 @@ mod tests {
 
     #[test]
     fn readiness_is_shared_between_clones() {
-        let r = Readiness::default();
+        let r = ReadyFlag::default();
         let c = r.clone();
         assert!(!c.is_ready());
         r.set_ready(true);
@@ -228,7 +230,7 @@ mod tests {
 
     #[tokio::test]
     async fn probes_answer_and_stop_on_shutdown() {
-        let readiness = Readiness::default();
+        let readiness = ReadyFlag::default();
         let listener = bind(([127, 0, 0, 1], 0).into()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -276,7 +278,7 @@ mod tests {
     async fn bind_error_is_returned() {
         let taken = bind(([127, 0, 0, 1], 0).into()).await.unwrap();
         let addr = taken.local_addr().unwrap();
-        let err = serve_probes(addr, Readiness::default(), std::future::pending())
+        let err = serve_probes(addr, ReadyFlag::default(), std::future::pending())
             .await
             .unwrap_err();
         assert!(err.to_string().contains(&addr.to_string()), "{err}");
@@ -301,7 +303,7 @@ mod tests {
         tokio::sync::oneshot::Sender<()>,
         tokio::task::JoinHandle<std::io::Result<()>>,
     ) {
-        let readiness = Readiness::default();
+        let readiness = ReadyFlag::default();
         readiness.set_ready(true);
         let listener = bind(([127, 0, 0, 1], 0).into()).await.unwrap();
         let addr = listener.local_addr().unwrap();

@@ -1,11 +1,26 @@
-//! The manager: one process, one `kube::Client`, three controllers sharing three watches.
+//! The manager: one process, one `kube::Client`, three controllers sharing three watches;
+//! [`run`] serves the probes and metrics, waits for leadership, runs the controllers and
+//! stops them, and [`run_controllers`] wires them (what kubebuilder's `SetupWithManager`
+//! does, for the three kinds at once).
 //!
 //! Each kind is watched exactly once. The watch feeds a shared reflector store (the cache the
 //! reconcilers read) and fans its changes out to every controller that cares: Numbers to the
 //! Number controller and, as owned children, to the Tuple controller; Tuples to the Tuple
 //! controller and to the Fermat controller; Fermats to the Fermat controller.
+//!
+//! Why not `Controller::new(..).owns(..)`, as controller-rs does: `owns` starts a watch and a
+//! cache of its own for the child kind, so the Numbers a Tuple owns would be watched and held
+//! in memory twice (by the Number controller and by the Tuple controller's `owns`), and the
+//! design brief asks for each kind to be watched once and shared, memory growing with the
+//! objects cached. The shared form (`owns_shared_stream`, behind kube-runtime 5's
+//! `unstable-runtime`) rests on the shared-store dispatcher, which does not forward deletions:
+//! `kubectl delete number t-1` would never wake the Tuple that must put it back; and its
+//! bounded buffer makes a watch wait for the slowest controller. `owns` also maps a child to
+//! its parents only through ownerReferences, while a conflicting object that is deleted frees
+//! a name whose parent it does not name ([`crate::kind::Parent::parent_of`]). So each watch
+//! is [`watch_and_fan_out`], with plain unbounded channels, and the controllers are built on
+//! kube-runtime's `for_shared_stream` and `reconcile_on` from those channels.
 
-use std::fmt::Debug;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,7 +29,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::channel::mpsc;
 use kube::api::Api;
-use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
 use kube::{Client, Resource};
@@ -22,30 +37,22 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::api::{Fermat, Number, Tuple};
+use crate::controller::{fermat, number, tuple};
+use crate::kind::Kind;
+use crate::metrics::Metrics;
 use crate::ops::client;
-use crate::runtime::context::{Context, object_key};
-use crate::error::{Error, Result};
-use crate::ops::health::{self, Readiness};
+use crate::ops::health::{self, ReadyFlag};
 use crate::ops::leader::{self, LeaderElectionConfig};
-use crate::metrics::{Metrics, ReconcileResult};
 use crate::ops::secure_metrics::{self, SecureMetrics};
-use crate::runtime::outage;
 use crate::ops::serving::HttpLimits;
 use crate::ops::shutdown::{self, Stopped};
-use crate::reconcile::status::{Outcome, Progress};
-use crate::runtime::watches::{resync, watch_and_fan_out};
-use crate::controller::{fermat, number, tuple};
+use crate::runtime::context::Context;
+use crate::runtime::retry::{error_policy, with_retry_policy};
+use crate::runtime::watches::{no_parents, resync, tell_parents, watch_and_fan_out};
 
-/// Exponential backoff of the error policy: 100 ms, 200 ms, ... capped at 5 minutes.
-const BACKOFF_BASE: Duration = Duration::from_millis(100);
-const BACKOFF_MAX: Duration = Duration::from_secs(300);
 /// How often every object is reconciled again, regardless of watch events (controller-runtime's
 /// SyncPeriod, which defaults to 10 hours; ours is shorter since a resync costs no request).
 pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(600);
-/// A 409 is retried sooner (it usually only means the cache was a step behind), but through
-/// the same per-object count: 50 ms, 100 ms, ... so that a child whose watch is down is not
-/// hammered 20 times a second.
-const CONFLICT_BACKOFF_BASE: Duration = Duration::from_millis(50);
 /// The default bound on a graceful shutdown's wait for the reconciles in flight: below
 /// `deploy/`'s `terminationGracePeriodSeconds` (15 s) with room to release the lease.
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -100,101 +107,6 @@ impl Default for Options {
     }
 }
 
-/// The delay before the `attempt`-th retry (1-based): doubling from 100 ms, capped at 5 min.
-pub fn backoff(attempt: u32) -> Duration {
-    backoff_from(BACKOFF_BASE, attempt)
-}
-
-/// The delay before the `attempt`-th retry after a 409 Conflict: doubling from 50 ms.
-pub fn conflict_backoff(attempt: u32) -> Duration {
-    backoff_from(CONFLICT_BACKOFF_BASE, attempt)
-}
-
-fn backoff_from(base: Duration, attempt: u32) -> Duration {
-    let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
-    base.saturating_mul(factor).min(BACKOFF_MAX)
-}
-
-/// Runs a reconcile with metrics, and turns a 409 Conflict into a quiet retry with its own
-/// short backoff: it only means the cache was a step behind another writer.
-///
-/// A reconcile that ends with its object's status not final (waiting for children) counts
-/// as a `requeue`, one that ends final as a `success`.
-async fn observed<K>(
-    controller: &'static str,
-    obj: Arc<K>,
-    ctx: Arc<Context>,
-    reconcile: impl Future<Output = Result<Outcome>>,
-) -> Result<Action>
-where
-    K: Resource<DynamicType = ()>,
-{
-    let key = object_key(obj.as_ref());
-    if ctx.outage.is_down() {
-        // Every request would fail, and the outage's probe tells when to try again: wait
-        // without knocking (or logging the plan again), and run within a second of its return.
-        let attempt = ctx.outage.waiting(&key);
-        return Ok(Action::requeue(outage::retry_delay(
-            attempt,
-            outage::random(),
-        )));
-    }
-    let timer = ctx.metrics.reconcile_started(controller);
-    tracing::trace!("{key}: reconcile starts");
-    let result = reconcile.await;
-    tracing::trace!("{key}: reconcile ends");
-    match result {
-        Ok(outcome) => {
-            ctx.note_success(&key);
-            ctx.outage.reconciled(&key);
-            if outcome.progress != Progress::Pending {
-                ctx.note_settled(K::kind(&()));
-            }
-            timer.finish(match outcome.progress {
-                Progress::Settled | Progress::Blocked => ReconcileResult::Success,
-                Progress::Pending => ReconcileResult::Requeue,
-            });
-            Ok(match outcome.requeue_after {
-                Some(after) => Action::requeue(after),
-                None => Action::await_change(),
-            })
-        }
-        Err(error) if error.is_conflict() => {
-            let delay = conflict_backoff(ctx.note_failure(&key));
-            debug!(%error, "{key}: conflict, looking again in {delay:?}");
-            timer.finish(ReconcileResult::Requeue);
-            Ok(Action::requeue(delay))
-        }
-        Err(error) => {
-            timer.finish(ReconcileResult::Error(error.kind_label()));
-            Err(error)
-        }
-    }
-}
-
-/// Back off exponentially per object, and say so in words; an unreachable API server is
-/// retried fast instead (see [`crate::runtime::outage`]).
-fn error_policy<K: Resource<DynamicType = ()>>(
-    obj: Arc<K>,
-    error: &Error,
-    ctx: Arc<Context>,
-) -> Action {
-    let key = object_key(obj.as_ref());
-    if error.is_unreachable() {
-        // An outage: retry within a second of the server's return, and let the outage
-        // say it once instead of a line per object per attempt. Its retries are counted by
-        // the outage, not as failures of the object.
-        let attempt = ctx.outage.unreachable(Some(&key), error);
-        let delay = outage::retry_delay(attempt, outage::random());
-        debug!(%error, attempt, "{key}: API server unreachable; retrying in {delay:?}");
-        return Action::requeue(delay);
-    }
-    let attempt = ctx.note_failure(&key);
-    let delay = backoff(attempt);
-    warn!(%error, attempt, "{key}: reconcile failed; retrying in {delay:?}");
-    Action::requeue(delay)
-}
-
 pub(crate) fn api<K>(client: &Client, namespace: &Option<String>) -> Api<K>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
@@ -224,7 +136,7 @@ pub async fn run(
             stop.cancel();
         }
     });
-    let readiness = Readiness::default();
+    let readiness = ReadyFlag::default();
     let mut servers = Vec::new();
     if let Some(address) = options.probe_address {
         let listener = health::bind(address).await?;
@@ -342,7 +254,7 @@ async fn run_controllers(
     client: Client,
     options: &Options,
     metrics: Metrics,
-    readiness: Readiness,
+    readiness: ReadyFlag,
     stop: CancellationToken,
 ) {
     let (numbers, number_writer) = reflector::store::<Number>();
@@ -370,9 +282,9 @@ async fn run_controllers(
             api(&client, ns),
             watch_config.clone(),
             number_writer,
-            numbers.clone(),
+            ctx.numbers.clone(),
             number_changes_tx,
-            Some(tuples_with_news_tx),
+            tell_parents::<Tuple>(tuples_with_news_tx),
             ctx.clone(),
         )
         .boxed(),
@@ -380,19 +292,19 @@ async fn run_controllers(
             api(&client, ns),
             watch_config.clone(),
             tuple_writer,
-            tuples.clone(),
+            ctx.tuples.clone(),
             tuple_changes_tx,
-            Some(fermats_with_news_tx),
+            tell_parents::<Fermat>(fermats_with_news_tx),
             ctx.clone(),
         )
         .boxed(),
-        watch_and_fan_out::<Fermat, Fermat>(
+        watch_and_fan_out(
             api(&client, ns),
             watch_config.clone(),
             fermat_writer,
-            fermats.clone(),
+            ctx.fermats.clone(),
             fermat_changes_tx,
-            None,
+            no_parents,
             ctx.clone(),
         )
         .boxed(),
@@ -406,33 +318,54 @@ async fn run_controllers(
         .with_config(config.clone())
         .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(
-            |n, ctx| observed("number", n.clone(), ctx.clone(), number::reconcile(n, ctx)),
+            |n, ctx| {
+                with_retry_policy(
+                    Number::CONTROLLER,
+                    n.clone(),
+                    ctx.clone(),
+                    number::reconcile(n, ctx),
+                )
+            },
             error_policy,
             ctx.clone(),
         )
-        .for_each(log_result("number"));
+        .for_each(log_result(Number::CONTROLLER));
     let tuple_controller = Controller::for_shared_stream(tuple_changes, tuples.clone())
         .reconcile_all_on(resync(options.sync_period))
         .reconcile_on(tuples_with_news)
         .with_config(config.clone())
         .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(
-            |t, ctx| observed("tuple", t.clone(), ctx.clone(), tuple::reconcile(t, ctx)),
+            |t, ctx| {
+                with_retry_policy(
+                    Tuple::CONTROLLER,
+                    t.clone(),
+                    ctx.clone(),
+                    tuple::reconcile(t, ctx),
+                )
+            },
             error_policy,
             ctx.clone(),
         )
-        .for_each(log_result("tuple"));
+        .for_each(log_result(Tuple::CONTROLLER));
     let fermat_controller = Controller::for_shared_stream(fermat_changes, fermats.clone())
         .reconcile_all_on(resync(options.sync_period))
         .reconcile_on(fermats_with_news)
         .with_config(config)
         .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(
-            |f, ctx| observed("fermat", f.clone(), ctx.clone(), fermat::reconcile(f, ctx)),
+            |f, ctx| {
+                with_retry_policy(
+                    Fermat::CONTROLLER,
+                    f.clone(),
+                    ctx.clone(),
+                    fermat::reconcile(f, ctx),
+                )
+            },
             error_policy,
             ctx.clone(),
         )
-        .for_each(log_result("fermat"));
+        .for_each(log_result(Fermat::CONTROLLER));
 
     // The controllers start only once every cache holds a complete list: a reconcile that
     // read a half-filled cache would create children that exist. Waiting here, once, also
@@ -448,9 +381,9 @@ async fn run_controllers(
             }
             readiness.set_ready(true);
             info!(
-                numbers = ctx.numbers.state().len(),
-                tuples = ctx.tuples.state().len(),
-                fermats = ctx.fermats.state().len(),
+                numbers = ctx.numbers.store.state().len(),
+                tuples = ctx.tuples.store.state().len(),
+                fermats = ctx.fermats.store.state().len(),
                 namespace = ns.as_deref().unwrap_or("all namespaces"),
                 "caches synced; starting the Number, Tuple and Fermat controllers"
             );
@@ -485,21 +418,5 @@ fn log_result<T, E: std::fmt::Display>(
             debug!(controller, %error, "reconcile ended with an error");
         }
         futures::future::ready(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_and_is_capped() {
-        assert_eq!(backoff(1), Duration::from_millis(100));
-        assert_eq!(backoff(2), Duration::from_millis(200));
-        assert_eq!(backoff(5), Duration::from_millis(1600));
-        assert_eq!(backoff(40), BACKOFF_MAX);
-        assert_eq!(conflict_backoff(1), Duration::from_millis(50));
-        assert_eq!(conflict_backoff(3), Duration::from_millis(200));
-        assert_eq!(conflict_backoff(u32::MAX), BACKOFF_MAX);
     }
 }

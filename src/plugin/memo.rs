@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use crate::reconcile::plan::Desired;
+use crate::kind::Desired;
 
 use super::Node;
 

@@ -3,7 +3,7 @@
 //!
 //! What is here is pure: [`build`] turns listed objects into [`Node`]s. What a parent wants
 //! and how its children compare with that are the manager's own decisions
-//! ([`fermat::desired_tuples`], [`tuple::desired_numbers`], [`plan::plan`]), so the tree
+//! ([`Parent::desired_children`], [`plan::plan`]), so the tree
 //! marks exactly what the controllers would act on. Drawing is in [`render`], the cluster
 //! at the edges in [`load`] and [`watch`].
 
@@ -27,9 +27,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 
 use crate::api::{Fermat, Number, Tuple};
-use crate::reconcile::plan::{self, Child, Desired};
-use crate::controller::{fermat, tuple};
+use crate::kind::{Child, Desired, Kind as _, Parent};
+use crate::reconcile::plan;
 use memo::{Map, Memo};
+use node::InTree;
 use summary::{fermat_summary, number_summary, number_wanted, tuple_summary, tuple_wanted};
 
 /// The objects of a tree looked up by name and by controller, within one namespace.
@@ -114,7 +115,7 @@ impl<'a, 'm> Index<'a, 'm> {
         let mut wants = {
             let mut memo = self.memo.borrow_mut();
             let entry = memo::entry(&mut memo.fermats, self.build, uid, f, |f| {
-                fermat::desired_tuples(f)
+                f.desired_children()
             });
             Wants::take(entry)
         };
@@ -151,7 +152,7 @@ impl<'a, 'm> Index<'a, 'm> {
         let (mut wants, found, inputs) = {
             let mut memo = self.memo.borrow_mut();
             let entries = &mut memo.tuples[descend as usize];
-            let entry = memo::entry(entries, self.build, uid, t, tuple::desired_numbers);
+            let entry = memo::entry(entries, self.build, uid, t, Tuple::desired_children);
             let found: Vec<Option<Arc<Number>>> = (entry.desired.iter())
                 .map(|d| {
                     self.numbers
@@ -237,7 +238,7 @@ fn own_problems(meta: &ObjectMeta, observed: Option<i64>) -> Vec<Problem> {
 /// children: they belong to its real owner's tree. `found` is what exists under each
 /// desired name; a missing child's node depends on its desired entry alone, so it is kept
 /// in `wants` for the next build.
-fn diagnose<C: Child>(
+fn diagnose<C: Child + InTree>(
     parent: &ObjectMeta,
     wants: &mut Wants<C::Spec>,
     found: &[Option<Arc<C>>],
@@ -288,7 +289,7 @@ fn diagnose<C: Child>(
             // Missing, or a name too long to ever exist: neither depends on the cluster.
             None => wants.missing[i]
                 .get_or_insert_with(|| {
-                    let mut n = Node::new(child_kind::<C>(), None, ns, &want.name);
+                    let mut n = Node::new(C::NODE, None, ns, &want.name);
                     n.summary = format!("wanted: {}", wanted(&want.spec));
                     n.problems.extend(problem.or(Some(Problem::Missing)));
                     Arc::new(n.finish())
@@ -305,10 +306,6 @@ fn diagnose<C: Child>(
         nodes.push(n);
     }
     nodes
-}
-
-fn child_kind<C: Child>() -> Kind {
-    Kind::parse(C::KIND).unwrap_or(Kind::Number)
 }
 
 fn compact_json<S: serde::Serialize>(spec: &S) -> String {
@@ -399,9 +396,7 @@ fn roots(
 /// live view compares to notice a flip to Ready.
 pub fn is_ready(object: &Object) -> bool {
     match object {
-        Object::Fermat(f) => f.status.as_ref().is_some_and(|s| {
-            crate::reconcile::status::is_ready_for(&s.conditions, s.observed_generation, f.meta().generation)
-        }),
+        Object::Fermat(f) => f.is_ready(),
         Object::Tuple(t) => t.is_ready(),
         Object::Number(n) => n.is_ready(),
     }

@@ -38,6 +38,24 @@ impl Kind {
     }
 }
 
+/// The tree's kind of each API type: a table the compiler checks (a kind's name parsed back
+/// would need a fallback).
+pub(crate) trait InTree {
+    const NODE: Kind;
+}
+
+impl InTree for Fermat {
+    const NODE: Kind = Kind::Fermat;
+}
+
+impl InTree for Tuple {
+    const NODE: Kind = Kind::Tuple;
+}
+
+impl InTree for Number {
+    const NODE: Kind = Kind::Number;
+}
+
 /// Which trees to show.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {

@@ -10,7 +10,7 @@ use super::live::{HIGHLIGHT, Seen, Tracker};
 use super::render::{self, Flash, Marks, Options};
 use super::*;
 use crate::api::{FermatSpec, NumberSpec, TupleSpec};
-use crate::controller::number;
+use crate::controller::{fermat, number, tuple};
 
 const NS: &str = "default";
 

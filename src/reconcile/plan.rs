@@ -10,45 +10,13 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use k8s_openapi::NamespaceResourceScope;
 use kube::{Resource, ResourceExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 
+use crate::kind::{Child, Desired};
 use crate::reconcile::status::{Progress, Readiness, name_list};
 
 /// Longest object name Kubernetes accepts (a DNS subdomain).
 pub const MAX_NAME_LEN: usize = 253;
-
-/// A kind that a parent owns: what its desired spec is and when it counts as done.
-pub trait Child:
-    Resource<DynamicType = (), Scope = NamespaceResourceScope>
-    + Clone
-    + Debug
-    + Serialize
-    + DeserializeOwned
-    + Send
-    + Sync
-    + 'static
-{
-    type Spec: PartialEq + Clone + Debug + Serialize;
-    /// For logs and Events: "Number", "Tuple".
-    const KIND: &'static str;
-    /// The parent's Ready reason while these children are on their way: "WaitingForNumbers".
-    const WAITING_REASON: &'static str;
-    /// A new object with this name and spec (the namespace and owner are added by the caller).
-    fn build(name: &str, spec: Self::Spec) -> Self;
-    fn child_spec(&self) -> &Self::Spec;
-    /// The child's own controller has computed its status for its current generation.
-    fn is_ready(&self) -> bool;
-}
-
-/// One child the parent's spec asks for.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Desired<S> {
-    pub name: String,
-    pub spec: S,
-}
 
 /// An existing object of a desired name that belongs to somebody else.
 #[derive(Clone, Debug, PartialEq)]

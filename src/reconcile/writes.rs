@@ -1,121 +1,44 @@
 //! The writes that close the gap between the children a parent wants and the ones it has:
-//! one reconcile of a parent (compute the [`Plan`], carry out its writes, write the status),
-//! and the creates, corrections, adoptions and deletions themselves.
+//! the creates, corrections, adoptions and deletions that carry a [`Plan`] out, the status
+//! patch ([`write_status`]) and the Events that tell of them ([`publish`]). This is the only
+//! place a reconcile writes to the API server.
 //!
 //! This layer sits above [`crate::reconcile::plan`], which decides *what* to do without knowing the
 //! [`Context`] that does it: the controllers call down into here, and this module calls down
 //! into the pure diff, never the other way round.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use k8s_openapi::jiff::Timestamp;
 use kube::api::{
     Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
 };
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
-use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::json;
 use tracing::{info, warn};
 
-use crate::reconcile::plan::{Child, Desired, MAX_NAME_LEN, Plan, Refusal, Step, plan};
-use crate::runtime::context::Context;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, is_unreachable};
+use crate::kind::{Child, Kind};
 use crate::metrics::WriteKind;
-use crate::reconcile::status::{Outcome, ParentStatus, Progress, Standing, name_list};
+use crate::reconcile::plan::{MAX_NAME_LEN, Plan, Refusal, Step};
+use crate::reconcile::status::{self, Standing, StatusWrite, name_list};
+use crate::runtime::context::Context;
+use crate::runtime::events::Note;
 
 /// How many create requests one reconcile keeps in flight, at most.
 const WRITES_IN_FLIGHT: usize = 32;
 
-/// Reconcile a parent against the cache of its children: compute the plan, carry out its
-/// writes, then write the status that `status` computes from the plan, if it changed.
-///
-/// Each step of the plan goes ahead whatever another got: deleting unwanted children may be
-/// what frees a quota that refused a create. A write the API server refuses (a quota, an
-/// admission policy, RBAC) ends up in the status (Ready=False, its words) and in one Warning
-/// Event, and is tried again after a backoff of its own ([`crate::runtime::context`]'s refusals),
-/// not on every reconcile. In a namespace that is being deleted nothing is created and
-/// nothing is retried: the parent goes with it.
-pub async fn reconcile<P, C: Child, S>(
-    ctx: &Context,
-    parent: &P,
-    children: &Store<C>,
-    desired: Vec<Desired<C::Spec>>,
-    current: Option<&S>,
-    status: impl FnOnce(&Plan<C>, Option<&S>, Timestamp) -> (S, Progress),
-) -> Result<Outcome>
-where
-    P: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + Debug
-        + DeserializeOwned,
-    S: ParentStatus,
-{
-    if parent.meta().deletion_timestamp.is_some() || ctx.refusals.terminating(parent) {
-        // Being deleted (itself, or with its namespace): the garbage collector takes the
-        // children; recreating them would fight it.
-        return Ok(Outcome::DONE);
-    }
-    let cached = ctx.children(children, parent, &desired);
-    let owner_uid = parent.meta().uid.clone().unwrap_or_default();
-    let mut plan = plan(
-        &owner_uid,
-        desired,
-        &cached.found,
-        &cached.owned,
-        &cached.in_flight,
-    );
-    ctx.narrate(parent, &plan);
-    let held = ctx.refusals.held(parent);
-    let applied = apply(ctx, parent, &plan, &held.steps).await?;
-    if applied.terminating {
-        ctx.refusals.note_terminating(parent);
-        return Ok(Outcome::DONE);
-    }
-    let retry_in = ctx.refusals.record(parent, &held, &applied.refused);
-    plan.refused = applied.refused;
-    plan.refused.extend(held.refusals);
-    let now = Timestamp::now();
-    let known = ctx.known_status(parent, current);
-    let (desired_status, progress) = status(&plan, known.as_ref(), now);
-    // How the children come along matters only to a status that is not the answer.
-    let pace = (progress != Progress::Settled).then(|| {
-        let shown = known.as_ref().and_then(|s| s.ready_children()).unwrap_or(0);
-        let shown = usize::try_from(shown).unwrap_or(0);
-        ctx.pace::<P, C>(parent, plan.ready.len(), shown, plan.desired, now)
-    });
-    let standing = match (progress, &pace) {
-        (Progress::Blocked, Some(pace)) => Standing::Blocked(pace),
-        (Progress::Pending, Some(pace)) => Standing::Waiting(pace),
-        _ => Standing::Answer,
-    };
-    let requeue_after = ctx
-        .write_status(parent, known.as_ref(), &desired_status, standing)
-        .await?;
-    if let Some(retry_in) = retry_in {
-        report_refusals(ctx, parent, &plan.refused, retry_in).await;
-    }
-    let outcome = Outcome {
-        requeue_after,
-        progress,
-    };
-    Ok(outcome
-        .requeue_within(cached.recheck_in)
-        .requeue_within(held.retry_in.or(retry_in)))
-}
-
 /// Say once, in the log and as a Warning Event on the parent, what the API server refused
 /// and when it is tried again. The Event is the same while the refusal is: it is published
-/// once (see [`Context::publish`]).
-async fn report_refusals<P: Resource<DynamicType = ()>>(
+/// once (see [`publish`]).
+pub(crate) async fn report_refusals<P: Kind>(
     ctx: &Context,
     parent: &P,
     refused: &[Refusal],
@@ -147,8 +70,7 @@ async fn report_refusals<P: Resource<DynamicType = ()>>(
         Step::Correct | Step::Adopt => "Update",
         Step::Delete => "Delete",
     };
-    ctx.publish(parent, EventType::Warning, reason, action, note, None)
-        .await;
+    publish(ctx, parent, EventType::Warning, reason, action, note, None).await;
 }
 
 /// The controller ownerReference a parent puts on its children. `blockOwnerDeletion` makes a
@@ -233,25 +155,21 @@ fn classify(error: kube::Error) -> Failed {
 ///
 /// Errors other than refusals (see [`Failed`]) end the reconcile once every step has had
 /// its turn; an unreachable server ends it at once.
-pub async fn apply<P, C>(
+pub async fn apply<P: Kind, C: Child>(
     ctx: &Context,
     parent: &P,
     plan: &Plan<C>,
     held: &HashSet<Step>,
-) -> Result<Applied>
-where
-    P: Resource<DynamicType = ()>,
-    C: Child,
-{
+) -> Result<Applied> {
     let namespace = parent.namespace().unwrap_or_default();
     let api: Api<C> = Api::namespaced(ctx.client.clone(), &namespace);
     let owner = owner_reference(parent)?;
-    let controller = ctx.controller_name::<P>();
+    let controller = P::CONTROLLER;
     let mut applied = Applied::default();
     let mut error: Option<Error> = None;
     // Sorts one failed write: true when its step should stop here.
     let mut failed = |step: Step, name: &str, e: kube::Error, applied: &mut Applied| {
-        let unreachable = crate::runtime::outage::is_unreachable(&e);
+        let unreachable = is_unreachable(&e);
         match classify(e) {
             Failed::Refused(message) => applied.refused.push(Refusal {
                 step,
@@ -469,8 +387,7 @@ where
             name_list(names)
         );
         info!(%kind, parent = %parent_name, "{note}");
-        ctx.publish(parent, EventType::Normal, reason, action, note, None)
-            .await;
+        publish(ctx, parent, EventType::Normal, reason, action, note, None).await;
     }
     for conflict in &plan.conflicts {
         let note = format!(
@@ -482,7 +399,7 @@ where
         info!(%kind, parent = %parent_name, "{note}");
         // The child as the Event's related object: each conflicting child is a series of its
         // own, so a second conflict is not folded into the first one's message.
-        let related = k8s_openapi::api::core::v1::ObjectReference {
+        let related = ObjectReference {
             api_version: Some(C::api_version(&()).to_string()),
             kind: Some(C::KIND.to_string()),
             name: Some(conflict.name.clone()),
@@ -490,8 +407,7 @@ where
             ..Default::default()
         };
         let (warning, reason) = (EventType::Warning, "ChildConflict");
-        ctx.publish(parent, warning, reason, "Adopt", note, Some(related))
-            .await;
+        publish(ctx, parent, warning, reason, "Adopt", note, Some(related)).await;
     }
     if !plan.invalid_names.is_empty() {
         let note = format!(
@@ -500,7 +416,8 @@ where
             plural(plan.invalid_names.len()),
         );
         info!(%kind, parent = %parent_name, "{note}");
-        ctx.publish(
+        publish(
+            ctx,
             parent,
             EventType::Warning,
             "ChildNameTooLong",
@@ -513,5 +430,80 @@ where
     match error {
         Some(error) => Err(error),
         None => Ok(applied),
+    }
+}
+
+/// Write an object's status if [`status::decide`] says it is due; answers when to look
+/// again (`None`: on the next watch event). `current` is the status as far as we know
+/// ([`Context::known_status`]); what we write is remembered until the cache shows it.
+/// `standing` says whether it is the answer, and if not, how the children come along.
+pub async fn write_status<P: Kind, S: Serialize>(
+    ctx: &Context,
+    obj: &P,
+    current: Option<&S>,
+    desired: &S,
+    standing: Standing<'_>,
+) -> Result<Option<Duration>> {
+    let namespace = obj.namespace().unwrap_or_default();
+    let name = obj.name_any();
+    let current = current.map(serde_json::to_value).transpose()?;
+    let desired = serde_json::to_value(desired)?;
+    match status::decide(current.as_ref(), &desired, standing)? {
+        StatusWrite::Unchanged => Ok(None),
+        StatusWrite::Hold(wait) => Ok(Some(wait)),
+        StatusWrite::Patch(patch) => {
+            let api: Api<P> = Api::namespaced(ctx.client.clone(), &namespace);
+            ctx.metrics
+                .write(P::CONTROLLER, P::KIND, WriteKind::PatchStatus);
+            api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(|source| Error::Kube {
+                    action: "writing the status of",
+                    kind: P::KIND,
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    source: Box::new(source),
+                })?;
+            ctx.status_written(obj, desired, !matches!(standing, Standing::Answer));
+            let message = patch
+                .pointer("/status/conditions/0/message")
+                .and_then(|m| m.as_str())
+                .unwrap_or("status updated");
+            info!("{} {namespace}/{name}: {message}", P::KIND);
+            Ok(None)
+        }
+    }
+}
+
+/// Publish an Event on `regarding` (see [`crate::runtime::events`]: a Warning that stays the same is
+/// published once). An Event that cannot be written is logged, never a reason to fail the
+/// reconcile that did the work it reports.
+pub async fn publish<P: Kind>(
+    ctx: &Context,
+    regarding: &P,
+    type_: EventType,
+    reason: &str,
+    action: &str,
+    note: String,
+    related: Option<ObjectReference>,
+) {
+    let note = Note {
+        type_,
+        reason: reason.to_string(),
+        action: action.to_string(),
+        text: note,
+        related,
+    };
+    match ctx.events.publish(&regarding.object_ref(&()), note).await {
+        Ok(true) => ctx.metrics.write(P::CONTROLLER, "Event", WriteKind::Event),
+        Ok(false) => {}
+        Err(error) if is_unreachable(&error) => {
+            // Reported once, as an outage.
+            ctx.outage.unreachable(None, &error);
+        }
+        Err(error) => {
+            ctx.metrics.write(P::CONTROLLER, "Event", WriteKind::Event);
+            warn!(%error, reason, "could not publish an Event on {} {}", P::kind(&()), regarding.name_any())
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! What every reconcile shares: the client, the three caches, the Event recorder, the
-//! metrics, and the manager's memory of writes the caches do not show yet.
+//! metrics, and the manager's memory of writes the caches do not show yet (what
+//! controller-runtime users know as "expectations").
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -8,23 +9,19 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tracing::{debug, info, warn};
 
 use crate::api::{Fermat, Number, Tuple};
-use crate::reconcile::plan::{Child, Desired, Plan};
-use crate::error::{Error, Result};
-use crate::runtime::events::{Note, Publisher, Reporter};
-use crate::runtime::expiring::Memory;
-use crate::metrics::{Metrics, WriteKind};
-use crate::runtime::owner_index::OwnerIndex;
+use crate::kind::{Child, Desired};
+use crate::metrics::Metrics;
+use crate::reconcile::status::{self, Pace};
+use crate::runtime::cache::Cache;
+use crate::runtime::events::{Publisher, Reporter};
+use crate::runtime::expiring::Expiring;
+use crate::runtime::outage::Outage;
 use crate::runtime::refusals::Refusals;
-use crate::reconcile::status::{self, Pace, Standing, StatusWrite};
 
 /// The name Events are reported under (`kubectl describe` shows it as "From").
 pub const REPORTER: &str = "math-controller";
@@ -32,28 +29,28 @@ pub const REPORTER: &str = "math-controller";
 /// What every reconcile gets: the client, the caches, the Event recorder and the metrics.
 pub struct Context {
     pub client: Client,
-    pub numbers: Store<Number>,
-    pub tuples: Store<Tuple>,
-    pub fermats: Store<Fermat>,
-    /// Numbers and Tuples by the UID of their controller (kept by the watches).
-    pub number_owners: Arc<OwnerIndex>,
-    pub tuple_owners: Arc<OwnerIndex>,
+    /// Each kind's reflector store, and its objects by the UID of their controller (kept by
+    /// the watches). A parent's reconcile is handed the cache of its child kind by type.
+    pub numbers: Cache<Number>,
+    pub tuples: Cache<Tuple>,
+    pub fermats: Cache<Fermat>,
     /// Events about what the reconciles did.
     pub events: Publisher,
     pub metrics: Metrics,
     /// Writes the API server refused, and when to try them again.
     pub refusals: Refusals,
     /// The API server outage in progress, if any (shared with the watches).
-    pub outage: Arc<crate::runtime::outage::Outage>,
+    pub outage: Arc<Outage>,
     /// Consecutive failures per object, for the error policy's exponential backoff.
-    failures: Memory<u32>,
+    failures: Expiring<u32>,
     /// Children written to whose change the cache has not shown yet (see
     /// [`Context::expect_change`]).
-    in_flight: Memory<Expected>,
-    /// Statuses written whose echo the cache has not shown yet (see [`Context::write_status`]).
-    statuses: Memory<WrittenStatus>,
+    in_flight: Expiring<Expected>,
+    /// Statuses written whose echo the cache has not shown yet (see
+    /// [`Context::status_written`]).
+    statuses: Expiring<WrittenStatus>,
     /// Waiting statuses written in the last [`status::PROGRESS_EVERY`], by object.
-    reports: Memory<()>,
+    reports: Expiring<()>,
     /// When an object of each kind last settled (its status final), or its watch last
     /// relisted or failed: the progress its parents wait for, or the moment the cache was
     /// last disturbed. Starts at the manager's start.
@@ -135,17 +132,15 @@ impl Context {
         Context {
             events: Publisher::new(client.clone(), reporter, metrics.clone()),
             refusals: Refusals::new(metrics.clone()),
-            outage: crate::runtime::outage::Outage::new(client.clone()),
+            outage: Outage::new(client.clone()),
             client,
-            numbers,
-            tuples,
-            fermats,
-            number_owners: OwnerIndex::new(),
-            tuple_owners: OwnerIndex::new(),
-            failures: Memory::new("failures", metrics.clone(), FAILURE_MEMORY),
-            in_flight: Memory::new("child_writes", metrics.clone(), IN_FLIGHT_TIMEOUT),
-            statuses: Memory::new("status_writes", metrics.clone(), IN_FLIGHT_TIMEOUT),
-            reports: Memory::new("progress_reports", metrics.clone(), status::PROGRESS_EVERY),
+            numbers: Cache::new(numbers),
+            tuples: Cache::new(tuples),
+            fermats: Cache::new(fermats),
+            failures: Expiring::new("failures", metrics.clone(), FAILURE_MEMORY),
+            in_flight: Expiring::new("child_writes", metrics.clone(), IN_FLIGHT_TIMEOUT),
+            statuses: Expiring::new("status_writes", metrics.clone(), IN_FLIGHT_TIMEOUT),
+            reports: Expiring::new("progress_reports", metrics.clone(), status::PROGRESS_EVERY),
             settled: Mutex::default(),
             relisting: Mutex::default(),
             started: Instant::now(),
@@ -155,26 +150,17 @@ impl Context {
 
     /// The same context with another in-flight timeout (tests shorten it).
     pub fn with_in_flight_timeout(mut self, timeout: Duration) -> Self {
-        self.in_flight = Memory::new("child_writes", self.metrics.clone(), timeout);
-        self.statuses = Memory::new("status_writes", self.metrics.clone(), timeout);
+        self.in_flight = Expiring::new("child_writes", self.metrics.clone(), timeout);
+        self.statuses = Expiring::new("status_writes", self.metrics.clone(), timeout);
         self
-    }
-
-    /// The `controller` label of metrics for a parent kind.
-    pub fn controller_name<P: Resource<DynamicType = ()>>(&self) -> &'static str {
-        match P::kind(&()).as_ref() {
-            "Number" => "number",
-            "Tuple" => "tuple",
-            _ => "fermat",
-        }
     }
 
     /// Whether every cache holds its first complete list. Awaited once, before the
     /// controllers start (see `run_controllers`), never from reconciles.
     pub(crate) async fn caches_ready(&self) {
-        let _ = self.numbers.wait_until_ready().await;
-        let _ = self.tuples.wait_until_ready().await;
-        let _ = self.fermats.wait_until_ready().await;
+        let _ = self.numbers.store.wait_until_ready().await;
+        let _ = self.tuples.store.wait_until_ready().await;
+        let _ = self.fermats.store.wait_until_ready().await;
     }
 
     /// Remember that we just wrote to a child that the cache showed at `seen` (its
@@ -270,10 +256,11 @@ impl Context {
     /// last write has not reached the cache yet. No API request.
     pub fn children<P: Resource, C: Child>(
         &self,
-        store: &Store<C>,
+        cache: &Cache<C>,
         parent: &P,
         desired: &[Desired<C::Spec>],
     ) -> CachedChildren<C> {
+        let store = &cache.store;
         let namespace = parent.meta().namespace.clone();
         let uid = parent.meta().uid.as_deref();
         let found: HashMap<String, Arc<C>> = desired
@@ -284,10 +271,7 @@ impl Context {
             })
             .collect();
         let owned = match uid {
-            Some(uid) => {
-                self.owner_index::<C>()
-                    .owned(store, uid, namespace.as_deref().unwrap_or_default())
-            }
+            Some(uid) => cache.owned(uid, namespace.as_deref().unwrap_or_default()),
             None => Vec::new(),
         };
         let ns = namespace.as_deref().unwrap_or_default();
@@ -312,83 +296,6 @@ impl Context {
             owned,
             in_flight,
             recheck_in,
-        }
-    }
-
-    /// The index of the children of kind `C` by their controller.
-    fn owner_index<C: Child>(&self) -> &OwnerIndex {
-        self.owner_index_of(C::KIND).unwrap_or(&self.tuple_owners)
-    }
-
-    /// The index of the children of a kind, if that kind is somebody's child.
-    pub(crate) fn owner_index_of(&self, kind: &str) -> Option<&OwnerIndex> {
-        match kind {
-            "Number" => Some(&self.number_owners),
-            "Tuple" => Some(&self.tuple_owners),
-            _ => None,
-        }
-    }
-
-    /// Log, in words, what a parent wants, what it found and what it is about to do.
-    pub fn narrate<P: Resource<DynamicType = ()>, C: Child>(&self, parent: &P, plan: &Plan<C>) {
-        let who = format!(
-            "{} {}/{}",
-            P::kind(&()),
-            parent.namespace().unwrap_or_default(),
-            parent.name_any()
-        );
-        let found = format!(
-            "wants {} {}s; {} ready, {} still computing, {} missing, {} edited by hand, {} to adopt, {} unwanted, {} owned by others",
-            plan.desired,
-            C::KIND,
-            plan.ready.len(),
-            plan.pending.len(),
-            plan.create.len(),
-            plan.correct.len(),
-            plan.adopt.len(),
-            plan.delete.len(),
-            plan.conflicts.len()
-        );
-        if plan.has_writes() || plan.blocked() {
-            info!("{who} {found}");
-        } else {
-            debug!("{who} {found}");
-        }
-    }
-
-    /// Publish an Event on `regarding` (see [`crate::runtime::events`]: a Warning that stays the same is
-    /// published once). An Event that cannot be written is logged, never a reason to fail the
-    /// reconcile that did the work it reports.
-    pub async fn publish<P: Resource<DynamicType = ()>>(
-        &self,
-        regarding: &P,
-        type_: EventType,
-        reason: &str,
-        action: &str,
-        note: String,
-        related: Option<k8s_openapi::api::core::v1::ObjectReference>,
-    ) {
-        let note = Note {
-            type_,
-            reason: reason.to_string(),
-            action: action.to_string(),
-            text: note,
-            related,
-        };
-        match self.events.publish(&regarding.object_ref(&()), note).await {
-            Ok(true) => self
-                .metrics
-                .write(self.controller_name::<P>(), "Event", WriteKind::Event),
-            Ok(false) => {}
-            Err(error) if crate::runtime::outage::is_unreachable(&error) => {
-                // Reported once, as an outage.
-                self.outage.unreachable(None, &error);
-            }
-            Err(error) => {
-                self.metrics
-                    .write(self.controller_name::<P>(), "Event", WriteKind::Event);
-                warn!(%error, reason, "could not publish an Event on {} {}", P::kind(&()), regarding.name_any())
-            }
         }
     }
 
@@ -453,69 +360,22 @@ impl Context {
         }
     }
 
-    /// Write an object's status if [`status::decide`] says it is due; answers when to look
-    /// again (`None`: on the next watch event). `current` is the status as far as we know
-    /// ([`Context::known_status`]); what we write is remembered until the cache shows it.
-    /// `standing` says whether it is the answer, and if not, how the children come along.
-    pub async fn write_status<P, S>(
+    /// A status was written (see [`crate::reconcile::writes::write_status`]): remembered until
+    /// the cache shows the object past the resourceVersion it had when we wrote; and, for a
+    /// status that is not the answer (`waiting`), when this object last reported its progress
+    /// (see [`Context::pace`]).
+    pub(crate) fn status_written<P: Resource<DynamicType = ()>>(
         &self,
         obj: &P,
-        current: Option<&S>,
-        desired: &S,
-        standing: Standing<'_>,
-    ) -> Result<Option<Duration>>
-    where
-        P: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-            + Clone
-            + Debug
-            + DeserializeOwned,
-        S: Serialize,
-    {
-        let namespace = obj.namespace().unwrap_or_default();
-        let name = obj.name_any();
-        let kind = P::kind(&()).to_string();
+        status: serde_json::Value,
+        waiting: bool,
+    ) {
         let key = object_key(obj);
-        let cached_version = obj.resource_version();
-        let current = current.map(serde_json::to_value).transpose()?;
-        let desired = serde_json::to_value(desired)?;
-        match status::decide(current.as_ref(), &desired, standing)? {
-            StatusWrite::Unchanged => Ok(None),
-            StatusWrite::Hold(wait) => Ok(Some(wait)),
-            StatusWrite::Patch(patch) => {
-                let api: Api<P> = Api::namespaced(self.client.clone(), &namespace);
-                let static_kind = match kind.as_str() {
-                    "Number" => "Number",
-                    "Tuple" => "Tuple",
-                    _ => "Fermat",
-                };
-                self.metrics.write(
-                    self.controller_name::<P>(),
-                    static_kind,
-                    WriteKind::PatchStatus,
-                );
-                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                    .map_err(|source| Error::Kube {
-                        action: "writing the status of",
-                        kind: static_kind,
-                        namespace: namespace.clone(),
-                        name: name.clone(),
-                        source: Box::new(source),
-                    })?;
-                if !matches!(standing, Standing::Answer) {
-                    self.reports.insert(key.clone(), ());
-                }
-                if let Some(seen) = cached_version {
-                    let status = desired;
-                    self.statuses.insert(key, WrittenStatus { seen, status });
-                }
-                let message = patch
-                    .pointer("/status/conditions/0/message")
-                    .and_then(|m| m.as_str())
-                    .unwrap_or("status updated");
-                info!("{kind} {namespace}/{name}: {message}");
-                Ok(None)
-            }
+        if waiting {
+            self.reports.insert(key.clone(), ());
+        }
+        if let Some(seen) = obj.resource_version() {
+            self.statuses.insert(key, WrittenStatus { seen, status });
         }
     }
 

@@ -23,8 +23,8 @@ use kube::Client;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::events::EventType;
 
-use crate::runtime::expiring::Memory;
 use crate::metrics::Metrics;
+use crate::runtime::expiring::Expiring;
 
 /// kube-apiserver's longest object name (a DNS subdomain).
 const MAX_NAME: usize = 253;
@@ -60,7 +60,7 @@ pub struct Publisher {
     client: Client,
     reporter: Reporter,
     /// Warnings published lately, by object UID, reason and note.
-    said: Memory<()>,
+    said: Expiring<()>,
 }
 
 impl Publisher {
@@ -68,7 +68,7 @@ impl Publisher {
         Publisher {
             client,
             reporter,
-            said: Memory::new("warnings_said", metrics, REPEAT_AFTER),
+            said: Expiring::new("warnings_said", metrics, REPEAT_AFTER),
         }
     }
 

@@ -3,7 +3,7 @@
 //!
 //! An entry is normally forgotten by the reconcile that looks it up next; but the object may
 //! be gone before that (a Fermat shrunk from 20000 to 2 leaves thousands of entries nobody
-//! looks up again). So every entry also has a time to live, a periodic [`Memory::expire`]
+//! looks up again). So every entry also has a time to live, a periodic [`Expiring::expire`]
 //! drops what outlived it, and the size of each map is exported as
 //! `math_controller_remembered_entries{memory}`.
 
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crate::metrics::Metrics;
 
 /// A map from object keys to remembered values that expire after `ttl`.
-pub struct Memory<V> {
+pub struct Expiring<V> {
     entries: Mutex<HashMap<String, Entry<V>>>,
     /// The `memory` label of the size gauge.
     label: &'static str,
@@ -27,9 +27,9 @@ struct Entry<V> {
     since: Instant,
 }
 
-impl<V: Clone> Memory<V> {
+impl<V: Clone> Expiring<V> {
     pub fn new(label: &'static str, metrics: Metrics, ttl: Duration) -> Self {
-        Memory {
+        Expiring {
             entries: Mutex::default(),
             label,
             metrics,
@@ -136,7 +136,7 @@ mod tests {
     #[test]
     fn entries_live_for_their_time_and_are_counted() {
         let metrics = Metrics::new();
-        let memory = Memory::new("child_writes", metrics.clone(), Duration::from_secs(60));
+        let memory = Expiring::new("child_writes", metrics.clone(), Duration::from_secs(60));
         memory.insert("a".into(), 1);
         memory.insert("b".into(), 2);
         let (value, left) = memory.get("a").expect("a lives");
@@ -156,7 +156,7 @@ mod tests {
     #[test]
     fn expired_entries_are_forgotten() {
         let metrics = Metrics::new();
-        let memory = Memory::new("child_writes", metrics.clone(), Duration::ZERO);
+        let memory = Expiring::new("child_writes", metrics.clone(), Duration::ZERO);
         memory.insert("a".into(), 1);
         memory.insert("b".into(), 2);
         assert_eq!(memory.update("b", |v| v.copied().unwrap_or(10)), 10);

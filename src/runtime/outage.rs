@@ -1,7 +1,7 @@
 //! Riding out an API server outage: telling "the API server is unreachable" apart from a
-//! failed request, logging it as a few lines instead of one per request, and the fast,
-//! jittered retry delays that bring the watches and the reconciles back within about a
-//! second of the server's return.
+//! failed request (with [`is_unreachable`], kept with the errors), logging it as a few lines
+//! instead of one per request, and the fast, jittered retry delays that bring the watches and
+//! the reconciles back within about a second of the server's return.
 //!
 //! During a control-plane restart every request fails with a connection error. Each of
 //! them is the same news, so the watches and the error policy report here, and this
@@ -15,21 +15,14 @@ use std::time::{Duration, Instant, SystemTime};
 use kube::runtime::utils::Backoff;
 use tracing::{info, warn};
 
+use crate::error::is_unreachable;
+
 /// How often a continuing outage is reported again.
 pub const REPORT_EVERY: Duration = Duration::from_secs(10);
 /// The longest a watch or a reconcile waits between two attempts while the server is away:
 /// the delay between its return and the manager noticing.
 pub const RETRY_MAX: Duration = Duration::from_secs(1);
 const RETRY_MIN: Duration = Duration::from_millis(100);
-
-/// Whether an error means the API server could not be reached (refused, reset, timed
-/// out), rather than an answer from it.
-pub fn is_unreachable(error: &kube::Error) -> bool {
-    matches!(
-        error,
-        kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_)
-    )
-}
 
 /// The outage in progress, if any: shared by the watches and the error policy.
 ///

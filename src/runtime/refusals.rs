@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use kube::{Resource, ResourceExt};
 use tracing::info;
 
+use crate::metrics::Metrics;
 use crate::reconcile::plan::{Refusal, Step};
 use crate::runtime::context::object_key;
-use crate::runtime::expiring::Memory;
-use crate::metrics::Metrics;
+use crate::runtime::expiring::Expiring;
 
 /// The first retry of a refused step comes after this long...
 const FIRST_RETRY: Duration = Duration::from_secs(1);
@@ -61,19 +61,19 @@ pub struct Held {
 }
 
 pub struct Refusals {
-    remembered: Memory<Remembered>,
+    remembered: Expiring<Remembered>,
     /// Parents (by UID) whose namespace is being deleted.
-    terminating: Memory<()>,
+    terminating: Expiring<()>,
     /// Namespaces said to be terminating in the log lately.
-    said: Memory<()>,
+    said: Expiring<()>,
 }
 
 impl Refusals {
     pub fn new(metrics: Metrics) -> Refusals {
         Refusals {
-            remembered: Memory::new("refusals", metrics.clone(), REMEMBER),
-            terminating: Memory::new("terminating_parents", metrics.clone(), TERMINATING),
-            said: Memory::new("terminating_namespaces", metrics, SAY_TERMINATING_EVERY),
+            remembered: Expiring::new("refusals", metrics.clone(), REMEMBER),
+            terminating: Expiring::new("terminating_parents", metrics.clone(), TERMINATING),
+            said: Expiring::new("terminating_namespaces", metrics, SAY_TERMINATING_EVERY),
         }
     }
 

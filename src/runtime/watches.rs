@@ -3,21 +3,22 @@
 //! under both.
 
 use std::collections::HashSet;
-use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::channel::mpsc;
 use futures::{Stream, StreamExt};
 use kube::api::Api;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
-use serde::de::DeserializeOwned;
 use tracing::{debug, warn};
 
+use crate::error::is_unreachable;
+use crate::kind::{Kind, Parent};
+use crate::runtime::cache::Cache;
 use crate::runtime::context::Context;
-use crate::runtime::outage::{WatchBackoff, is_unreachable, random};
+use crate::runtime::outage::{WatchBackoff, random};
 
 /// Kept by `kubectl apply` on every object; the manager never reads it.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -36,13 +37,27 @@ fn slim<K: Resource>(obj: &mut K) {
     }
 }
 
-/// The owners of kind `P` named in a child's ownerReferences, as cache keys, and the parent
-/// whose desired child carries this name: a deleted object that somebody else controlled
+/// What a child's watch tells the controller of its parents of kind `P`: the owners of kind
+/// `P` named in the child's ownerReferences, as cache keys, and the parent whose desired child
+/// carries this name ([`Parent::parent_of`]): a deleted object that somebody else controlled
 /// (a conflict) frees the name, and that parent must hear of it to create its own.
-fn owners<P: Resource<DynamicType = ()>, C: Resource>(child: &C) -> Vec<ObjectRef<P>> {
+pub(crate) fn tell_parents<P: Parent>(
+    parents: mpsc::UnboundedSender<ObjectRef<P>>,
+) -> impl Fn(&P::Child) + Send + 'static {
+    move |child| {
+        for owner in owners::<P>(child) {
+            let _ = parents.unbounded_send(owner);
+        }
+    }
+}
+
+/// The watch of a kind nobody owns has no parents to tell.
+pub(crate) fn no_parents<K>(_: &K) {}
+
+fn owners<P: Parent>(child: &P::Child) -> Vec<ObjectRef<P>> {
     let namespace = child.namespace();
-    let by_name = parent_name::<P>(&child.name_any())
-        .map(|name| ObjectRef::new(&name).within(namespace.as_deref().unwrap_or_default()));
+    let by_name = P::parent_of(&child.name_any())
+        .map(|name| ObjectRef::new(name).within(namespace.as_deref().unwrap_or_default()));
     child
         .owner_references()
         .iter()
@@ -51,52 +66,28 @@ fn owners<P: Resource<DynamicType = ()>, C: Resource>(child: &C) -> Vec<ObjectRe
         .collect()
 }
 
-/// The name of the parent of kind `P` that wants a child of this name: `<tuple>-<index>`
-/// for a Tuple, `<fermat>-<a>-and-<b>` for a Fermat.
-fn parent_name<P: Resource<DynamicType = ()>>(child: &str) -> Option<String> {
-    fn strip_number(name: &str) -> Option<&str> {
-        let (rest, digits) = name.rsplit_once('-')?;
-        (!rest.is_empty() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
-            .then_some(rest)
-    }
-    match P::kind(&()).as_ref() {
-        "Tuple" => strip_number(child).map(str::to_string),
-        "Fermat" => strip_number(child)
-            .and_then(|rest| rest.strip_suffix("-and"))
-            .and_then(strip_number)
-            .map(str::to_string),
-        _ => None,
-    }
-}
-
-/// One watch of kind `K`: it feeds the cache behind `reader`, and hands every change to the
-/// controllers that care: the object itself to `K`'s own controller, and its owners of kind
-/// `P` (for a child that appeared, changed or was deleted) to the parent's controller.
+/// One watch of kind `K`: it feeds `cache` (the store behind `writer`, and the owner index),
+/// and hands every change to the controllers that care: the object itself to `K`'s own
+/// controller, and (for a child that appeared, changed or was deleted) its parents to the
+/// parent's controller ([`tell_parents`]).
 ///
 /// This is kube-runtime's "shared stream" idea with plain unbounded channels for the
 /// fan-out: kube-runtime 5's shared-store dispatcher does not forward deletions (so a
 /// `kubectl delete number t-1` would never wake the Tuple), and its bounded buffer makes a
 /// watch wait for the slowest controller.
-pub(crate) fn watch_and_fan_out<K, P>(
+pub(crate) fn watch_and_fan_out<K: Kind>(
     api: Api<K>,
     config: watcher::Config,
     writer: reflector::store::Writer<K>,
-    reader: Store<K>,
+    cache: Cache<K>,
     own: mpsc::UnboundedSender<Arc<K>>,
-    parents: Option<mpsc::UnboundedSender<ObjectRef<P>>>,
+    tell_parents: impl Fn(&K) + Send + 'static,
     ctx: Arc<Context>,
-) -> impl Stream<Item = ()> + Send
-where
-    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
-    P: Resource<DynamicType = ()> + 'static,
-{
-    let tell_parents = move |obj: &K| {
-        if let Some(tx) = &parents {
-            for owner in owners::<P, K>(obj) {
-                let _ = tx.unbounded_send(owner);
-            }
-        }
-    };
+) -> impl Stream<Item = ()> + Send {
+    let Cache {
+        store: reader,
+        owners: index,
+    } = cache;
     // What the cache held when a (re)list began: the objects that are not in the new list
     // were deleted while the watch was down, and no Delete event will ever say so.
     let mut before_relist: Vec<Arc<K>> = Vec::new();
@@ -132,9 +123,7 @@ where
         .map(move |event| match event {
             Ok(watcher::Event::Apply(obj)) => {
                 ctx.saw_event(&obj);
-                if let Some(index) = ctx.owner_index_of(&K::kind(&())) {
-                    index.apply(&obj);
-                }
+                index.apply(&obj);
                 tell_parents(&obj);
                 // The cache's own copy: a burst of 10000 events queues pointers, not 10000
                 // second copies of the objects.
@@ -143,9 +132,7 @@ where
             }
             Ok(watcher::Event::Delete(obj)) => {
                 ctx.saw_event(&obj);
-                if let Some(index) = ctx.owner_index_of(&K::kind(&())) {
-                    index.delete(&obj);
-                }
+                index.delete(&obj);
                 tell_parents(&obj)
             }
             // The reflector fills a new cache on the side; until InitDone, `reader` still
@@ -162,9 +149,7 @@ where
             Ok(watcher::Event::InitDone) => {
                 ctx.relist_done(K::kind(&()));
                 let now = reader.state();
-                if let Some(index) = ctx.owner_index_of(&K::kind(&())) {
-                    index.rebuild(&now);
-                }
+                index.rebuild(&now);
                 for gone in vanished(&std::mem::take(&mut before_relist), &now) {
                     debug!(
                         "{} {}/{} vanished while the watch was down",
@@ -232,23 +217,7 @@ fn jittered(period: Duration, random: u64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{Fermat, Number, Tuple};
-
-    #[test]
-    fn a_child_name_leads_to_the_parent_that_wants_it() {
-        assert_eq!(parent_name::<Tuple>("t-0").as_deref(), Some("t"));
-        assert_eq!(
-            parent_name::<Tuple>("f-1-and-49-1").as_deref(),
-            Some("f-1-and-49")
-        );
-        assert_eq!(parent_name::<Tuple>("number-sample"), None);
-        assert_eq!(
-            parent_name::<Fermat>("fermat-50-1-and-49").as_deref(),
-            Some("fermat-50")
-        );
-        assert_eq!(parent_name::<Fermat>("t-1"), None);
-        assert_eq!(parent_name::<Fermat>("-1-and-2"), None);
-    }
+    use crate::api::Number;
 
     #[test]
     fn vanished_objects_are_those_missing_from_the_relist() {

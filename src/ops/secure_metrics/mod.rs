@@ -54,8 +54,8 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
-use crate::ops::health;
 use crate::metrics::Metrics;
+use crate::ops::health;
 use crate::ops::serving::{self, HttpLimits, Transport};
 use tls::TlsError;
 
