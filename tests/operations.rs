@@ -10,10 +10,10 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
+use math_controller::metrics::Metrics;
 use math_controller::ops::client;
 use math_controller::ops::leader::{self, LeaderElectionConfig};
 use math_controller::ops::manager::{self, Options};
-use math_controller::metrics::Metrics;
 use math_controller::ops::secure_metrics::SecureMetrics;
 use serde_json::Value;
 use test_apiserver::{RequestFilter, TestServer, Verb};

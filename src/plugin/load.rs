@@ -8,10 +8,10 @@ use std::time::Duration;
 use kube::api::{Api, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config, Resource};
-use serde::de::DeserializeOwned;
 
 use super::{NotFound, Objects};
 use crate::api::{Fermat, Number, Tuple};
+use crate::kind::Kind;
 
 /// Why the plugin stops. Each message is one line that says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -121,14 +121,11 @@ fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
 /// enough that no single response is huge.
 const PAGE: u32 = 5_000;
 
-async fn list<K>(api: Api<K>, kind: &'static str, url: &str) -> Result<Vec<Arc<K>>, PluginError>
-where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
-{
+async fn list<K: Kind>(api: Api<K>, url: &str) -> Result<Vec<Arc<K>>, PluginError> {
     let mut items = Vec::new();
     let mut params = ListParams::default().limit(PAGE);
     loop {
-        let page = api.list(&params).await.map_err(|e| explain(kind, url, e))?;
+        let page = api.list(&params).await.map_err(|e| explain(K::KIND, url, e))?;
         items.extend(page.items.into_iter().map(Arc::new));
         match page.metadata.continue_ {
             Some(token) if !token.is_empty() => params = params.continue_token(&token),
@@ -150,9 +147,9 @@ pub async fn list_all(conn: &Connection, namespace: Option<&str>) -> Result<Obje
     }
     let client = &conn.client;
     let (fermats, tuples, numbers) = futures::try_join!(
-        list(api::<Fermat>(client, namespace), "Fermat", &conn.url),
-        list(api::<Tuple>(client, namespace), "Tuple", &conn.url),
-        list(api::<Number>(client, namespace), "Number", &conn.url),
+        list(api::<Fermat>(client, namespace), &conn.url),
+        list(api::<Tuple>(client, namespace), &conn.url),
+        list(api::<Number>(client, namespace), &conn.url),
     )?;
     Ok(Objects {
         fermats,
