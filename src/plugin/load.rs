@@ -125,7 +125,10 @@ async fn list<K: Kind>(api: Api<K>, url: &str) -> Result<Vec<Arc<K>>, PluginErro
     let mut items = Vec::new();
     let mut params = ListParams::default().limit(PAGE);
     loop {
-        let page = api.list(&params).await.map_err(|e| explain(K::KIND, url, e))?;
+        let page = api
+            .list(&params)
+            .await
+            .map_err(|e| explain(K::KIND, url, e))?;
         items.extend(page.items.into_iter().map(Arc::new));
         match page.metadata.continue_ {
             Some(token) if !token.is_empty() => params = params.continue_token(&token),

@@ -19,7 +19,7 @@ use crate::metrics::Metrics;
 use crate::reconcile::status::{self, Pace};
 use crate::runtime::cache::Cache;
 use crate::runtime::events::{Publisher, Reporter};
-use crate::runtime::expiring::Expiring;
+use crate::runtime::expiring::{Expiring, key, object_key};
 use crate::runtime::outage::Outage;
 use crate::runtime::refusals::Refusals;
 
@@ -102,20 +102,6 @@ const FAILURE_MEMORY: Duration = Duration::from_secs(600);
 /// can fall tens of seconds behind its watches, and a shorter timeout then creates every
 /// child a second time (18406 refused creates for a Fermat 10000 with 30 s, under valgrind).
 pub const IN_FLIGHT_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// How the manager's memories name an object: `Kind/namespace/name`.
-fn key(kind: &str, namespace: &str, name: &str) -> String {
-    format!("{kind}/{namespace}/{name}")
-}
-
-/// [`key`] of an object: what its remembered writes, failures and backoff are filed under.
-pub(crate) fn object_key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
-    key(
-        &K::kind(&()),
-        &obj.namespace().unwrap_or_default(),
-        &obj.name_any(),
-    )
-}
 
 impl Context {
     /// A context over the three caches, with its own Event recorder.

@@ -11,7 +11,23 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use kube::{Resource, ResourceExt};
+
 use crate::metrics::Metrics;
+
+/// How the manager's memories name an object: `Kind/namespace/name`.
+pub(crate) fn key(kind: &str, namespace: &str, name: &str) -> String {
+    format!("{kind}/{namespace}/{name}")
+}
+
+/// [`key`] of an object: what its remembered writes, failures and backoff are filed under.
+pub(crate) fn object_key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
+    key(
+        &K::kind(&()),
+        &obj.namespace().unwrap_or_default(),
+        &obj.name_any(),
+    )
+}
 
 /// A map from object keys to remembered values that expire after `ttl`.
 pub struct Expiring<V> {

@@ -16,8 +16,8 @@ use tracing::info;
 
 use crate::metrics::Metrics;
 use crate::reconcile::plan::{Refusal, Step};
-use crate::runtime::context::object_key;
 use crate::runtime::expiring::Expiring;
+use crate::runtime::expiring::object_key;
 
 /// The first retry of a refused step comes after this long...
 const FIRST_RETRY: Duration = Duration::from_secs(1);

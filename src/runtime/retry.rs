@@ -15,7 +15,8 @@ use tracing::{debug, warn};
 use crate::error::{Error, Result};
 use crate::metrics::ReconcileResult;
 use crate::reconcile::status::{Outcome, Progress};
-use crate::runtime::context::{Context, object_key};
+use crate::runtime::context::Context;
+use crate::runtime::expiring::object_key;
 use crate::runtime::outage;
 
 /// Exponential backoff of the error policy: 100 ms, 200 ms, ... capped at 5 minutes.
