@@ -12,9 +12,10 @@ use math_controller::ops::manager::{self, Options};
 use math_controller::ops::{client, startup, telemetry};
 use tokio::signal::unix::{SignalKind, signal};
 
-/// mimalloc instead of glibc's malloc: the caches' objects are allocated on one runtime thread
-/// and freed on another, and glibc's per-thread arenas kept what was freed. See the README
-/// ("Dependencies") for the numbers.
+/// jemalloc (`tikv-jemallocator`) instead of glibc's malloc: the caches' objects are allocated
+/// on one runtime thread and freed on another, and glibc's per-thread arenas kept what was
+/// freed (mimalloc, also tried, kept more still). See the README ("Dependencies") for the
+/// numbers.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
