@@ -1,6 +1,6 @@
 //! The manager: one process, one `kube::Client`, three controllers sharing three watches;
 //! [`run`] serves the probes and metrics, waits for leadership, runs the controllers and
-//! stops them, and [`run_controllers`] wires them (what kubebuilder's `SetupWithManager`
+//! stops them, and `run_controllers` wires them (what kubebuilder's `SetupWithManager`
 //! does, for the three kinds at once).
 //!
 //! Each kind is watched exactly once. The watch feeds a shared reflector store (the cache the
@@ -18,8 +18,9 @@
 //! bounded buffer makes a watch wait for the slowest controller. `owns` also maps a child to
 //! its parents only through ownerReferences, while a conflicting object that is deleted frees
 //! a name whose parent it does not name ([`crate::kind::Parent::parent_of`]). So each watch
-//! is [`watch_and_fan_out`], with plain unbounded channels, and the controllers are built on
-//! kube-runtime's `for_shared_stream` and `reconcile_on` from those channels.
+//! is `watch_and_fan_out` (`runtime/watches.rs`), with plain unbounded channels, and the
+//! controllers are built on kube-runtime's `for_shared_stream` and `reconcile_on` from those
+//! channels.
 
 use std::future::Future;
 use std::net::SocketAddr;

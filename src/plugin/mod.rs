@@ -3,9 +3,21 @@
 //!
 //! What is here is pure: [`build`] turns listed objects into [`Node`]s. What a parent wants
 //! and how its children compare with that are the manager's own decisions
-//! ([`Parent::desired_children`], [`plan::plan`]), so the tree
-//! marks exactly what the controllers would act on. Drawing is in [`render`], the cluster
-//! at the edges in [`load`] and [`watch`].
+//! ([`Parent::desired_children`], [`plan::plan`]), so the tree marks exactly what the
+//! controllers would act on. Drawing is in [`render`], the cluster at the edges in [`load`]
+//! and [`watch`]. The plugin uses only `api.rs`, `kind.rs` and `reconcile/plan.rs` of the
+//! manager; `bin/kubectl-math.rs` is its thin `main`.
+//!
+//! - `node.rs`: the tree's vocabulary: kinds, targets, Ready, problems, nodes.
+//! - `summary.rs`: each status in a few words.
+//! - `render.rs`: aligned lines, folding, colours, JSON (pure).
+//! - `live.rs`: what the live view remembers: UIDs, Ready flips, highlights (pure).
+//! - `memo.rs`: what a live frame reuses from the last one: unchanged Tuples' subtrees.
+//! - `pace.rs`: when the next live frame is due: max(100 ms, 3 × the last frame's cost) (pure).
+//! - `load.rs`: kubeconfig, lists, one-line errors.
+//! - `watch.rs`: `--watch`: watches, caches, frames, the terminal.
+//! - `cli.rs`: the plugin's command line.
+//! - `tests.rs`, `tests/`: the tree, the live view and the memo against hand-made objects.
 
 pub mod cli;
 pub mod live;

@@ -26,6 +26,9 @@
 //!
 //! The verb is the request's method in lower case, as kube-apiserver authorises non-resource
 //! URLs: `GET` is `get`, `HEAD` is `head`.
+//!
+//! `tls.rs` holds the certificate (a directory, reloaded on change, or self-signed);
+//! `tests.rs` the unit tests of the caches and the refusals.
 
 pub mod tls;
 
