@@ -21,14 +21,14 @@ use futures::StreamExt;
 use futures::stream::LocalBoxStream;
 use kube::api::{Api, DeleteParams, PostParams};
 use math_controller::api::{Fermat, FermatSpec, Number};
-use math_controller::manager::{self, Options as ManagerOptions};
 use math_controller::metrics::Metrics;
-use math_controller::tree::cli::MAX_CHILDREN;
-use math_controller::tree::load::{self, Connection};
-use math_controller::tree::pace::Pacer;
-use math_controller::tree::render::{self, Line, Marks, Options};
-use math_controller::tree::watch::{FRAME, Model, Update, drain};
-use math_controller::tree::{Kind, Object, Target, build, is_ready};
+use math_controller::ops::manager::{self, Options as ManagerOptions};
+use math_controller::plugin::cli::MAX_CHILDREN;
+use math_controller::plugin::load::{self, Connection};
+use math_controller::plugin::pace::Pacer;
+use math_controller::plugin::render::{self, Line, Marks, Options};
+use math_controller::plugin::watch::{FRAME, Model, Update, drain};
+use math_controller::plugin::{Kind, Object, Target, build, is_ready};
 use test_apiserver::TestServer;
 
 fn stats(name: &str, unit: &str, samples: &mut [Duration]) {

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use crate::health::BindAddress;
-use crate::telemetry::LogFormat;
+use crate::ops::health::BindAddress;
+use crate::ops::telemetry::LogFormat;
 
 /// math-controller: Number, Tuple and Fermat, reconciled by one manager.
 #[derive(Debug, Parser)]
@@ -58,7 +58,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub leader_election_namespace: Option<String>,
     /// Name of the Lease.
-    #[arg(long, default_value = crate::leader::DEFAULT_LEASE_NAME)]
+    #[arg(long, default_value = crate::ops::leader::DEFAULT_LEASE_NAME)]
     pub leader_election_id: String,
     /// Reconcile every object again this often, whatever the watches say (±10 %): `600s`,
     /// `10m`, `1h`. A safety net that costs no write on a converged cluster.
@@ -92,16 +92,16 @@ impl RunArgs {
         match self.metrics_bind_address {
             Some(BindAddress(address)) => address,
             None if self.metrics_secure => {
-                Some(([127, 0, 0, 1], crate::metrics_auth::SECURE_PORT).into())
+                Some(([127, 0, 0, 1], crate::ops::secure_metrics::SECURE_PORT).into())
             }
             None => Some(([127, 0, 0, 1], 8080).into()),
         }
     }
 
     /// The `--metrics-secure` set-up, if asked for.
-    pub fn metrics_security(&self) -> Option<crate::metrics_auth::SecureMetrics> {
+    pub fn metrics_security(&self) -> Option<crate::ops::secure_metrics::SecureMetrics> {
         self.metrics_secure
-            .then(|| crate::metrics_auth::SecureMetrics {
+            .then(|| crate::ops::secure_metrics::SecureMetrics {
                 cert_dir: self.metrics_cert_dir.clone(),
                 ..Default::default()
             })
@@ -184,11 +184,11 @@ mod tests {
         let cli = Cli::try_parse_from(["math-controller"]).unwrap();
         assert_eq!(
             cli.run.shutdown_timeout,
-            crate::manager::DEFAULT_SHUTDOWN_TIMEOUT
+            crate::ops::manager::DEFAULT_SHUTDOWN_TIMEOUT
         );
         assert_eq!(
             cli.run.api_read_timeout,
-            crate::client::DEFAULT_READ_TIMEOUT
+            crate::ops::client::DEFAULT_READ_TIMEOUT
         );
         assert!(Cli::try_parse_from(["math-controller", "--api-read-timeout=1s"]).is_err());
     }

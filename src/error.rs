@@ -48,10 +48,10 @@ impl Error {
     }
 
     /// The API server could not be reached (an outage): retried fast and reported once,
-    /// by [`crate::outage::Outage`], rather than backed off and logged per object.
+    /// by [`crate::runtime::outage::Outage`], rather than backed off and logged per object.
     pub fn is_unreachable(&self) -> bool {
         match self {
-            Error::Kube { source, .. } => crate::outage::is_unreachable(source),
+            Error::Kube { source, .. } => is_unreachable(source),
             _ => false,
         }
     }
@@ -66,6 +66,15 @@ impl Error {
             Error::Serialize(_) => "serialize",
         }
     }
+}
+
+/// Whether an error means the API server could not be reached (refused, reset, timed
+/// out), rather than an answer from it.
+pub fn is_unreachable(error: &kube::Error) -> bool {
+    matches!(
+        error,
+        kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_)
+    )
 }
 
 /// What every reconcile returns.

@@ -4,16 +4,18 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use math_controller::api;
 use math_controller::cli::{Cli, Command, RunArgs};
-use math_controller::leader::LeaderElectionConfig;
-use math_controller::manager::{self, Options};
 use math_controller::metrics::Metrics;
-use math_controller::{api, client, startup, telemetry};
+use math_controller::ops::leader::LeaderElectionConfig;
+use math_controller::ops::manager::{self, Options};
+use math_controller::ops::{client, startup, telemetry};
 use tokio::signal::unix::{SignalKind, signal};
 
-/// mimalloc instead of glibc's malloc: the caches' objects are allocated on one runtime thread
-/// and freed on another, and glibc's per-thread arenas kept what was freed. See the README
-/// ("Dependencies") for the numbers.
+/// jemalloc (`tikv-jemallocator`) instead of glibc's malloc: the caches' objects are allocated
+/// on one runtime thread and freed on another, and glibc's per-thread arenas kept what was
+/// freed (mimalloc, also tried, kept more still). See the README ("Dependencies") for the
+/// numbers.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

@@ -1,11 +1,11 @@
 //! `crds/` is generated from the Rust types (`make crds`); this fails when they drift apart,
 //! so a change to `src/api.rs` cannot land without the YAML that `make install` applies.
 
-use std::path::Path;
+mod common;
 
 #[test]
 fn crds_directory_matches_the_rust_types() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("crds");
+    let dir = common::repo().join("crds");
     let generated = math_controller::api::crd_files().expect("the CRDs serialize");
     assert_eq!(generated.len(), 3);
     for (file, yaml) in &generated {

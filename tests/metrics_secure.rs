@@ -11,9 +11,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::{Harness, https, kubectl_ok, repo};
-use math_controller::manager::Options;
-use math_controller::metrics_auth::{MAX_REVIEWS_IN_FLIGHT, SecureMetrics};
-use math_controller::serving::HttpLimits;
+use math_controller::ops::manager::Options;
+use math_controller::ops::secure_metrics::{MAX_REVIEWS_IN_FLIGHT, SecureMetrics};
+use math_controller::ops::serving::HttpLimits;
 use serde_json::Value;
 use test_apiserver::{RequestFilter, TestServer};
 

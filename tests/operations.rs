@@ -3,34 +3,26 @@
 //! the real binary, the deploy/ manifests, and RBAC rules compared with the requests a full
 //! manager run issues.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
-use math_controller::client;
-use math_controller::leader::{self, LeaderElectionConfig};
-use math_controller::manager::{self, Options};
+use common::*;
 use math_controller::metrics::Metrics;
-use math_controller::metrics_auth::SecureMetrics;
+use math_controller::ops::client;
+use math_controller::ops::leader::{self, LeaderElectionConfig};
+use math_controller::ops::manager::Options;
+use math_controller::ops::secure_metrics::SecureMetrics;
 use serde_json::Value;
 use test_apiserver::{RequestFilter, TestServer, Verb};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
-
-#[path = "common/https.rs"]
-mod https;
 
 const LEASE: &str = "ops-test-lease";
 const NS: &str = "default";
-
-async fn server() -> Result<TestServer> {
-    let server = TestServer::start().await?;
-    server.apply_crd_yaml(&math_controller::api::crds_yaml()?)?;
-    Ok(server)
-}
 
 /// Short timings so the tests take seconds, in the same proportions as the defaults.
 fn election(identity: &str, lease_duration: Duration) -> LeaderElectionConfig {
@@ -41,63 +33,11 @@ fn election(identity: &str, lease_duration: Duration) -> LeaderElectionConfig {
     cfg
 }
 
-/// A manager running in this process.
-struct Running {
-    metrics: Metrics,
-    stop: Option<oneshot::Sender<()>>,
-    task: JoinHandle<Result<()>>,
-}
-
-fn start(server: &TestServer, options: Options) -> Running {
-    start_with_client(server.client(), options)
-}
-
-fn start_with_client(client: kube::Client, options: Options) -> Running {
-    let metrics = Metrics::new();
-    let (tx, rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(manager::run(client, options, metrics.clone(), async {
-        let _ = rx.await;
-    }));
-    Running {
-        metrics,
-        stop: Some(tx),
-        task,
-    }
-}
-
 fn with_election(cfg: LeaderElectionConfig) -> Options {
     Options {
         leader_election: Some(cfg),
         ..Options::default()
     }
-}
-
-impl Running {
-    /// SIGTERM, as the manager sees it: stop, finish, release, return.
-    async fn shutdown(mut self) -> Result<()> {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        tokio::time::timeout(Duration::from_secs(10), self.task)
-            .await
-            .context("the manager did not stop within 10 s")??
-    }
-
-    /// A crash: the process is gone, nothing is released.
-    fn crash(self) {
-        self.task.abort();
-    }
-
-    fn leads(&self) -> bool {
-        sample(&self.metrics.encode(), "math_controller_leader") == Some(1.0)
-    }
-}
-
-/// The value of the sample whose series (name and labels) is exactly `series`.
-fn sample(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
 fn holder(server: &TestServer) -> Option<String> {
@@ -107,23 +47,6 @@ fn holder(server: &TestServer) -> Option<String> {
         .as_str()
         .map(str::to_string)
         .filter(|h| !h.is_empty())
-}
-
-async fn eventually<T>(
-    timeout: Duration,
-    what: &str,
-    mut f: impl FnMut() -> Option<T>,
-) -> Result<T> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f() {
-            return Ok(v);
-        }
-        if Instant::now() > deadline {
-            bail!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 fn number_status(server: &TestServer, name: &str) -> Option<Value> {
@@ -141,47 +64,6 @@ fn number_converged(server: &TestServer, name: &str) -> bool {
             n.pointer("/status/observedGeneration") == n.pointer("/metadata/generation")
                 && n.pointer("/status/fizzBuzz").is_some()
         })
-}
-
-async fn kubectl(server: &TestServer, args: &[&str], stdin: Option<&str>) -> Result<Output> {
-    let kubeconfig = server.kubeconfig_path();
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let stdin = stdin.map(str::to_string);
-    tokio::task::spawn_blocking(move || -> Result<Output> {
-        let mut child = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("kubectl must be installed")?;
-        if let Some(input) = stdin {
-            use std::io::Write;
-            child
-                .stdin
-                .take()
-                .context("stdin")?
-                .write_all(input.as_bytes())?;
-        } else {
-            drop(child.stdin.take());
-        }
-        Ok(child.wait_with_output()?)
-    })
-    .await?
-}
-
-async fn kubectl_ok(server: &TestServer, args: &[&str], stdin: Option<&str>) -> Result<String> {
-    let out = kubectl(server, args, stdin).await?;
-    ensure!(
-        out.status.success(),
-        "kubectl {}: {}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn number_yaml(name: &str, value: i64) -> String {
@@ -217,10 +99,6 @@ async fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String)> {
         Ok((status, body.to_string()))
     })
     .await?
-}
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -274,7 +152,7 @@ async fn lease_is_exclusive_released_at_once_and_lost_when_taken() -> Result<()>
 
     // Someone edits the lease to another holder: b notices within its renew deadline.
     let taken = Instant::now();
-    kubectl_ok(
+    try_kubectl(
         &server,
         &[
             "patch",
@@ -327,15 +205,15 @@ async fn two_managers_only_the_leader_writes_and_a_standby_takes_over_after_a_cr
 {
     let server = server().await?;
     let lease_duration = Duration::from_secs(4);
-    let a = start(&server, with_election(election("a", lease_duration)));
-    eventually(Duration::from_secs(5), "a to lead", || {
+    let a = Running::start(&server, with_election(election("a", lease_duration)));
+    eventually_within(Duration::from_secs(5), "a to lead", || {
         a.leads().then_some(())
     })
     .await?;
-    let b = start(&server, with_election(election("b", lease_duration)));
+    let b = Running::start(&server, with_election(election("b", lease_duration)));
 
-    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
-    eventually(Duration::from_secs(5), "n1 converged", || {
+    try_kubectl(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
+    eventually_within(Duration::from_secs(5), "n1 converged", || {
         number_converged(&server, "n1").then_some(())
     })
     .await?;
@@ -350,8 +228,8 @@ async fn two_managers_only_the_leader_writes_and_a_standby_takes_over_after_a_cr
     // time to start its controllers and reconcile).
     a.crash();
     let crashed = Instant::now();
-    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n2", 9))).await?;
-    eventually(
+    try_kubectl(&server, &["apply", "-f", "-"], Some(&number_yaml("n2", 9))).await?;
+    eventually_within(
         lease_duration + Duration::from_secs(3),
         "b to converge n2",
         || number_converged(&server, "n2").then_some(()),
@@ -378,26 +256,26 @@ async fn a_gracefully_stopped_leader_hands_over_at_once() -> Result<()> {
     let server = server().await?;
     // Long enough that "at once" cannot be an expiry.
     let lease_duration = Duration::from_secs(20);
-    let a = start(&server, with_election(election("a", lease_duration)));
-    eventually(Duration::from_secs(5), "a to lead", || {
+    let a = Running::start(&server, with_election(election("a", lease_duration)));
+    eventually_within(Duration::from_secs(5), "a to lead", || {
         a.leads().then_some(())
     })
     .await?;
-    let b = start(&server, with_election(election("b", lease_duration)));
+    let b = Running::start(&server, with_election(election("b", lease_duration)));
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(!b.leads());
 
     let stopping = Instant::now();
     a.shutdown().await?;
-    eventually(Duration::from_secs(3), "b to lead after a released", || {
+    eventually_within(Duration::from_secs(3), "b to lead after a released", || {
         b.leads().then_some(())
     })
     .await?;
     assert!(stopping.elapsed() < Duration::from_secs(3));
     assert_eq!(holder(&server).as_deref(), Some("b"));
 
-    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n3", 3))).await?;
-    eventually(Duration::from_secs(5), "b to converge n3", || {
+    try_kubectl(&server, &["apply", "-f", "-"], Some(&number_yaml("n3", 3))).await?;
+    eventually_within(Duration::from_secs(5), "b to converge n3", || {
         number_converged(&server, "n3").then_some(())
     })
     .await?;
@@ -419,7 +297,7 @@ fn status_patches() -> RequestFilter {
 /// Waits until the Number controller has a reconcile in flight (here: one whose status write
 /// the server holds back).
 async fn number_reconcile_in_flight(metrics: &Metrics) -> Result<()> {
-    eventually(
+    eventually_within(
         Duration::from_secs(10),
         "a Number reconcile in flight",
         || {
@@ -440,17 +318,17 @@ async fn a_leader_that_loses_the_lease_stops_at_once_without_waiting_for_its_wri
     // The status write of n1 takes 8 s: the old leader must not wait for it, nor land it.
     server.set_latency(status_patches(), Duration::from_secs(8));
     let lease_duration = Duration::from_secs(3);
-    let a = start(&server, with_election(election("a", lease_duration)));
-    eventually(Duration::from_secs(5), "a to lead", || {
+    let a = Running::start(&server, with_election(election("a", lease_duration)));
+    eventually_within(Duration::from_secs(5), "a to lead", || {
         a.leads().then_some(())
     })
     .await?;
-    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
+    try_kubectl(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
     number_reconcile_in_flight(&a.metrics).await?;
 
     // Another replica takes the lease (as if a's renewals had been lost in the network).
     let taken = Instant::now();
-    kubectl_ok(
+    try_kubectl(
         &server,
         &[
             "patch",
@@ -492,18 +370,18 @@ async fn a_shutdown_waits_for_the_reconciles_in_flight_at_most_the_shutdown_time
     let server = server().await?;
     // A status write that takes longer than any grace period.
     server.set_latency(status_patches(), Duration::from_secs(60));
-    let m = start(
+    let m = Running::start(
         &server,
         Options {
             shutdown_timeout: Duration::from_secs(1),
             ..with_election(election("a", Duration::from_secs(10)))
         },
     );
-    eventually(Duration::from_secs(5), "the manager to lead", || {
+    eventually_within(Duration::from_secs(5), "the manager to lead", || {
         m.leads().then_some(())
     })
     .await?;
-    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
+    try_kubectl(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
     number_reconcile_in_flight(&m.metrics).await?;
 
     let stopping = Instant::now();
@@ -534,7 +412,7 @@ async fn a_hung_request_is_cut_by_the_read_timeout_and_watches_end_before_it() -
     let mut config = kube::Config::new(server.url().parse()?);
     config.default_namespace = NS.to_string();
     let client = kube::Client::try_from(client::with_read_timeout(config, read_timeout))?;
-    let m = start_with_client(
+    let m = Running::with_client(
         client,
         Options {
             read_timeout: Some(read_timeout),
@@ -545,12 +423,12 @@ async fn a_hung_request_is_cut_by_the_read_timeout_and_watches_end_before_it() -
     // n1's status write hangs: the server does not answer for an hour.
     let n1_status = status_patches().name("n1");
     server.set_latency(n1_status.clone(), Duration::from_secs(3600));
-    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
+    try_kubectl(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
     number_reconcile_in_flight(&m.metrics).await?;
     tokio::time::sleep(read_timeout + Duration::from_secs(1)).await;
     // The server answers again: the write that timed out is retried, and lands.
     server.set_latency(n1_status, Duration::ZERO);
-    eventually(
+    eventually_within(
         Duration::from_secs(10),
         "n1 converged after its hung write",
         || number_converged(&server, "n1").then_some(()),
@@ -559,8 +437,8 @@ async fn a_hung_request_is_cut_by_the_read_timeout_and_watches_end_before_it() -
 
     // Quiet for several read timeouts: the watches still deliver a new Number.
     tokio::time::sleep(read_timeout * 3).await;
-    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n2", 9))).await?;
-    eventually(Duration::from_secs(10), "n2 converged", || {
+    try_kubectl(&server, &["apply", "-f", "-"], Some(&number_yaml("n2", 9))).await?;
+    eventually_within(Duration::from_secs(10), "n2 converged", || {
         number_converged(&server, "n2").then_some(())
     })
     .await?;
@@ -594,7 +472,7 @@ async fn metrics_and_probes_answer_over_http() -> Result<()> {
     let server = server().await?;
     let metrics_address = free_port()?;
     let probe_address = free_port()?;
-    let m = start(
+    let m = Running::start(
         &server,
         Options {
             metrics_address: Some(metrics_address),
@@ -602,7 +480,7 @@ async fn metrics_and_probes_answer_over_http() -> Result<()> {
             ..Options::default()
         },
     );
-    eventually(Duration::from_secs(5), "/healthz", || {
+    eventually_within(Duration::from_secs(5), "/healthz", || {
         std::net::TcpStream::connect(probe_address).ok()
     })
     .await?;
@@ -614,8 +492,8 @@ async fn metrics_and_probes_answer_over_http() -> Result<()> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
-    kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 25))).await?;
-    eventually(Duration::from_secs(5), "n1 converged", || {
+    try_kubectl(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 25))).await?;
+    eventually_within(Duration::from_secs(5), "n1 converged", || {
         number_converged(&server, "n1").then_some(())
     })
     .await?;
@@ -692,7 +570,7 @@ async fn sigterm_exits_zero_and_releases_the_lease() -> Result<()> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    let started = eventually(
+    let started = eventually_within(
         Duration::from_secs(20),
         "the binary to take the lease",
         || (holder(&server).as_deref() == Some("sigterm-test")).then_some(()),
@@ -915,7 +793,7 @@ async fn a_second_ctrl_c_stops_at_once() -> Result<()> {
         .stderr(Stdio::piped())
         .spawn()?;
     let outcome = async {
-        kubectl_ok(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
+        try_kubectl(&server, &["apply", "-f", "-"], Some(&number_yaml("n1", 15))).await?;
         binary_reconcile_in_flight(metrics).await?;
         // The first Ctrl-C drains: the manager waits for the reconcile in flight.
         signal(&child, "-INT")?;
@@ -1066,7 +944,7 @@ fn deploy_manifests_are_well_formed_and_match_the_cli() -> Result<()> {
     let grace = pod
         .termination_grace_period_seconds
         .context("terminationGracePeriodSeconds")?;
-    let shutdown = cli.run.shutdown_timeout + math_controller::shutdown::RELEASE_TIMEOUT;
+    let shutdown = cli.run.shutdown_timeout + math_controller::ops::shutdown::RELEASE_TIMEOUT;
     assert!(
         shutdown < Duration::from_secs(u64::try_from(grace)?),
         "--shutdown-timeout plus the lease release ({shutdown:?}) must end within terminationGracePeriodSeconds ({grace} s)"
@@ -1149,9 +1027,9 @@ async fn deploy_manifests_pass_a_server_dry_run() -> Result<()> {
     let server = server().await?;
     // A dry run creates nothing, so the namespaced objects need the namespace for real.
     let ns = repo().join("deploy/00-namespace.yaml");
-    kubectl_ok(&server, &["apply", "-f", &ns.to_string_lossy()], None).await?;
+    try_kubectl(&server, &["apply", "-f", &ns.to_string_lossy()], None).await?;
     let deploy = repo().join("deploy");
-    let out = kubectl_ok(
+    let out = try_kubectl(
         &server,
         &["apply", "--dry-run=server", "-f", &deploy.to_string_lossy()],
         None,
@@ -1269,7 +1147,7 @@ async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Res
         .collect();
     server.enforce_owner_references(&rules)?;
     let metrics_address = free_port()?;
-    let m = start(
+    let m = Running::start(
         &server,
         Options {
             metrics_address: Some(metrics_address),
@@ -1277,15 +1155,15 @@ async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Res
             ..with_election(election("rbac", Duration::from_secs(10)))
         },
     );
-    eventually(Duration::from_secs(5), "the manager to lead", || {
+    eventually_within(Duration::from_secs(5), "the manager to lead", || {
         m.leads().then_some(())
     })
     .await?;
     // --metrics-secure: a scrape with a token bound to metrics-reader (TokenReview and
     // SubjectAccessReview).
     let reader = repo().join("deploy/24-metrics-reader-cluster-role.yaml");
-    kubectl_ok(&server, &["apply", "-f", &reader.to_string_lossy()], None).await?;
-    kubectl_ok(
+    try_kubectl(&server, &["apply", "-f", &reader.to_string_lossy()], None).await?;
+    try_kubectl(
         &server,
         &[
             "create",
@@ -1302,7 +1180,7 @@ async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Res
     assert_eq!(scrape.status, 200, "{}", scrape.text);
     let apply = |yaml: String| {
         let server = server.clone();
-        async move { kubectl_ok(&server, &["apply", "-f", "-"], Some(&yaml)).await }
+        async move { try_kubectl(&server, &["apply", "-f", "-"], Some(&yaml)).await }
     };
     let ready = |resource: &'static str, name: &'static str| {
         let server = server.clone();
@@ -1330,13 +1208,13 @@ async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Res
         "apiVersion: math.example.com/v1beta1\nkind: Fermat\nmetadata:\n  name: f\n  namespace: {NS}\nspec:\n  number: 5\n"
     ))
     .await?;
-    eventually(t, "Fermat f ready", ready("fermats", "f")).await?;
+    eventually_within(t, "Fermat f ready", ready("fermats", "f")).await?;
     // A Tuple on its own, to shrink later.
     apply(format!(
         "apiVersion: math.example.com/v1beta1\nkind: Tuple\nmetadata:\n  name: t\n  namespace: {NS}\nspec:\n  numbers: [1, 4, 9]\n"
     ))
     .await?;
-    eventually(t, "Tuple t ready", ready("tuples", "t")).await?;
+    eventually_within(t, "Tuple t ready", ready("tuples", "t")).await?;
 
     // A child owned by someone else is a conflict, reported for two generations of the Tuple
     // (one Warning: it says the same both times).
@@ -1362,7 +1240,7 @@ async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Res
         ))
         .await?;
         let generation = if numbers == "[1]" { 1 } else { 2 };
-        eventually(t, "Tuple c reports the conflict", || {
+        eventually_within(t, "Tuple c reports the conflict", || {
             server
                 .object("math.example.com", "tuples", Some(NS), "c")
                 .filter(|o| {
@@ -1375,16 +1253,16 @@ async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Res
     }
 
     // A deleted child comes back (create).
-    kubectl_ok(&server, &["delete", "number", "t-0", "-n", NS], None).await?;
-    eventually(t, "t-0 back", || {
+    try_kubectl(&server, &["delete", "number", "t-0", "-n", NS], None).await?;
+    eventually_within(t, "t-0 back", || {
         server
             .object("math.example.com", "numbers", Some(NS), "t-0")
             .map(|_| ())
     })
     .await?;
-    eventually(t, "t ready", ready("tuples", "t")).await?;
+    eventually_within(t, "t ready", ready("tuples", "t")).await?;
     // A child edited by hand is corrected (patch).
-    kubectl_ok(
+    try_kubectl(
         &server,
         &[
             "patch",
@@ -1399,14 +1277,14 @@ async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Res
         None,
     )
     .await?;
-    eventually(t, "t-1 corrected", || {
+    eventually_within(t, "t-1 corrected", || {
         server
             .object("math.example.com", "numbers", Some(NS), "t-1")
             .filter(|n| n.pointer("/spec/value") == Some(&4.into()))
             .map(|_| ())
     })
     .await?;
-    kubectl_ok(
+    try_kubectl(
         &server,
         &[
             "patch",
@@ -1421,7 +1299,7 @@ async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Res
         None,
     )
     .await?;
-    eventually(t, "f-1-and-4 corrected", || {
+    eventually_within(t, "f-1-and-4 corrected", || {
         server
             .object("math.example.com", "tuples", Some(NS), "f-1-and-4")
             .filter(|n| n.pointer("/spec/numbers") == Some(&serde_json::json!([1, 4])))
@@ -1433,7 +1311,7 @@ async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Res
         "apiVersion: math.example.com/v1beta1\nkind: Tuple\nmetadata:\n  name: t\n  namespace: {NS}\nspec:\n  numbers: [1]\n"
     ))
     .await?;
-    eventually(t, "t-1 and t-2 deleted", || {
+    eventually_within(t, "t-1 and t-2 deleted", || {
         server
             .object("math.example.com", "numbers", Some(NS), "t-2")
             .is_none()
@@ -1444,14 +1322,14 @@ async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Res
         "apiVersion: math.example.com/v1beta1\nkind: Fermat\nmetadata:\n  name: f\n  namespace: {NS}\nspec:\n  number: 4\n"
     ))
     .await?;
-    eventually(t, "f-1-and-4 deleted", || {
+    eventually_within(t, "f-1-and-4 deleted", || {
         server
             .object("math.example.com", "tuples", Some(NS), "f-1-and-4")
             .is_none()
             .then_some(())
     })
     .await?;
-    eventually(t, "Fermat f ready again", ready("fermats", "f")).await?;
+    eventually_within(t, "Fermat f ready again", ready("fermats", "f")).await?;
     // Graceful shutdown releases the lease (update).
     m.shutdown().await?;
 

@@ -11,7 +11,7 @@ use common::binary::{Manager, loud};
 use common::*;
 use kube::ResourceExt;
 use math_controller::api::Fermat;
-use math_controller::{fermat, tuple};
+use math_controller::controller::{fermat, tuple};
 use test_apiserver::{RequestFilter, Verb};
 
 /// The names of the Tuples and Numbers a Fermat wants.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use math_controller::manager::Options;
+use math_controller::ops::manager::Options;
 use serde_json::json;
 use test_apiserver::{RequestFilter, Verb};
 

@@ -16,8 +16,8 @@ use common::*;
 use kube::ResourceExt;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use math_controller::api::{Fermat, Number, NumberSpec, Tuple};
-use math_controller::manager::Options;
 use math_controller::math;
+use math_controller::ops::manager::Options;
 use serde_json::json;
 use test_apiserver::{RequestFilter, Verb};
 

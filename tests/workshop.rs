@@ -7,8 +7,6 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Debug;
-use std::future::Future;
 use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
@@ -183,28 +181,6 @@ impl Workshop {
     async fn describe(&self, kind: &str, name: &str) -> String {
         self.ok(&["describe", kind, name]).await
     }
-}
-
-/// Poll with kubectl until `done` holds. Each kubectl run costs a process start, so the polls
-/// are spaced out more than [`eventually`]'s own.
-async fn poll<T, G, F>(what: &str, mut get: G, done: impl Fn(&T) -> bool) -> T
-where
-    T: Debug,
-    G: FnMut() -> F,
-    F: Future<Output = Option<T>>,
-{
-    eventually(
-        what,
-        || {
-            let next = get();
-            async move {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                next.await
-            }
-        },
-        done,
-    )
-    .await
 }
 
 fn name(obj: &Value) -> &str {

@@ -1,5 +1,10 @@
-//! What the integration tests share: a test API server with the CRDs installed, and the
-//! real manager running against it in-process, stoppable and restartable.
+//! What the integration tests share, the one harness every file in `tests/` uses: a test
+//! API server with the CRDs installed ([`server`], [`Harness`]), the real manager running
+//! against it in-process, stoppable, restartable and crashable ([`Running`]), polling
+//! ([`eventually`], [`eventually_within`], [`poll`]), the real kubectl ([`kubectl`],
+//! [`try_kubectl`]) and the metrics as `/metrics` shows them ([`sample`]). `binary.rs` runs
+//! the manager binary with its stderr collected; `https.rs` is a `curl -k` for
+//! `--metrics-secure`.
 #![allow(dead_code)]
 
 pub mod binary;
@@ -8,16 +13,18 @@ pub mod https;
 use std::fmt::Debug;
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use anyhow::{Context as _, anyhow, bail, ensure};
 use kube::api::{Api, PostParams};
 use kube::{Client, Resource};
 use math_controller::api::{Fermat, FermatSpec, Number, NumberSpec, Tuple, TupleSpec};
-use math_controller::manager::{self, Options};
 use math_controller::metrics::Metrics;
+use math_controller::ops::manager::{self, Options};
 use serde::de::DeserializeOwned;
 use test_apiserver::{RequestFilter, TestServer, Verb};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -25,10 +32,76 @@ use tokio::task::JoinHandle;
 /// two cores with every test binary in parallel; a healthy run converges in well under a second.
 pub const CONVERGE: Duration = Duration::from_secs(60);
 
+/// A fresh test API server with the CRDs of `crds/` installed, as `make install` leaves a
+/// cluster.
+pub async fn server() -> anyhow::Result<TestServer> {
+    let server = TestServer::start().await?;
+    for file in crd_files() {
+        let yaml = std::fs::read_to_string(&file).context("crds/ is readable")?;
+        server.apply_crd_yaml(&yaml).context("the CRDs install")?;
+    }
+    Ok(server)
+}
+
+/// A manager running in this process, against a server of the test's choosing; as many at
+/// once as a test wants (two replicas racing for a lease).
+pub struct Running {
+    pub metrics: Metrics,
+    stop: Option<oneshot::Sender<()>>,
+    /// What `manager::run` returned, for a test that waits for it to end by itself.
+    pub task: JoinHandle<anyhow::Result<()>>,
+}
+
+impl Running {
+    pub fn start(server: &TestServer, options: Options) -> Running {
+        Running::with_client(server.client(), options)
+    }
+
+    /// On a client of the test's own making (a read timeout, a proxy).
+    pub fn with_client(client: Client, options: Options) -> Running {
+        let metrics = Metrics::new();
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(manager::run(client, options, metrics.clone(), async {
+            let _ = rx.await;
+        }));
+        Running {
+            metrics,
+            stop: Some(tx),
+            task,
+        }
+    }
+
+    /// SIGTERM, as the manager sees it: stop, finish, release, return.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        self.stop_within(Duration::from_secs(10)).await
+    }
+
+    /// [`Running::shutdown`], waiting at most `timeout` for the manager to return.
+    pub async fn stop_within(mut self, timeout: Duration) -> anyhow::Result<()> {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        tokio::time::timeout(timeout, self.task)
+            .await
+            .with_context(|| format!("the manager did not stop within {timeout:?}"))?
+            .context("the manager task panicked")?
+    }
+
+    /// A crash: the process is gone, nothing is released.
+    pub fn crash(self) {
+        self.task.abort();
+    }
+
+    /// Whether this manager holds the lease, as its `math_controller_leader` gauge says.
+    pub fn leads(&self) -> bool {
+        sample(&self.metrics.encode(), "math_controller_leader") == Some(1.0)
+    }
+}
+
 pub struct Harness {
     pub server: TestServer,
     pub client: Client,
-    manager: Option<(oneshot::Sender<()>, JoinHandle<anyhow::Result<()>>)>,
+    manager: Option<Running>,
 }
 
 impl Harness {
@@ -41,13 +114,9 @@ impl Harness {
 
     /// A fresh server with the CRDs installed, no manager yet.
     pub async fn without_manager() -> Harness {
-        let server = TestServer::start()
+        let server = server()
             .await
-            .expect("the test API server starts");
-        for file in crd_files() {
-            let yaml = std::fs::read_to_string(&file).expect("crds/ is readable");
-            server.apply_crd_yaml(&yaml).expect("the CRDs install");
-        }
+            .expect("the test API server starts with the CRDs");
         let client = server.client();
         Harness {
             server,
@@ -81,30 +150,17 @@ impl Harness {
     /// Start the manager and hand back its metrics, to read them as `/metrics` would show.
     pub fn start_manager_observed(&mut self, options: Options) -> Metrics {
         assert!(self.manager.is_none(), "one manager at a time in a harness");
-        let (stop, stopped) = oneshot::channel::<()>();
-        let client = self.server.client();
-        let metrics = Metrics::new();
-        let observed = metrics.clone();
-        let task = tokio::spawn(async move {
-            manager::run(client, options, observed, async move {
-                let _ = stopped.await;
-            })
-            .await
-        });
-        self.manager = Some((stop, task));
+        let running = Running::start(&self.server, options);
+        let metrics = running.metrics.clone();
+        self.manager = Some(running);
         metrics
     }
 
     /// Stop the manager gracefully and wait for it to exit.
     pub async fn stop_manager(&mut self) {
-        if let Some((stop, task)) = self.manager.take() {
-            let _ = stop.send(());
-            let result = tokio::time::timeout(Duration::from_secs(30), task)
-                .await
-                .expect("the manager stops within 30 s");
-            result
-                .expect("the manager task did not panic")
-                .expect("the manager exits cleanly");
+        if let Some(running) = self.manager.take() {
+            let stopped = running.stop_within(Duration::from_secs(30)).await;
+            stopped.expect("the manager stops within 30 s and exits cleanly");
         }
     }
 
@@ -230,6 +286,47 @@ where
     }
 }
 
+/// Poll `f` until it gives a value, for at most `timeout`: for tests that return a `Result`
+/// and poll what needs no request (the server's own view, a metric).
+pub async fn eventually_within<T>(
+    timeout: Duration,
+    what: &str,
+    mut f: impl FnMut() -> Option<T>,
+) -> anyhow::Result<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return Ok(v);
+        }
+        if Instant::now() > deadline {
+            bail!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Poll with kubectl until `done` holds. Each kubectl run costs a process start, so the polls
+/// are spaced out more than [`eventually`]'s own.
+pub async fn poll<T, G, F>(what: &str, mut get: G, done: impl Fn(&T) -> bool) -> T
+where
+    T: Debug,
+    G: FnMut() -> F,
+    F: Future<Output = Option<T>>,
+{
+    eventually(
+        what,
+        || {
+            let next = get();
+            async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                next.await
+            }
+        },
+        done,
+    )
+    .await
+}
+
 /// Poll one object until `done` holds.
 pub async fn wait_for<K>(api: &Api<K>, name: &str, done: impl Fn(&K) -> bool) -> K
 where
@@ -314,22 +411,67 @@ pub fn crd_files() -> Vec<PathBuf> {
     files
 }
 
-/// Run the real kubectl against the test server. A missing kubectl fails the test: the
-/// workshop is about kubectl, and skipping would hide that nothing was tested.
-pub async fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
+/// Run the real kubectl against the test server, with `stdin` as its input (`apply -f -`).
+/// A missing kubectl is an error, never a skip: the workshop is about kubectl, and skipping
+/// would hide that nothing was tested.
+async fn run_kubectl(
+    kubeconfig: &Path,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> anyhow::Result<Output> {
     let mut command = tokio::process::Command::new("kubectl");
     command
         .args(args)
         .env("KUBECONFIG", kubeconfig)
         .current_dir(repo())
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .kill_on_drop(true);
-    match tokio::time::timeout(Duration::from_secs(120), command.output()).await {
-        Ok(Ok(output)) => output,
-        Ok(Err(e)) => panic!(
-            "kubectl could not be run ({e}): install kubectl v1.32 to run the workshop tests"
-        ),
-        Err(_) => panic!("kubectl {args:?} did not finish within 120 s"),
+    let run = async {
+        let mut child = command.spawn().map_err(|e| {
+            anyhow!(
+                "kubectl could not be run ({e}): install kubectl v1.32 to run the workshop tests"
+            )
+        })?;
+        if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            pipe.write_all(input.as_bytes()).await?;
+        }
+        Ok(child.wait_with_output().await?)
+    };
+    match tokio::time::timeout(Duration::from_secs(120), run).await {
+        Ok(output) => output,
+        Err(_) => bail!("kubectl {args:?} did not finish within 120 s"),
     }
+}
+
+/// Run the real kubectl against the test server; a kubectl that cannot run fails the test.
+pub async fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
+    run_kubectl(kubeconfig, args, None)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// kubectl that must succeed, with `stdin` as its input, for tests that return a `Result`:
+/// its stdout, or an error with what it printed.
+pub async fn try_kubectl(
+    server: &TestServer,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> anyhow::Result<String> {
+    let out = run_kubectl(&server.kubeconfig_path(), args, stdin).await?;
+    ensure!(
+        out.status.success(),
+        "kubectl {}: {}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// kubectl that must succeed; returns its stdout.

@@ -1,0 +1,500 @@
+//! The HTTP endpoints that the kubelet and Prometheus poll: `/healthz` and `/readyz` on the
+//! probe address, `/metrics` on the metrics address.
+//!
+//! They are two servers on two addresses, as in a kubebuilder project, so that the metrics port
+//! can be exposed (or protected) separately from the probes the kubelet needs. Both stop when
+//! the manager's shutdown future resolves, which lets `main` exit cleanly after SIGTERM.
+
+use std::fmt;
+use std::future::Future;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use tokio::net::TcpListener;
+
+use crate::metrics::{self, Metrics};
+use crate::ops::serving::{self, HttpLimits, Transport};
+
+/// What `/readyz` answers (not to be confused with a kind's `Ready` condition,
+/// [`crate::reconcile::status::Readiness`]): whether the manager may receive traffic / count
+/// as available in a rollout. It turns true once
+/// the reflector caches have synced; a standby replica (waiting for the leader lease) sets it too,
+/// because a Deployment rollout must not wait for a standby to become leader, which it never
+/// does while the old leader runs.
+#[derive(Clone, Default, Debug)]
+pub struct ReadyFlag(Arc<AtomicBool>);
+
+impl ReadyFlag {
+    /// Marks the manager ready or not ready.
+    pub fn set_ready(&self, ready: bool) {
+        self.0.store(ready, Ordering::Release);
+    }
+
+    /// What `/readyz` answers.
+    pub fn is_ready(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// A `--*-bind-address` flag value: `host:port`, `:port` (all interfaces, as controller-runtime
+/// accepts) or `0`, which turns the endpoint off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BindAddress(pub Option<SocketAddr>);
+
+impl FromStr for BindAddress {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s == "0" {
+            return Ok(BindAddress(None));
+        }
+        let spec = match s.strip_prefix(':') {
+            Some(port) => format!("0.0.0.0:{port}"),
+            None => s.to_string(),
+        };
+        if let Ok(addr) = spec.parse::<SocketAddr>() {
+            return Ok(BindAddress(Some(addr)));
+        }
+        // Host names such as `localhost:8080`; resolved once, at start-up.
+        spec.to_socket_addrs()
+            .ok()
+            .and_then(|mut addrs| addrs.next())
+            .map(|addr| BindAddress(Some(addr)))
+            .ok_or_else(|| format!("{s:?} is not an address: expected host:port, :port or 0"))
+    }
+}
+
+impl fmt::Display for BindAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(addr) => write!(f, "{addr}"),
+            None => f.write_str("0"),
+        }
+    }
+}
+
+/// The probe routes, for serving on a listener of the caller's choosing.
+pub fn probe_router(readiness: ReadyFlag) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .with_state(readiness)
+}
+
+async fn readyz(State(readiness): State<ReadyFlag>) -> impl IntoResponse {
+    if readiness.is_ready() {
+        (StatusCode::OK, "ok\n")
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: caches have not synced yet\n",
+        )
+    }
+}
+
+/// The metrics route.
+pub fn metrics_router(metrics: Metrics) -> Router {
+    Router::new()
+        .route("/metrics", get(serve_metrics_text))
+        .with_state(metrics)
+}
+
+async fn serve_metrics_text(State(metrics): State<Metrics>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+        metrics.encode(),
+    )
+}
+
+/// Serves `/healthz` and `/readyz` on `addr` until `shutdown` resolves. A bind error (port in
+/// use) is returned rather than logged, so the manager fails at start instead of running without
+/// probes and being restarted by the kubelet later for a reason nobody sees.
+pub async fn serve_probes(
+    addr: SocketAddr,
+    readiness: ReadyFlag,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let listener = bind(addr).await?;
+    let limits = HttpLimits::default();
+    serve_on(
+        listener,
+        "health probes",
+        probe_router(readiness),
+        limits,
+        shutdown,
+    )
+    .await
+}
+
+/// Serves `/metrics` on `addr` until `shutdown` resolves; bind errors are returned.
+pub async fn serve_metrics(
+    addr: SocketAddr,
+    metrics: Metrics,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let listener = bind(addr).await?;
+    let limits = HttpLimits::default();
+    serve_on(
+        listener,
+        "metrics",
+        metrics_router(metrics),
+        limits,
+        shutdown,
+    )
+    .await
+}
+
+/// Binds `addr`, naming it in the error, so a caller can learn the port of `127.0.0.1:0` via
+/// `local_addr()` before serving (tests do).
+pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))
+}
+
+/// Serves `router` on an already bound listener until `shutdown` resolves, within `limits`
+/// (see [`crate::ops::serving`]).
+pub async fn serve_on(
+    listener: TcpListener,
+    what: &'static str,
+    router: Router,
+    limits: HttpLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let local = listener.local_addr()?;
+    tracing::info!(address = %local, "serving {what} on http://{local}");
+    serving::serve(listener, Transport::Plain, router, limits, shutdown).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bind_address_forms() {
+        assert_eq!("0".parse::<BindAddress>(), Ok(BindAddress(None)));
+        assert_eq!(
+            "127.0.0.1:8080".parse::<BindAddress>(),
+            Ok(BindAddress(Some(([127, 0, 0, 1], 8080).into())))
+        );
+        assert_eq!(
+            ":8081".parse::<BindAddress>(),
+            Ok(BindAddress(Some(([0, 0, 0, 0], 8081).into())))
+        );
+        assert_eq!(
+            "[::1]:9".parse::<BindAddress>(),
+            Ok(BindAddress(Some("[::1]:9".parse().unwrap())))
+        );
+        assert!("nonsense".parse::<BindAddress>().is_err());
+        assert!("1.2.3.4".parse::<BindAddress>().is_err());
+        assert_eq!(BindAddress(None).to_string(), "0");
+        assert_eq!(
+            "0.0.0.0:8080".parse::<BindAddress>().unwrap().to_string(),
+            "0.0.0.0:8080"
+        );
+    }
+
+    #[test]
+    fn readiness_is_shared_between_clones() {
+        let r = ReadyFlag::default();
+        let c = r.clone();
+        assert!(!c.is_ready());
+        r.set_ready(true);
+        assert!(c.is_ready());
+    }
+
+    /// A minimal HTTP/1.0 GET, to test the servers without an HTTP client dependency.
+    async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+        let path = path.to_string();
+        tokio::task::spawn_blocking(move || {
+            use std::io::{Read, Write};
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+                .unwrap();
+            let mut buf = String::new();
+            s.read_to_string(&mut buf).unwrap();
+            let status = buf.split_whitespace().nth(1).unwrap().parse().unwrap();
+            (status, buf)
+        })
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn probes_answer_and_stop_on_shutdown() {
+        let readiness = ReadyFlag::default();
+        let listener = bind(([127, 0, 0, 1], 0).into()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve_on(
+            listener,
+            "health probes",
+            probe_router(readiness.clone()),
+            HttpLimits::default(),
+            async {
+                let _ = rx.await;
+            },
+        ));
+        assert_eq!(get(addr, "/healthz").await.0, 200);
+        assert_eq!(get(addr, "/readyz").await.0, 503);
+        readiness.set_ready(true);
+        assert_eq!(get(addr, "/readyz").await.0, 200);
+        assert_eq!(get(addr, "/nothing").await.0, 404);
+        tx.send(()).unwrap();
+        server.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn metrics_endpoint_serves_openmetrics_text() {
+        let metrics = Metrics::new();
+        metrics.write("tuple", "Number", crate::metrics::WriteKind::Create);
+        let listener = bind(([127, 0, 0, 1], 0).into()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(serve_on(
+            listener,
+            "metrics",
+            metrics_router(metrics),
+            HttpLimits::default(),
+            std::future::pending(),
+        ));
+        let (status, body) = get(addr, "/metrics").await;
+        assert_eq!(status, 200);
+        assert!(body.contains("application/openmetrics-text"), "{body}");
+        assert!(body.contains(
+            "math_controller_write_requests_total{controller=\"tuple\",kind=\"Number\",operation=\"create\"} 1"
+        ));
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn bind_error_is_returned() {
+        let taken = bind(([127, 0, 0, 1], 0).into()).await.unwrap();
+        let addr = taken.local_addr().unwrap();
+        let err = serve_probes(addr, ReadyFlag::default(), std::future::pending())
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(&addr.to_string()), "{err}");
+    }
+
+    // The limits of `crate::ops::serving`, on the probe server. Timeouts are shortened so that the
+    // tests take moments; the generous bounds only catch a connection that is never closed.
+
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    /// Long enough for a loaded CI machine; only a connection the server never closes hits it.
+    const NEVER: Duration = Duration::from_secs(20);
+
+    /// A probe server with `limits`, stopped by the returned sender.
+    async fn probes_with(
+        limits: HttpLimits,
+    ) -> (
+        SocketAddr,
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<std::io::Result<()>>,
+    ) {
+        let readiness = ReadyFlag::default();
+        readiness.set_ready(true);
+        let listener = bind(([127, 0, 0, 1], 0).into()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve_on(
+            listener,
+            "health probes",
+            probe_router(readiness),
+            limits,
+            async {
+                let _ = rx.await;
+            },
+        ));
+        (addr, tx, server)
+    }
+
+    /// Reads until the server closes the connection; what it sent, or `None` if it kept the
+    /// connection open for [`NEVER`].
+    async fn until_closed(stream: &mut TcpStream) -> Option<String> {
+        let mut out = Vec::new();
+        match tokio::time::timeout(NEVER, stream.read_to_end(&mut out)).await {
+            Ok(_) => Some(String::from_utf8_lossy(&out).into_owned()),
+            Err(_) => None,
+        }
+    }
+
+    /// Reads one response to a keep-alive request (its head and `Content-Length` body).
+    async fn one_response(stream: &mut TcpStream) -> String {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let text = String::from_utf8_lossy(&out).into_owned();
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap())
+                    })
+                    .unwrap_or(0);
+                if body.len() >= length {
+                    return text;
+                }
+            }
+            let n = tokio::time::timeout(NEVER, stream.read(&mut buf))
+                .await
+                .expect("an answer")
+                .unwrap();
+            assert!(n > 0, "closed before the answer: {text}");
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    fn short(header_read_timeout: Duration) -> HttpLimits {
+        HttpLimits {
+            header_read_timeout,
+            shutdown_grace: Duration::from_millis(200),
+            ..HttpLimits::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn half_a_request_is_cut_off_after_the_header_read_timeout() {
+        let (addr, _stop, _server) = probes_with(short(Duration::from_millis(300))).await;
+        let mut slow = TcpStream::connect(addr).await.unwrap();
+        slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow:")
+            .await
+            .unwrap();
+        let sent = until_closed(&mut slow).await;
+        assert!(sent.is_some(), "the half request is still held open");
+        // Nothing was served to it.
+        assert!(!sent.unwrap_or_default().contains("200 OK"));
+        // A silent client too.
+        let mut silent = TcpStream::connect(addr).await.unwrap();
+        assert!(
+            until_closed(&mut silent).await.is_some(),
+            "a silent client is still held"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_idle_keep_alive_connection_is_closed() {
+        let (addr, _stop, _server) = probes_with(short(Duration::from_millis(300))).await;
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        client
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let first = one_response(&mut client).await;
+        assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+        assert!(
+            !first.to_ascii_lowercase().contains("connection: close"),
+            "kept alive: {first}"
+        );
+        // Then nothing: the server closes it.
+        assert!(
+            until_closed(&mut client).await.is_some(),
+            "an idle connection is held for ever"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_request_head_above_the_bound_is_refused() {
+        let limits = HttpLimits {
+            max_header_bytes: 16 * 1024,
+            ..short(Duration::from_secs(3600))
+        };
+        let (addr, _stop, _server) = probes_with(limits).await;
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        let big = format!(
+            "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+            "a".repeat(64 * 1024)
+        );
+        // The server may close before it has read everything; what it answered counts.
+        let _ = client.write_all(big.as_bytes()).await;
+        let answer = until_closed(&mut client).await.expect("closed");
+        assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+        // A head within the bound is served.
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        let fine = format!(
+            "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Fine: {}\r\nConnection: close\r\n\r\n",
+            "a".repeat(8 * 1024)
+        );
+        client.write_all(fine.as_bytes()).await.unwrap();
+        let answer = until_closed(&mut client).await.expect("closed");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+
+    #[tokio::test]
+    async fn connections_beyond_the_bound_wait_for_a_free_one() {
+        let limits = HttpLimits {
+            max_connections: 4,
+            ..short(Duration::from_secs(3600))
+        };
+        let (addr, _stop, _server) = probes_with(limits).await;
+        // Many clients that connect and say nothing: only the first 4 are taken on.
+        let mut idle = Vec::new();
+        for _ in 0..64 {
+            idle.push(TcpStream::connect(addr).await.unwrap());
+        }
+        let mut late = TcpStream::connect(addr).await.unwrap();
+        late.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = [0u8; 64];
+        let early = tokio::time::timeout(Duration::from_millis(500), late.read(&mut buf)).await;
+        assert!(
+            early.is_err(),
+            "served while 64 idle connections are open: the server holds them all"
+        );
+        drop(idle);
+        let answer = until_closed(&mut late)
+            .await
+            .expect("served once the idle clients left");
+        assert!(
+            answer.starts_with("HTTP/1.1 200")
+                || String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 200"),
+            "{answer}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_shutdown_is_not_held_up_by_idle_or_half_requests() {
+        let (addr, stop, server) = probes_with(short(Duration::from_secs(3600))).await;
+        let mut half = Vec::new();
+        for _ in 0..3 {
+            let mut c = TcpStream::connect(addr).await.unwrap();
+            c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow:")
+                .await
+                .unwrap();
+            half.push(c);
+        }
+        let mut kept = TcpStream::connect(addr).await.unwrap();
+        kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        one_response(&mut kept).await;
+        stop.send(()).unwrap();
+        let stopped = tokio::time::timeout(NEVER, server).await;
+        assert!(
+            stopped.is_ok(),
+            "the server waits for its half-open connections"
+        );
+        for mut c in half {
+            assert!(until_closed(&mut c).await.is_some());
+        }
+        assert!(until_closed(&mut kept).await.is_some());
+        assert!(
+            TcpStream::connect(addr).await.is_err(),
+            "no longer listening"
+        );
+    }
+}

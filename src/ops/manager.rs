@@ -1,0 +1,423 @@
+//! The manager: one process, one `kube::Client`, three controllers sharing three watches;
+//! [`run`] serves the probes and metrics, waits for leadership, runs the controllers and
+//! stops them, and `run_controllers` wires them (what kubebuilder's `SetupWithManager`
+//! does, for the three kinds at once).
+//!
+//! Each kind is watched exactly once. The watch feeds a shared reflector store (the cache the
+//! reconcilers read) and fans its changes out to every controller that cares: Numbers to the
+//! Number controller and, as owned children, to the Tuple controller; Tuples to the Tuple
+//! controller and to the Fermat controller; Fermats to the Fermat controller.
+//!
+//! Why not `Controller::new(..).owns(..)`, as controller-rs does: `owns` starts a watch and a
+//! cache of its own for the child kind, so the Numbers a Tuple owns would be watched and held
+//! in memory twice (by the Number controller and by the Tuple controller's `owns`), and the
+//! design brief asks for each kind to be watched once and shared, memory growing with the
+//! objects cached. The shared form (`owns_shared_stream`, behind kube-runtime 5's
+//! `unstable-runtime`) rests on the shared-store dispatcher, which does not forward deletions:
+//! `kubectl delete number t-1` would never wake the Tuple that must put it back; and its
+//! bounded buffer makes a watch wait for the slowest controller. `owns` also maps a child to
+//! its parents only through ownerReferences, while a conflicting object that is deleted frees
+//! a name whose parent it does not name ([`crate::kind::Parent::parent_of`]). So each watch
+//! is `watch_and_fan_out` (`runtime/watches.rs`), with plain unbounded channels, and the
+//! controllers are built on kube-runtime's `for_shared_stream` and `reconcile_on` from those
+//! channels.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::channel::mpsc;
+use kube::api::Api;
+use kube::runtime::controller::{Config as ControllerConfig, Controller};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::watcher;
+use kube::{Client, Resource};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use crate::api::{Fermat, Number, Tuple};
+use crate::controller::{fermat, number, tuple};
+use crate::kind::Kind;
+use crate::metrics::Metrics;
+use crate::ops::client;
+use crate::ops::health::{self, ReadyFlag};
+use crate::ops::leader::{self, LeaderElectionConfig};
+use crate::ops::secure_metrics::{self, SecureMetrics};
+use crate::ops::serving::HttpLimits;
+use crate::ops::shutdown::{self, Stopped};
+use crate::runtime::context::Context;
+use crate::runtime::retry::{error_policy, with_retry_policy};
+use crate::runtime::watches::{no_parents, resync, tell_parents, watch_and_fan_out};
+
+/// How often every object is reconciled again, regardless of watch events (controller-runtime's
+/// SyncPeriod, which defaults to 10 hours; ours is shorter since a resync costs no request).
+pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(600);
+/// The default bound on a graceful shutdown's wait for the reconciles in flight: below
+/// `deploy/`'s `terminationGracePeriodSeconds` (15 s) with room to release the lease.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How the manager runs; built from the command line in `main.rs`, or by tests.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Watch and reconcile only this namespace; `None` means all namespaces.
+    pub namespace: Option<String>,
+    /// Reconciles each controller runs at once (0 means unbounded).
+    pub concurrency: u16,
+    /// Where `/metrics` is served; `None` disables it.
+    pub metrics_address: Option<SocketAddr>,
+    /// Serve `/metrics` over HTTPS to bearers the cluster authorizes (`--metrics-secure`);
+    /// `None` serves plain HTTP to anyone.
+    pub metrics_secure: Option<SecureMetrics>,
+    /// Where `/healthz` and `/readyz` are served; `None` disables them.
+    pub probe_address: Option<SocketAddr>,
+    /// Timeouts and bounds of the probe and metrics servers (see [`crate::ops::serving`]); tests
+    /// shorten them.
+    pub http: HttpLimits,
+    /// Lease-based leader election; `None` runs as the only replica.
+    pub leader_election: Option<LeaderElectionConfig>,
+    /// Every object is reconciled again about this often (±10 %, see [`resync`]).
+    pub sync_period: Duration,
+    /// How long a shutdown waits for the reconciles in flight before it stops them; keep it
+    /// below the pod's `terminationGracePeriodSeconds`.
+    pub shutdown_timeout: Duration,
+    /// The read timeout the client was built with ([`crate::ops::client::with_read_timeout`]), if
+    /// any: watches ask the API server to end them before it, so that a quiet watch is never cut.
+    pub read_timeout: Option<Duration>,
+    /// How long a write may go unseen by the watch before the cache is believed again
+    /// (see [`Context::expect_change`]); tests shorten it.
+    pub in_flight_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            namespace: None,
+            concurrency: 16,
+            metrics_address: None,
+            metrics_secure: None,
+            probe_address: None,
+            http: HttpLimits::default(),
+            leader_election: None,
+            sync_period: DEFAULT_SYNC_PERIOD,
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            read_timeout: None,
+            in_flight_timeout: crate::runtime::context::IN_FLIGHT_TIMEOUT,
+        }
+    }
+}
+
+pub(crate) fn api<K>(client: &Client, namespace: &Option<String>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// Run the manager until `shutdown` resolves (or, with leader election, leadership is lost).
+///
+/// On shutdown the controllers stop taking work, in-flight reconciles finish (for at most
+/// `options.shutdown_timeout`), and the lease is released so that a standby takes over at once.
+/// A lost lease stops everything at once and is an error ([`Stopped`]), as is a cut-short drain.
+pub async fn run(
+    client: Client,
+    options: Options,
+    metrics: Metrics,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let stop = CancellationToken::new();
+    tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            shutdown.await;
+            stop.cancel();
+        }
+    });
+    let readiness = ReadyFlag::default();
+    let mut servers = Vec::new();
+    if let Some(address) = options.probe_address {
+        let listener = health::bind(address).await?;
+        let router = health::probe_router(readiness.clone());
+        servers.push(tokio::spawn(health::serve_on(
+            listener,
+            "health probes",
+            router,
+            options.http.clone(),
+            stop.clone().cancelled_owned(),
+        )));
+    }
+    if let Some(address) = options.metrics_address {
+        let listener = health::bind(address).await?;
+        let shutdown = stop.clone().cancelled_owned();
+        servers.push(match &options.metrics_secure {
+            None => {
+                let router = health::metrics_router(metrics.clone());
+                tokio::spawn(health::serve_on(
+                    listener,
+                    "metrics",
+                    router,
+                    options.http.clone(),
+                    shutdown,
+                ))
+            }
+            Some(secure) => tokio::spawn(secure_metrics::serve(
+                listener,
+                metrics.clone(),
+                client.clone(),
+                secure.clone(),
+                options.http.clone(),
+                shutdown,
+            )?),
+        });
+    }
+
+    let leadership = match &options.leader_election {
+        Some(config) => {
+            // A standby is healthy and ready: it is doing exactly what it should.
+            readiness.set_ready(true);
+            info!(lease = %config.lease_name, namespace = %config.namespace, identity = %config.identity, "waiting to become the leader");
+            match leader::acquire(
+                client.clone(),
+                config.clone(),
+                stop.clone().cancelled_owned(),
+            )
+            .await?
+            {
+                Some(leadership) => {
+                    info!(identity = %config.identity, "became the leader; starting the controllers");
+                    metrics.set_leader(true);
+                    Some(leadership)
+                }
+                None => {
+                    info!("stopped while waiting for leadership");
+                    for server in servers {
+                        let _ = server.await;
+                    }
+                    return Ok(());
+                }
+            }
+        }
+        None => {
+            // The only replica is the leader, as far as the metric is concerned.
+            metrics.set_leader(true);
+            None
+        }
+    };
+    readiness.set_ready(false);
+
+    let controllers = run_controllers(
+        client,
+        &options,
+        metrics.clone(),
+        readiness.clone(),
+        stop.clone(),
+    );
+    let lost = async {
+        match &leadership {
+            Some(leadership) => leadership.lost().await,
+            None => std::future::pending().await,
+        }
+    };
+    let outcome = shutdown::drive(controllers, &stop, lost, options.shutdown_timeout).await;
+    if let Err(stopped) = &outcome {
+        warn!("{stopped}");
+    }
+    stop.cancel();
+    if let Some(leadership) = leadership {
+        metrics.set_leader(false);
+        if !matches!(outcome, Err(Stopped::LeadershipLost)) {
+            match tokio::time::timeout(shutdown::RELEASE_TIMEOUT, leadership.release()).await {
+                // The leader module logs the release itself, only when it did release.
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    warn!(%error, "could not release the lease; a standby takes over when it expires")
+                }
+                Err(_) => warn!(
+                    "releasing the lease took longer than {:?}; a standby takes over when it expires",
+                    shutdown::RELEASE_TIMEOUT
+                ),
+            }
+        }
+    }
+    for server in servers {
+        let _ = server.await;
+    }
+    Ok(outcome?)
+}
+
+/// Build the three watches and three controllers, and drive them until `stop` is cancelled
+/// and every in-flight reconcile has finished.
+async fn run_controllers(
+    client: Client,
+    options: &Options,
+    metrics: Metrics,
+    readiness: ReadyFlag,
+    stop: CancellationToken,
+) {
+    let (numbers, number_writer) = reflector::store::<Number>();
+    let (tuples, tuple_writer) = reflector::store::<Tuple>();
+    let (fermats, fermat_writer) = reflector::store::<Fermat>();
+    let (number_changes_tx, number_changes) = mpsc::unbounded::<Arc<Number>>();
+    let (tuple_changes_tx, tuple_changes) = mpsc::unbounded::<Arc<Tuple>>();
+    let (fermat_changes_tx, fermat_changes) = mpsc::unbounded::<Arc<Fermat>>();
+    let (tuples_with_news_tx, tuples_with_news) = mpsc::unbounded::<ObjectRef<Tuple>>();
+    let (fermats_with_news_tx, fermats_with_news) = mpsc::unbounded::<ObjectRef<Fermat>>();
+
+    let caches = (numbers.clone(), tuples.clone(), fermats.clone());
+    let ctx = Arc::new(
+        Context::new(client.clone(), caches, metrics)
+            .with_in_flight_timeout(options.in_flight_timeout),
+    );
+    let ns = &options.namespace;
+    // The server ends each watch before the client's read timeout could cut a quiet one.
+    let watch_timeout = client::watch_timeout_seconds(options.read_timeout);
+    let watch_config = watcher::Config::default()
+        .any_semantic()
+        .timeout(watch_timeout);
+    let watches = futures::stream::select_all([
+        watch_and_fan_out(
+            api(&client, ns),
+            watch_config.clone(),
+            number_writer,
+            ctx.numbers.clone(),
+            number_changes_tx,
+            tell_parents::<Tuple>(tuples_with_news_tx),
+            ctx.clone(),
+        )
+        .boxed(),
+        watch_and_fan_out(
+            api(&client, ns),
+            watch_config.clone(),
+            tuple_writer,
+            ctx.tuples.clone(),
+            tuple_changes_tx,
+            tell_parents::<Fermat>(fermats_with_news_tx),
+            ctx.clone(),
+        )
+        .boxed(),
+        watch_and_fan_out(
+            api(&client, ns),
+            watch_config.clone(),
+            fermat_writer,
+            ctx.fermats.clone(),
+            fermat_changes_tx,
+            no_parents,
+            ctx.clone(),
+        )
+        .boxed(),
+    ])
+    .take_until(stop.clone().cancelled_owned())
+    .for_each(|()| futures::future::ready(()));
+
+    let config = ControllerConfig::default().concurrency(options.concurrency);
+    let number_controller = Controller::for_shared_stream(number_changes, numbers.clone())
+        .reconcile_all_on(resync(options.sync_period))
+        .with_config(config.clone())
+        .graceful_shutdown_on(stop.clone().cancelled_owned())
+        .run(
+            |n, ctx| {
+                with_retry_policy(
+                    Number::CONTROLLER,
+                    n.clone(),
+                    ctx.clone(),
+                    number::reconcile(n, ctx),
+                )
+            },
+            error_policy,
+            ctx.clone(),
+        )
+        .for_each(log_result(Number::CONTROLLER));
+    let tuple_controller = Controller::for_shared_stream(tuple_changes, tuples.clone())
+        .reconcile_all_on(resync(options.sync_period))
+        .reconcile_on(tuples_with_news)
+        .with_config(config.clone())
+        .graceful_shutdown_on(stop.clone().cancelled_owned())
+        .run(
+            |t, ctx| {
+                with_retry_policy(
+                    Tuple::CONTROLLER,
+                    t.clone(),
+                    ctx.clone(),
+                    tuple::reconcile(t, ctx),
+                )
+            },
+            error_policy,
+            ctx.clone(),
+        )
+        .for_each(log_result(Tuple::CONTROLLER));
+    let fermat_controller = Controller::for_shared_stream(fermat_changes, fermats.clone())
+        .reconcile_all_on(resync(options.sync_period))
+        .reconcile_on(fermats_with_news)
+        .with_config(config)
+        .graceful_shutdown_on(stop.clone().cancelled_owned())
+        .run(
+            |f, ctx| {
+                with_retry_policy(
+                    Fermat::CONTROLLER,
+                    f.clone(),
+                    ctx.clone(),
+                    fermat::reconcile(f, ctx),
+                )
+            },
+            error_policy,
+            ctx.clone(),
+        )
+        .for_each(log_result(Fermat::CONTROLLER));
+
+    // The controllers start only once every cache holds a complete list: a reconcile that
+    // read a half-filled cache would create children that exist. Waiting here, once, also
+    // keeps each store's readiness to a single waiter: kube-runtime 5's `wait_until_ready`
+    // wakes only the last of several concurrent waiters, and the others would sleep forever.
+    let controllers = {
+        let ctx = ctx.clone();
+        let stop = stop.clone();
+        async move {
+            tokio::select! {
+                _ = ctx.caches_ready() => {}
+                _ = stop.cancelled() => return,
+            }
+            readiness.set_ready(true);
+            info!(
+                numbers = ctx.numbers.store.state().len(),
+                tuples = ctx.tuples.store.state().len(),
+                fermats = ctx.fermats.store.state().len(),
+                namespace = ns.as_deref().unwrap_or("all namespaces"),
+                "caches synced; starting the Number, Tuple and Fermat controllers"
+            );
+            tokio::join!(number_controller, tuple_controller, fermat_controller);
+            debug!("controllers stopped");
+        }
+    };
+    // What the context remembers expires, so that its memory stays bounded.
+    let sweeps = async {
+        let mut ticks = tokio::time::interval(ctx.sweep_period());
+        loop {
+            tokio::select! {
+                _ = ticks.tick() => ctx.sweep(),
+                _ = stop.cancelled() => return,
+            }
+        }
+    };
+    // The watches run until `stop`; the controllers until their graceful shutdown completes.
+    tokio::join!(controllers, sweeps, async {
+        watches.await;
+        debug!("watches stopped");
+    });
+}
+
+/// What a controller's output stream is drained with: errors were already logged by the
+/// error policy, so they only appear again at debug level.
+fn log_result<T, E: std::fmt::Display>(
+    controller: &'static str,
+) -> impl FnMut(Result<T, E>) -> futures::future::Ready<()> {
+    move |result| {
+        if let Err(error) = result {
+            debug!(controller, %error, "reconcile ended with an error");
+        }
+        futures::future::ready(())
+    }
+}

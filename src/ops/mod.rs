@@ -1,0 +1,29 @@
+//! Running in a cluster: what people expect of a kubebuilder manager besides its controllers.
+//!
+//! - `manager.rs`: [`manager::run`]: the probes and metrics servers, leader election, the
+//!   controllers and their wiring (one watch per kind shared by the controllers that need it;
+//!   why not `.owns()` is said there), a graceful stop.
+//! - `startup.rs`: before the controllers start: the API server answers and serves the CRDs
+//!   (`--startup-timeout`).
+//! - `shutdown.rs`: how the manager stops: a bounded drain, at once on a lost lease.
+//! - `client.rs`: the client's read timeout, the watch timeout that stays below it,
+//!   `Retry-After` capped at 1 s.
+//! - `telemetry.rs`: logging (text or JSON, `RUST_LOG`).
+//! - `health.rs`: the `/healthz`, `/readyz` and plain `/metrics` routes and their servers.
+//! - `serving.rs`: the accept loop behind every endpoint: header-read timeout, head size,
+//!   connection bound, TLS handshake, shutdown.
+//! - `secure_metrics/`: `--metrics-secure`: TokenReview and SubjectAccessReview, their
+//!   caches, single flight and bounds; `tls.rs` the certificate (a directory, reloaded on
+//!   change, or self-signed).
+//! - `leader/`: Lease-based leader election (client-go's algorithm): `mod.rs` the loops,
+//!   `lease.rs` the pure decisions, `elector.rs` the requests, `config.rs` and `error.rs`.
+
+pub mod client;
+pub mod health;
+pub mod leader;
+pub mod manager;
+pub mod secure_metrics;
+pub mod serving;
+pub mod shutdown;
+pub mod startup;
+pub mod telemetry;

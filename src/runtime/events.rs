@@ -1,0 +1,211 @@
+//! Events (`kubectl describe`) about what the manager did, written so that kube-apiserver
+//! accepts them for any valid object name, and so that a warning that stays true is said
+//! once rather than on every reconcile.
+//!
+//! Why not kube-runtime's `Recorder`: it names an Event `<object>.<hex nanoseconds>`, which
+//! kube-apiserver refuses for an object name over 236 characters (`metadata.name: Invalid
+//! value: "…": must be no more than 253 characters`, seen for a Tuple of 240 characters on
+//! v1.24: it never got an Event), it sends notes over kube-apiserver's 1024-byte limit as
+//! they are, and it folds every Event of an object, reason and action into one series that
+//! keeps the *first* note, while rewriting that series on every repeat. client-go's
+//! recorder has the same name problem; its EventCorrelator suppresses repeats. Here: names
+//! shortened to fit, notes cut at 1024 bytes on a character boundary, a Normal Event for
+//! each action (each is news), and a Warning with the same note about the same object
+//! published at most once per [`REPEAT_AFTER`].
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::jiff::Timestamp;
+use kube::Client;
+use kube::api::{Api, ObjectMeta, PostParams};
+use kube::runtime::events::EventType;
+
+use crate::metrics::Metrics;
+use crate::runtime::expiring::Expiring;
+
+/// kube-apiserver's longest object name (a DNS subdomain).
+const MAX_NAME: usize = 253;
+/// kube-apiserver's longest Event note, in bytes.
+pub const MAX_NOTE: usize = 1024;
+/// How long an unchanged Warning stays said (client-go's EventCorrelator aggregates over 10
+/// minutes too).
+pub const REPEAT_AFTER: Duration = Duration::from_secs(600);
+
+/// Who reports the Events: the `From` column of `kubectl describe`.
+#[derive(Clone, Debug)]
+pub struct Reporter {
+    pub controller: String,
+    /// The pod (`POD_NAME`), when running in one.
+    pub instance: Option<String>,
+}
+
+/// What happened, as one Event.
+#[derive(Clone, Debug)]
+pub struct Note {
+    pub type_: EventType,
+    /// CamelCase: `Created`, `ChildConflict`.
+    pub reason: String,
+    /// What the reporter did or tried: `Create`, `Delete`.
+    pub action: String,
+    pub text: String,
+    /// Another object involved (the conflicting child).
+    pub related: Option<ObjectReference>,
+}
+
+/// Writes Events; see the module documentation.
+pub struct Publisher {
+    client: Client,
+    reporter: Reporter,
+    /// Warnings published lately, by object UID, reason and note.
+    said: Expiring<()>,
+}
+
+impl Publisher {
+    pub fn new(client: Client, reporter: Reporter, metrics: Metrics) -> Publisher {
+        Publisher {
+            client,
+            reporter,
+            said: Expiring::new("warnings_said", metrics, REPEAT_AFTER),
+        }
+    }
+
+    /// Publish `note` about `regarding`. Answers `Ok(false)` for a Warning that was said
+    /// lately and is not written again.
+    pub async fn publish(
+        &self,
+        regarding: &ObjectReference,
+        note: Note,
+    ) -> Result<bool, kube::Error> {
+        let repeat_key = (note.type_ == EventType::Warning).then(|| {
+            format!(
+                "{}/{}/{}",
+                regarding.uid.as_deref().unwrap_or_default(),
+                note.reason,
+                note.text
+            )
+        });
+        if let Some(key) = &repeat_key
+            && self.said.get(key).is_some()
+        {
+            return Ok(false);
+        }
+        let now = Timestamp::now();
+        let namespace = regarding
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let object = regarding
+            .name
+            .as_deref()
+            .unwrap_or(&self.reporter.controller);
+        let event = Event {
+            metadata: ObjectMeta {
+                name: Some(event_name(object, now.as_nanosecond())),
+                namespace: Some(namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            event_time: Some(MicroTime(now)),
+            type_: Some(
+                match note.type_ {
+                    EventType::Normal => "Normal",
+                    EventType::Warning => "Warning",
+                }
+                .into(),
+            ),
+            reason: Some(note.reason),
+            action: Some(note.action),
+            note: Some(fit_note(note.text)),
+            regarding: Some(regarding.clone()),
+            related: note.related,
+            reporting_controller: Some(self.reporter.controller.clone()),
+            reporting_instance: Some(
+                (self.reporter.instance.clone())
+                    .unwrap_or_else(|| self.reporter.controller.clone()),
+            ),
+            ..Event::default()
+        };
+        Api::<Event>::namespaced(self.client.clone(), &namespace)
+            .create(&PostParams::default(), &event)
+            .await?;
+        if let Some(key) = repeat_key {
+            self.said.insert(key, ());
+        }
+        Ok(true)
+    }
+
+    /// Forget Warnings said longer ago than [`REPEAT_AFTER`].
+    pub fn expire(&self) {
+        self.said.expire();
+    }
+}
+
+/// `<object>.<hex>`, as client-go and kube-runtime name Events, with the object's part
+/// shortened so that the whole stays within 253 characters and still ends in an
+/// alphanumeric before the dot (a DNS subdomain's labels may not end in `-` or `.`).
+pub fn event_name(object: &str, nanos: i128) -> String {
+    let suffix = format!("{:x}", nanos.max(0));
+    let room = MAX_NAME - 1 - suffix.len();
+    // Object names are ASCII (DNS subdomains); `get` keeps this safe for anything else.
+    let mut end = object.len().min(room);
+    while end > 0 && !object.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = object[..end].trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+    let head = if head.is_empty() { "event" } else { head };
+    format!("{head}.{suffix}")
+}
+
+/// `text`, cut to at most [`MAX_NOTE`] bytes on a character boundary, with `…` to show
+/// the cut.
+pub fn fit_note(text: String) -> String {
+    if text.len() <= MAX_NOTE {
+        return text;
+    }
+    const MORE: &str = "…";
+    let mut end = MAX_NOTE - MORE.len();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{MORE}", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_names_fit_for_any_valid_object_name() {
+        let nanos = Timestamp::now().as_nanosecond();
+        assert_eq!(event_name("t", 255), "t.ff");
+        for len in [1, 200, 236, 237, 240, 253] {
+            let object = "t".repeat(len);
+            let name = event_name(&object, nanos);
+            assert!(name.len() <= MAX_NAME, "{len}: {}", name.len());
+            assert!(name.starts_with(&object[..len.min(200)]));
+        }
+        // Cut where the object's name has a dash or a dot: the label still ends alphanumeric.
+        let object = format!("{}-and-{}", "a".repeat(230), "b".repeat(20));
+        let name = event_name(&object, nanos);
+        assert!(name.len() <= MAX_NAME);
+        let head = name.rsplit_once('.').map(|(h, _)| h).unwrap_or_default();
+        assert!(
+            head.ends_with(|c: char| c.is_ascii_alphanumeric()),
+            "{name}"
+        );
+        assert_eq!(event_name("---", 1), "event.1");
+    }
+
+    #[test]
+    fn notes_are_cut_at_1024_bytes_on_a_character_boundary() {
+        assert_eq!(fit_note("short".into()), "short");
+        let exact = "a".repeat(MAX_NOTE);
+        assert_eq!(fit_note(exact.clone()), exact);
+        let squares = "²".repeat(700); // 2 bytes each
+        let cut = fit_note(squares);
+        assert!(cut.len() <= MAX_NOTE, "{}", cut.len());
+        assert!(cut.ends_with('…'));
+    }
+}

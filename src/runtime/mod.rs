@@ -1,0 +1,34 @@
+//! Around kube-runtime: what the controllers stand on. kube-runtime brings the watcher, the
+//! reflector stores and the `Controller` loop; this folder adds what a manager that writes
+//! the minimum needs around them:
+//!
+//! - `watches.rs`: one watch per kind, its fan-out to the kind's own controller and to the
+//!   parents' (also after a relist: what vanished while the watch was down), the resync.
+//! - `cache.rs`: one kind's cache: its reflector store and its owner index, kept together.
+//! - `owner_index.rs`: which cached children each parent controls, kept from the watch events
+//!   (what a controller-runtime field indexer on the owner does: no cache scans).
+//! - `context.rs`: what every reconcile shares: the client, the caches, the Event publisher,
+//!   the metrics, and the manager's memory of writes the caches do not show yet
+//!   (expectations), of statuses in flight and of how each kind's children come along.
+//! - `retry.rs`: the retry policy around every reconcile: exponential backoff per object,
+//!   quiet 409s, fast retries while the API server is away.
+//! - `outage.rs`: API server outages: reported in a few log lines, fast jittered retries, a
+//!   single probe that says when it is back.
+//! - `refusals.rs`: writes the API server refused: their backoff, and parents in a namespace
+//!   being deleted.
+//! - `replan.rs`: how soon a parent that waits for its children is planned again (no
+//!   sooner than ten times what its last plan cost).
+//! - `events.rs`: Events within kube-apiserver's limits (names, notes), a Warning said once.
+//! - `expiring.rs`: remembered writes and failures in maps whose entries expire (bounded
+//!   memory), and how those maps name an object.
+
+pub mod cache;
+pub mod context;
+pub mod events;
+pub mod expiring;
+pub mod outage;
+pub mod owner_index;
+pub mod refusals;
+pub mod replan;
+pub mod retry;
+pub mod watches;

@@ -1,0 +1,148 @@
+//! The retry policy around every reconcile: what kube-runtime's `Controller` does after one.
+//! A success waits for the next watch event (or the requeue the reconcile asked for); a 409
+//! Conflict is retried soon and quietly; any other error backs off exponentially per object,
+//! and says so in words; an unreachable API server is retried fast instead, and reported
+//! once, as an outage ([`crate::runtime::outage`]).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Resource;
+use kube::runtime::controller::Action;
+use tracing::{debug, warn};
+
+use crate::error::{Error, Result};
+use crate::metrics::ReconcileResult;
+use crate::reconcile::status::{Outcome, Progress};
+use crate::runtime::context::Context;
+use crate::runtime::expiring::object_key;
+use crate::runtime::outage;
+
+/// Exponential backoff of the error policy: 100 ms, 200 ms, ... capped at 5 minutes.
+const BACKOFF_BASE: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(300);
+/// A 409 is retried sooner (it usually only means the cache was a step behind), but through
+/// the same per-object count: 50 ms, 100 ms, ... so that a child whose watch is down is not
+/// hammered 20 times a second.
+const CONFLICT_BACKOFF_BASE: Duration = Duration::from_millis(50);
+
+/// The delay before the `attempt`-th retry (1-based): doubling from 100 ms, capped at 5 min.
+pub fn backoff(attempt: u32) -> Duration {
+    backoff_from(BACKOFF_BASE, attempt)
+}
+
+/// The delay before the `attempt`-th retry after a 409 Conflict: doubling from 50 ms.
+pub fn conflict_backoff(attempt: u32) -> Duration {
+    backoff_from(CONFLICT_BACKOFF_BASE, attempt)
+}
+
+fn backoff_from(base: Duration, attempt: u32) -> Duration {
+    let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
+    base.saturating_mul(factor).min(BACKOFF_MAX)
+}
+
+/// Runs a reconcile with metrics, and turns a 409 Conflict into a quiet retry with its own
+/// short backoff: it only means the cache was a step behind another writer.
+///
+/// A reconcile that ends with its object's status not final (waiting for children) counts
+/// as a `requeue`, one that ends final as a `success`.
+pub(crate) async fn with_retry_policy<K>(
+    controller: &'static str,
+    obj: Arc<K>,
+    ctx: Arc<Context>,
+    reconcile: impl Future<Output = Result<Outcome>>,
+) -> Result<Action>
+where
+    K: Resource<DynamicType = ()>,
+{
+    let key = object_key(obj.as_ref());
+    if ctx.outage.is_down() {
+        // Every request would fail, and the outage's probe tells when to try again: wait
+        // without knocking (or logging the plan again), and run within a second of its return.
+        let attempt = ctx.outage.waiting(&key);
+        return Ok(Action::requeue(outage::retry_delay(
+            attempt,
+            outage::random(),
+        )));
+    }
+    let generation = obj.meta().generation;
+    if let Some(wait) = ctx.replans.wait(&key, generation) {
+        // Waiting for its children and planned a moment ago (see `crate::runtime::replan`).
+        return Ok(Action::requeue(wait));
+    }
+    let timer = ctx.metrics.reconcile_started(controller);
+    tracing::trace!("{key}: reconcile starts");
+    let started = std::time::Instant::now();
+    let result = reconcile.await;
+    tracing::trace!("{key}: reconcile ends");
+    let waiting = matches!(&result, Ok(o) if o.progress == Progress::Pending);
+    ctx.replans
+        .record(&key, generation, started, started.elapsed(), waiting);
+    match result {
+        Ok(outcome) => {
+            ctx.note_success(&key);
+            ctx.outage.reconciled(&key);
+            if outcome.progress != Progress::Pending {
+                ctx.note_settled(K::kind(&()));
+            }
+            timer.finish(match outcome.progress {
+                Progress::Settled | Progress::Blocked => ReconcileResult::Success,
+                Progress::Pending => ReconcileResult::Requeue,
+            });
+            Ok(match outcome.requeue_after {
+                Some(after) => Action::requeue(after),
+                None => Action::await_change(),
+            })
+        }
+        Err(error) if error.is_conflict() => {
+            let delay = conflict_backoff(ctx.note_failure(&key));
+            debug!(%error, "{key}: conflict, looking again in {delay:?}");
+            timer.finish(ReconcileResult::Requeue);
+            Ok(Action::requeue(delay))
+        }
+        Err(error) => {
+            timer.finish(ReconcileResult::Error(error.kind_label()));
+            Err(error)
+        }
+    }
+}
+
+/// Back off exponentially per object, and say so in words; an unreachable API server is
+/// retried fast instead (see [`crate::runtime::outage`]).
+pub(crate) fn error_policy<K: Resource<DynamicType = ()>>(
+    obj: Arc<K>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Action {
+    let key = object_key(obj.as_ref());
+    if error.is_unreachable() {
+        // An outage: retry within a second of the server's return, and let the outage
+        // say it once instead of a line per object per attempt. Its retries are counted by
+        // the outage, not as failures of the object.
+        let attempt = ctx.outage.unreachable(Some(&key), error);
+        let delay = outage::retry_delay(attempt, outage::random());
+        debug!(%error, attempt, "{key}: API server unreachable; retrying in {delay:?}");
+        return Action::requeue(delay);
+    }
+    let attempt = ctx.note_failure(&key);
+    let delay = backoff(attempt);
+    warn!(%error, attempt, "{key}: reconcile failed; retrying in {delay:?}");
+    Action::requeue(delay)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_is_capped() {
+        assert_eq!(backoff(1), Duration::from_millis(100));
+        assert_eq!(backoff(2), Duration::from_millis(200));
+        assert_eq!(backoff(5), Duration::from_millis(1600));
+        assert_eq!(backoff(40), BACKOFF_MAX);
+        assert_eq!(conflict_backoff(1), Duration::from_millis(50));
+        assert_eq!(conflict_backoff(3), Duration::from_millis(200));
+        assert_eq!(conflict_backoff(u32::MAX), BACKOFF_MAX);
+    }
+}

@@ -1,0 +1,246 @@
+//! The watches: one per kind, feeding the cache that reconcilers read, and handing every
+//! change to the controllers that care (the fan-out); and the periodic resync, the safety net
+//! under both.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::channel::mpsc;
+use futures::{Stream, StreamExt};
+use kube::api::Api;
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Resource, ResourceExt};
+use tracing::{debug, warn};
+
+use crate::error::is_unreachable;
+use crate::kind::{Kind, Parent};
+use crate::runtime::cache::Cache;
+use crate::runtime::context::Context;
+use crate::runtime::outage::{WatchBackoff, random};
+
+/// Kept by `kubectl apply` on every object; the manager never reads it.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Drop what the manager never reads before it reaches the cache: managedFields and the
+/// last-applied annotation are often larger than the object itself.
+fn slim<K: Resource>(obj: &mut K) {
+    // `None`, not an emptied Vec: that would keep its buffer, per object.
+    obj.meta_mut().managed_fields = None;
+    let annotations = &mut obj.meta_mut().annotations;
+    if let Some(map) = annotations {
+        map.remove(LAST_APPLIED);
+        if map.is_empty() {
+            *annotations = None;
+        }
+    }
+}
+
+/// What a child's watch tells the controller of its parents of kind `P`: the owners of kind
+/// `P` named in the child's ownerReferences, as cache keys, and the parent whose desired child
+/// carries this name ([`Parent::parent_of`]): a deleted object that somebody else controlled
+/// (a conflict) frees the name, and that parent must hear of it to create its own.
+pub(crate) fn tell_parents<P: Parent>(
+    parents: mpsc::UnboundedSender<ObjectRef<P>>,
+) -> impl Fn(&P::Child) + Send + 'static {
+    move |child| {
+        for owner in owners::<P>(child) {
+            let _ = parents.unbounded_send(owner);
+        }
+    }
+}
+
+/// The watch of a kind nobody owns has no parents to tell.
+pub(crate) fn no_parents<K>(_: &K) {}
+
+fn owners<P: Parent>(child: &P::Child) -> Vec<ObjectRef<P>> {
+    let namespace = child.namespace();
+    let by_name = P::parent_of(&child.name_any())
+        .map(|name| ObjectRef::new(name).within(namespace.as_deref().unwrap_or_default()));
+    child
+        .owner_references()
+        .iter()
+        .filter_map(|r| ObjectRef::from_owner_ref(namespace.as_deref(), r, ()))
+        .chain(by_name)
+        .collect()
+}
+
+/// One watch of kind `K`: it feeds `cache` (the store behind `writer`, and the owner index),
+/// and hands every change to the controllers that care: the object itself to `K`'s own
+/// controller, and (for a child that appeared, changed or was deleted) its parents to the
+/// parent's controller ([`tell_parents`]).
+///
+/// This is kube-runtime's "shared stream" idea with plain unbounded channels for the
+/// fan-out: kube-runtime 5's shared-store dispatcher does not forward deletions (so a
+/// `kubectl delete number t-1` would never wake the Tuple), and its bounded buffer makes a
+/// watch wait for the slowest controller.
+pub(crate) fn watch_and_fan_out<K: Kind>(
+    api: Api<K>,
+    config: watcher::Config,
+    writer: reflector::store::Writer<K>,
+    cache: Cache<K>,
+    own: mpsc::UnboundedSender<Arc<K>>,
+    tell_parents: impl Fn(&K) + Send + 'static,
+    ctx: Arc<Context>,
+) -> impl Stream<Item = ()> + Send {
+    let Cache {
+        store: reader,
+        owners: index,
+    } = cache;
+    // What the cache held when a (re)list began: the objects that are not in the new list
+    // were deleted while the watch was down, and no Delete event will ever say so.
+    let mut before_relist: Vec<Arc<K>> = Vec::new();
+    let outage = ctx.outage.clone();
+    let gone_kind = K::kind(&());
+    let relisting = ctx.clone();
+    watcher(api, config)
+        // 410 Gone: the API server no longer has the history to resume from (compacted, or
+        // lost in a restart). The watcher lists again by itself; taken out before the
+        // backoff, which would otherwise wait (up to a second after an outage) before that
+        // list, as client-go's reflector does not.
+        .filter(move |event| {
+            let gone = matches!(event, Err(watcher::Error::WatchError(s)) if s.code == 410);
+            if gone {
+                relisting.relist_started(gone_kind.clone());
+                debug!(
+                    "watching {}s: resourceVersion too old; listing again",
+                    gone_kind
+                );
+            }
+            futures::future::ready(!gone)
+        })
+        .backoff(WatchBackoff::default())
+        .modify(slim)
+        .reflect(writer)
+        .inspect(move |event| {
+            if let Err(error) = event
+                && watch_unreachable(error)
+            {
+                outage.unreachable(None, error);
+            }
+        })
+        .map(move |event| match event {
+            Ok(watcher::Event::Apply(obj)) => {
+                ctx.saw_event(&obj);
+                index.apply(&obj);
+                tell_parents(&obj);
+                // The cache's own copy: a burst of 10000 events queues pointers, not 10000
+                // second copies of the objects.
+                let cached = reader.get(&ObjectRef::from_obj(&obj));
+                let _ = own.unbounded_send(cached.unwrap_or_else(|| Arc::new(obj)));
+            }
+            Ok(watcher::Event::Delete(obj)) => {
+                ctx.saw_event(&obj);
+                index.delete(&obj);
+                tell_parents(&obj)
+            }
+            // The reflector fills a new cache on the side; until InitDone, `reader` still
+            // shows the old one. (Init comes again before every attempt of a failing list:
+            // the snapshot is of the cache, which only InitDone replaces.)
+            Ok(watcher::Event::Init) => {
+                ctx.relist_started(K::kind(&()));
+                if before_relist.is_empty() {
+                    before_relist = reader.state();
+                }
+            }
+            // A (re)list is complete and the cache swapped in: everything is news, and so is
+            // everything that vanished while the watch was down.
+            Ok(watcher::Event::InitDone) => {
+                ctx.relist_done(K::kind(&()));
+                let now = reader.state();
+                index.rebuild(&now);
+                for gone in vanished(&std::mem::take(&mut before_relist), &now) {
+                    debug!(
+                        "{} {}/{} vanished while the watch was down",
+                        K::kind(&()),
+                        gone.namespace().unwrap_or_default(),
+                        gone.name_any()
+                    );
+                    tell_parents(&gone);
+                }
+                for obj in now {
+                    tell_parents(&obj);
+                    let _ = own.unbounded_send(obj);
+                }
+            }
+            Ok(watcher::Event::InitApply(_)) => {}
+            // An unreachable server is reported once, by the outage above.
+            Err(error) if watch_unreachable(&error) => {
+                ctx.watch_failed(K::kind(&()));
+                debug!(%error, "watching {}s failed; retrying", K::kind(&()))
+            }
+            Err(error) => {
+                ctx.watch_failed(K::kind(&()));
+                warn!(%error, "watching {}s failed; retrying with backoff", K::kind(&()))
+            }
+        })
+}
+
+/// Whether a watch failed because the API server could not be reached.
+fn watch_unreachable(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => is_unreachable(e),
+        _ => false,
+    }
+}
+
+/// The objects of `before` (the cache when a relist began) that `after` (the relisted cache)
+/// no longer holds: deleted during the gap.
+fn vanished<K: Resource>(before: &[Arc<K>], after: &[Arc<K>]) -> Vec<Arc<K>> {
+    let key = |k: &Arc<K>| (k.meta().namespace.clone(), k.meta().name.clone());
+    let present: HashSet<_> = after.iter().map(key).collect();
+    before
+        .iter()
+        .filter(|k| !present.contains(&key(k)))
+        .cloned()
+        .collect()
+}
+
+/// Ticks every `period`, each interval drawn anew within ±10 %, so that resyncs of many
+/// managers (or of the three controllers) do not fall on the same instant.
+pub(crate) fn resync(period: Duration) -> impl Stream<Item = ()> + Send {
+    futures::stream::unfold((), move |()| async move {
+        tokio::time::sleep(jittered(period, random())).await;
+        Some(((), ()))
+    })
+}
+
+/// `period` scaled by a factor between 0.9 and 1.1 chosen by `random`.
+fn jittered(period: Duration, random: u64) -> Duration {
+    let permille = 900 + (random % 201) as u32;
+    period.saturating_mul(permille) / 1000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Number;
+
+    #[test]
+    fn vanished_objects_are_those_missing_from_the_relist() {
+        let number = |name: &str| Arc::new(Number::new(name, crate::api::NumberSpec { value: 1 }));
+        let before = [number("a"), number("b"), number("c")];
+        let after = [number("a"), number("c"), number("d")];
+        let gone: Vec<_> = vanished(&before, &after)
+            .iter()
+            .map(|n| n.name_any())
+            .collect();
+        assert_eq!(gone, ["b"]);
+        assert!(vanished(&[], &after).is_empty());
+    }
+
+    #[test]
+    fn resync_intervals_stay_within_ten_percent() {
+        let period = Duration::from_secs(600);
+        assert_eq!(jittered(period, 0), Duration::from_secs(540));
+        assert_eq!(jittered(period, 200), Duration::from_secs(660));
+        assert_eq!(jittered(period, 100), period);
+        for r in [1, 7, 12345, u64::MAX] {
+            let d = jittered(period, r);
+            assert!(d >= Duration::from_secs(540) && d <= Duration::from_secs(660));
+        }
+    }
+}
