@@ -300,9 +300,18 @@ pub(crate) const HOLD: &str = "math.example.com/check-hold";
 /// while the garbage collector deletes its children; then it goes too. A controller that
 /// applies the children of a parent being deleted re-creates each one the collector deletes
 /// (the given `reconcile` returns at once for such a parent). The check holds one child with a
-/// finalizer for a second, as a child that takes time to go would, so that the parent waits
+/// finalizer for two seconds, as a child that takes time to go would, so that the parent waits
 /// visibly on any cluster; a watch on the children, started before the deletion, sees every
 /// re-creation however briefly it lived.
+///
+/// Only re-creations in the second second count. In the first, even a correct controller may
+/// re-create a child once: a reconcile that began before the deletion (the hold's own patch
+/// triggers one) applies the children it planned from the parent as it was, and the parent's
+/// watch may deliver the deletionTimestamp after the children's watch delivered the
+/// collector's deletes (kube-controller-manager's controllers have the same window, and the
+/// collector deletes such a child again). A controller without the guard never stops: the
+/// collector deletes each re-created child and the deletion triggers the next re-creation,
+/// for as long as the parent waits.
 pub(super) async fn foreground(
     s: &mut Session,
     kinds: &[Kind],
@@ -376,7 +385,8 @@ pub(super) async fn foreground(
     ];
     let deleted = ready && s.kubectl(kinds, &delete, "").await;
     let mut recreated: BTreeMap<String, usize> = BTreeMap::new();
-    let release_at = tokio::time::Instant::now() + Duration::from_secs(1);
+    let counted_from = tokio::time::Instant::now() + Duration::from_secs(1);
+    let release_at = counted_from + Duration::from_secs(1);
     let gone_deadline = release_at + s.opts.timeout;
     let mut released = false;
     let mut parent_gone = false;
@@ -386,7 +396,10 @@ pub(super) async fn foreground(
             event = events.next() => match event {
                 Some(Ok(watcher::Event::Apply(child) | watcher::Event::InitApply(child))) => {
                     let uid = child.metadata.uid.clone().unwrap_or_default();
-                    if owned_by_parent(&child) && seen.insert(uid) {
+                    if owned_by_parent(&child)
+                        && seen.insert(uid)
+                        && tokio::time::Instant::now() >= counted_from
+                    {
                         *recreated.entry(child.metadata.name.clone().unwrap_or_default()).or_insert(0) += 1;
                     }
                 }
