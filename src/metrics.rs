@@ -171,6 +171,7 @@ struct Inner {
     writes: Family<WriteLabels, Counter>,
     leader: Gauge,
     remembered: Family<MemoryLabels, Gauge>,
+    put_off: Family<ControllerLabels, Counter>,
     write_total: AtomicU64,
 }
 
@@ -252,6 +253,14 @@ impl Metrics {
         for memory in MEMORIES {
             let _ = remembered.get_or_create(&MemoryLabels { memory });
         }
+        let put_off = Family::<ControllerLabels, Counter>::default();
+        registry.register(
+            "replans_put_off",
+            "Triggers of a parent waiting for its children that were put off because it was \
+             planned a moment ago (at most ten times what its plan cost, at most a second), by \
+             controller",
+            put_off.clone(),
+        );
         registry.register(
             "build",
             "Version of the running manager",
@@ -266,6 +275,7 @@ impl Metrics {
             }
             let _ = duration.get_or_create(&ControllerLabels { controller });
             let _ = in_flight.get_or_create(&ControllerLabels { controller });
+            let _ = put_off.get_or_create(&ControllerLabels { controller });
         }
         for (controller, kind, operation) in EXPECTED_WRITES {
             let _ = writes.get_or_create(&WriteLabels {
@@ -285,6 +295,7 @@ impl Metrics {
                 writes,
                 leader,
                 remembered,
+                put_off,
                 write_total: AtomicU64::new(0),
             }),
         }
@@ -321,6 +332,14 @@ impl Metrics {
     }
 
     /// Records whether this replica leads, for `math_controller_leader`.
+    /// A trigger of a waiting parent was put off ([`crate::runtime::replan`]).
+    pub fn replan_put_off(&self, controller: &'static str) {
+        self.inner
+            .put_off
+            .get_or_create(&ControllerLabels { controller })
+            .inc();
+    }
+
     pub fn set_leader(&self, leader: bool) {
         self.inner.leader.set(i64::from(leader));
     }
@@ -429,6 +448,7 @@ mod tests {
             ("math_controller_reconcile_in_flight", "gauge"),
             ("math_controller_write_requests", "counter"),
             ("math_controller_leader", "gauge"),
+            ("math_controller_replans_put_off", "counter"),
             ("math_controller_build", "info"),
         ] {
             assert!(
@@ -451,6 +471,8 @@ mod tests {
             }
             let s = format!("math_controller_reconcile_in_flight{{controller=\"{c}\"}}");
             assert_eq!(sample(&text, &s), Some(0.0));
+            let s = format!("math_controller_replans_put_off_total{{controller=\"{c}\"}}");
+            assert_eq!(sample(&text, &s), Some(0.0), "{text}");
             let s =
                 format!("math_controller_reconcile_duration_seconds_count{{controller=\"{c}\"}}");
             assert_eq!(sample(&text, &s), Some(0.0));

@@ -139,3 +139,35 @@ async fn a_waiting_parent_is_not_planned_for_every_child_that_settles() {
     assert!(plans <= 200.0, "the Fermat was planned {plans} times");
     h.stop_manager().await;
 }
+
+/// A Tuple whose Numbers were slow to create is not held back once they settle: what a
+/// waiting parent is held for is what its *plan* cost (microseconds for a Tuple), not what
+/// its writes waited for the API server. Before: the whole reconcile was timed, so a Tuple
+/// that spent 0.2 s creating its Numbers on the real control plane was put off for a second
+/// when they settled (a Fermat 1000 spent its last second with hundreds of finished Tuples
+/// waiting to say so).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tuple_is_not_held_for_the_time_its_writes_took() {
+    let mut h = Harness::without_manager().await;
+    h.server.set_latency(
+        RequestFilter::new().verb(Verb::Create).resource("numbers"),
+        Duration::from_millis(300),
+    );
+    let metrics = h.start_manager_observed(math_controller::ops::manager::Options::default());
+    h.create_tuple("t", vec![3, 4]).await;
+    wait_for(&h.tuples(), "t", tuple_ready).await;
+    let text = metrics.encode();
+    let put_off = sample(
+        &text,
+        r#"math_controller_replans_put_off_total{controller="tuple"}"#,
+    );
+    assert_eq!(
+        put_off,
+        Some(0.0),
+        "the Tuple's answer was put off: {:?}",
+        text.lines()
+            .filter(|l| l.contains("put_off"))
+            .collect::<Vec<_>>()
+    );
+    h.stop_manager().await;
+}

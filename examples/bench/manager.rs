@@ -183,6 +183,32 @@ impl Manager {
         Ok(Writes::parse(&text))
     }
 
+    /// Samples the manager's writes (objects and Events) every 100 ms until `stop` fires:
+    /// the pace of a run, to see whether it starts late, sags or tails off.
+    pub fn pace(
+        &self,
+        stop: tokio::sync::oneshot::Receiver<()>,
+    ) -> tokio::task::JoinHandle<Vec<(Duration, u64)>> {
+        let address = self.metrics;
+        tokio::spawn(async move {
+            let start = std::time::Instant::now();
+            let mut samples = vec![(Duration::ZERO, 0)];
+            let mut stop = std::pin::pin!(stop);
+            let mut base = None;
+            loop {
+                if let Some(text) = get(address, "/metrics").await {
+                    let all = Writes::parse(&text).all();
+                    let base = *base.get_or_insert(all);
+                    samples.push((start.elapsed(), all - base));
+                }
+                tokio::select! {
+                    _ = &mut stop => return samples,
+                    _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                }
+            }
+        })
+    }
+
     /// The CPU time the process has used so far (user + system).
     pub fn cpu(&self) -> Option<Duration> {
         cpu_of(self.child.id()?)

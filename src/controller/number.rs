@@ -70,6 +70,7 @@ pub async fn reconcile(number: Arc<Number>, ctx: Arc<Context>) -> Result<Outcome
     Ok(Outcome {
         requeue_after,
         progress: Progress::Settled,
+        planned_in: std::time::Duration::ZERO,
     })
 }
 

@@ -48,6 +48,7 @@ pub async fn parent<P: Parent, S: ParentStatus>(
         // children; recreating them would fight it.
         return Ok(Outcome::DONE);
     }
+    let planning = std::time::Instant::now();
     let desired = parent.desired_children();
     let cached = ctx.children(children, parent, &desired);
     let owner_uid = parent.meta().uid.clone().unwrap_or_default();
@@ -58,6 +59,7 @@ pub async fn parent<P: Parent, S: ParentStatus>(
         &cached.owned,
         &cached.in_flight,
     );
+    let mut planned_in = planning.elapsed();
     narrate(parent, &plan);
     let held = ctx.refusals.held(parent);
     let applied = writes::apply(ctx, parent, &plan, &held.steps).await?;
@@ -69,8 +71,10 @@ pub async fn parent<P: Parent, S: ParentStatus>(
     plan.refused = applied.refused;
     plan.refused.extend(held.refusals);
     let now = Timestamp::now();
+    let deciding = std::time::Instant::now();
     let known = ctx.known_status(parent, current);
     let (desired_status, progress) = status(&plan, known.as_ref(), now);
+    planned_in += deciding.elapsed();
     // How the children come along matters only to a status that is not the answer.
     let pace = (progress != Progress::Settled).then(|| {
         let shown = known.as_ref().and_then(|s| s.ready_children()).unwrap_or(0);
@@ -90,6 +94,7 @@ pub async fn parent<P: Parent, S: ParentStatus>(
     let outcome = Outcome {
         requeue_after,
         progress,
+        planned_in,
     };
     Ok(outcome
         .requeue_within(cached.recheck_in)

@@ -134,6 +134,9 @@ pub enum Progress {
 pub struct Outcome {
     pub requeue_after: Option<Duration>,
     pub progress: Progress,
+    /// The CPU the decision took (children read from the cache, plan, status), without the
+    /// writes: what planning the object again would cost ([`crate::runtime::replan`]).
+    pub planned_in: Duration,
 }
 
 impl Outcome {
@@ -141,6 +144,7 @@ impl Outcome {
     pub const DONE: Outcome = Outcome {
         requeue_after: None,
         progress: Progress::Settled,
+        planned_in: Duration::ZERO,
     };
 
     /// The earlier of this outcome's requeue and `after`.
@@ -585,6 +589,7 @@ mod tests {
         let pending = |after| Outcome {
             requeue_after: after,
             progress: Progress::Pending,
+            planned_in: Duration::ZERO,
         };
         assert_eq!(Outcome::DONE.requeue_within(None), Outcome::DONE);
         assert_eq!(

@@ -6,10 +6,11 @@
 //! ends, so the Fermat was planned back to back for the whole build (1362 plans of 5000
 //! children in 62 s on the real control plane; two thirds of the manager's CPU, `perf`), CPU
 //! taken from the API server on the same machine. A parent whose last reconcile ended waiting
-//! for its children is therefore planned again no sooner than ten times what that plan cost:
-//! its replanning takes at most a tenth of a core, and a small parent (a Tuple plans in
-//! microseconds) is not held at all. A change of its own spec (a new generation) is planned at
-//! once, and so is everything after an answer.
+//! for its children is therefore planned again no sooner than ten times what that plan cost
+//! (the decision's CPU, not the writes it waited for): its replanning takes at most a tenth
+//! of a core, and a small parent (a Tuple plans in microseconds) is not held at all. A change
+//! of its own spec (a new generation) is planned at once, and so is everything after an
+//! answer. `math_controller_replans_put_off_total` counts the triggers put off.
 
 use std::time::{Duration, Instant};
 
@@ -61,27 +62,24 @@ impl Replans {
         wait_before_replan(last.as_ref(), generation, Instant::now())
     }
 
-    /// A reconcile of `key` that started `at` and took `cost` ended; `waiting` if its status
-    /// waits for children.
-    pub fn record(
-        &self,
-        key: &str,
-        generation: Option<i64>,
-        at: Instant,
-        cost: Duration,
-        waiting: bool,
-    ) {
-        match waiting {
-            true => self.last.insert(
-                key.to_string(),
-                LastPlan {
-                    generation,
-                    at,
-                    cost,
-                },
-            ),
-            false => self.last.remove(key),
-        }
+    /// A reconcile of `key` ended waiting for its children; its decision took `cost` (the
+    /// plan and the status, not the writes: a Tuple that just created its Numbers waited
+    /// 0.2 s for the API server, and holding it for ten times that held its answer back).
+    pub fn waiting(&self, key: &str, generation: Option<i64>, cost: Duration) {
+        self.last.insert(
+            key.to_string(),
+            LastPlan {
+                generation,
+                at: Instant::now(),
+                cost,
+            },
+        );
+    }
+
+    /// A reconcile of `key` ended with an answer, blocked, or failed: its next trigger plans
+    /// at once.
+    pub fn answered(&self, key: &str) {
+        self.last.remove(key);
     }
 
     /// Forget what outlived its time to live.

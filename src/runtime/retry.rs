@@ -69,16 +69,19 @@ where
     let generation = obj.meta().generation;
     if let Some(wait) = ctx.replans.wait(&key, generation) {
         // Waiting for its children and planned a moment ago (see `crate::runtime::replan`).
+        ctx.metrics.replan_put_off(controller);
         return Ok(Action::requeue(wait));
     }
     let timer = ctx.metrics.reconcile_started(controller);
     tracing::trace!("{key}: reconcile starts");
-    let started = std::time::Instant::now();
     let result = reconcile.await;
     tracing::trace!("{key}: reconcile ends");
-    let waiting = matches!(&result, Ok(o) if o.progress == Progress::Pending);
-    ctx.replans
-        .record(&key, generation, started, started.elapsed(), waiting);
+    match &result {
+        Ok(o) if o.progress == Progress::Pending => {
+            ctx.replans.waiting(&key, generation, o.planned_in)
+        }
+        _ => ctx.replans.answered(&key),
+    }
     match result {
         Ok(outcome) => {
             ctx.note_success(&key);

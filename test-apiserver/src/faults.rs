@@ -1,7 +1,9 @@
 //! Faults that make the server behave like a real kube-apiserver under stress: an
 //! outage (the port refuses connections and open connections are reset, while every
 //! object and the resourceVersion counter are kept) and a write-throughput cap (writes
-//! queue for a slot, as they do behind etcd on a loaded control plane). Per-request
+//! queue for a slot, as they do behind etcd on a loaded control plane). Under the cap the
+//! server is one queue of busy time: watch events delivered and time charged from outside
+//! (another process's CPU on the same machine) take their share of it too. Per-request
 //! latency lives with the other request rules in `lib.rs` (`set_latency`).
 //!
 //! The outage is done at the socket, not in the HTTP handler, so a client sees what it
@@ -27,6 +29,8 @@ pub(crate) struct Faults {
     down: watch::Sender<bool>,
     /// Minimum spacing between two writes (`None`: no cap), and when the next may start.
     write_slot: Mutex<(Option<Duration>, Instant)>,
+    /// Under a write cap, what one watch event delivered costs the server (zero: nothing).
+    watch_event_cost: Mutex<Duration>,
 }
 
 impl Faults {
@@ -34,6 +38,7 @@ impl Faults {
         Faults {
             down: watch::Sender::new(start_down),
             write_slot: Mutex::new((None, Instant::now())),
+            watch_event_cost: Mutex::new(Duration::ZERO),
         }
     }
 
@@ -50,6 +55,35 @@ impl Faults {
         let mut slot = self.write_slot.lock().unwrap_or_else(|e| e.into_inner());
         slot.0 = (per_second > 0).then(|| Duration::from_secs(1) / per_second);
         slot.1 = Instant::now();
+    }
+
+    /// Under a write cap, each watch event delivered takes `cost` of the server's time.
+    pub(crate) fn set_watch_event_cost(&self, cost: Duration) {
+        *self
+            .watch_event_cost
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = cost;
+    }
+
+    /// Hook for the watch streams: one event was delivered.
+    pub(crate) fn watch_event(&self) {
+        let cost = *self
+            .watch_event_cost
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if !cost.is_zero() {
+            self.charge(cost);
+        }
+    }
+
+    /// Takes `busy` of the server's time, as work other than writes does (serving watch
+    /// events, a process on the same machine taking the CPU): the writes queued behind it
+    /// start that much later. Nothing without a write cap.
+    pub(crate) fn charge(&self, busy: Duration) {
+        let mut slot = self.write_slot.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.0.is_some() {
+            slot.1 = slot.1.max(Instant::now()) + busy;
+        }
     }
 
     /// Hook for the request pipeline: waits for this write's slot under the cap. Slots

@@ -89,6 +89,7 @@ impl WatchCtx {
         };
         let b = self.render(ty, &c.new);
         self.pending.push_back(b);
+        self.shared.faults_io.watch_event();
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
