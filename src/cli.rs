@@ -34,7 +34,7 @@ pub struct RunArgs {
     #[arg(long, short = 'n', env = "WATCH_NAMESPACE")]
     pub namespace: Option<String>,
     /// How many objects of each kind are reconciled at once (0: no limit).
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = crate::ops::manager::CONCURRENCY)]
     pub concurrency: u16,
     /// Where /metrics is served; 0 turns it off [default: 127.0.0.1:8080, or 127.0.0.1:8443
     /// with --metrics-secure].

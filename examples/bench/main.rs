@@ -28,6 +28,8 @@
 //!   plane) whose CPU time is reported for the floor and for the manager's run, next to the
 //!   manager's own: where the time went.
 //!
+//! `BENCH_CONCURRENCY=N` starts the manager with `--concurrency N` (default: its own default).
+//!
 //! Writes are counted by the manager itself (`math_controller_write_requests_total` on its
 //! `/metrics`), so they are the same on any server. `HEAL_SAMPLES` (default 50) sets how many
 //! Numbers are deleted one at a time to time their return; `BENCH_MANAGER=path` measures
@@ -45,11 +47,32 @@ use test_apiserver::{RequestFilter, TestServer, Verb};
 
 use manager::{Manager, Writes};
 
+/// The slowed test server (`BENCH_SERVER=slow`): a model of the loopback kube-apiserver v1.24 +
+/// etcd the README's real-control-plane rows come from (2 cores, the manager on the same
+/// machine), calibrated there. The server is one queue of busy time:
+///
+/// - each write takes a slot of 1 ms (the floor wrote ~1000 objects/s with 32 in flight) and
+///   answers 25 ms after it arrived at the earliest;
+/// - an Event takes half a slot ([`SLOW_EVENT_WEIGHT`]: 5001 Events cost the control plane
+///   ~5 s of CPU, 30 001 object writes ~56 s);
+/// - each watch event delivered takes [`SLOW_WATCH_EVENT_COST`] (the floor with the manager's
+///   three watches open: +1.2 s of kube-apiserver CPU for 30 001 events, 3–6 % longer);
+/// - each CPU second the manager takes is [`SLOW_CPU_SHARE`] of a second less for the server:
+///   at the floor the control plane keeps both cores busy (~1.9 ms of CPU per write), so a
+///   core second of the manager costs half a second of its throughput.
+const SLOW_WRITE_LATENCY: Duration = Duration::from_millis(25);
+const SLOW_WRITES_PER_SECOND: u32 = 1000;
+const SLOW_EVENT_WEIGHT: f64 = 0.5;
+const SLOW_WATCH_EVENT_COST: Duration = Duration::from_micros(40);
+const SLOW_CPU_SHARE: f64 = 0.5;
+
 /// Where the benchmark runs.
 struct Server {
     client: Client,
     /// The in-memory server, when it is one: it can be slowed and stopped.
     test: Option<TestServer>,
+    /// Slowed like a real kube-apiserver (see [`SLOW_CPU_SHARE`]).
+    slow: bool,
 }
 
 impl Server {
@@ -72,20 +95,47 @@ impl Server {
                     "the CRDs are not installed in this cluster: run `make install` first"
                 );
             }
-            return Ok(Server { client, test: None });
+            return Ok(Server {
+                client,
+                test: None,
+                slow: false,
+            });
         }
         let server = TestServer::start().await?;
         server.apply_crd_yaml(&math_controller::api::crds_yaml()?)?;
         if slow {
             for verb in [Verb::Create, Verb::Update, Verb::Patch, Verb::Delete] {
-                server.set_latency(RequestFilter::new().verb(verb), Duration::from_millis(25));
+                server.set_latency(RequestFilter::new().verb(verb), SLOW_WRITE_LATENCY);
             }
-            server.set_write_rate(1000);
+            server.set_write_rate(SLOW_WRITES_PER_SECOND);
+            server.set_write_weight(RequestFilter::new().resource("events"), SLOW_EVENT_WEIGHT);
+            server.set_watch_event_cost(
+                env_duration_us("BENCH_SLOW_WATCH_EVENT_US").unwrap_or(SLOW_WATCH_EVENT_COST),
+            );
         }
         Ok(Server {
             client: server.client(),
             test: Some(server),
+            slow,
         })
+    }
+
+    /// On the slowed server, charges the CPU the process `pid` takes against the server's
+    /// time, as it would be taken from kube-apiserver and etcd on one machine.
+    fn share_cpu_with(&self, pid: Option<u32>) -> Option<tokio::task::JoinHandle<()>> {
+        let (test, pid) = (self.test.clone().filter(|_| self.slow)?, pid?);
+        let share = cpu_share();
+        Some(tokio::spawn(async move {
+            let mut last = manager::cpu_of(pid).unwrap_or_default();
+            loop {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let Some(now) = manager::cpu_of(pid) else {
+                    return;
+                };
+                test.charge(now.saturating_sub(last).mul_f64(share));
+                last = now;
+            }
+        }))
     }
 
     /// The kubeconfig the manager is started with (`None`: the current one).
@@ -198,8 +248,13 @@ async fn main() -> anyhow::Result<()> {
     let place = match (cluster, slow) {
         (true, _) => "the cluster of the current kubeconfig".to_string(),
         (false, true) => {
-            "the test API server, slowed like a real kube-apiserver (25 ms per write, ≤ 1000 writes/s)"
-                .to_string()
+            format!(
+                "the test API server, slowed like a loopback kube-apiserver v1.24 (25 ms per write, ≤ {SLOW_WRITES_PER_SECOND} writes/s, an Event {SLOW_EVENT_WEIGHT} of a write, {} µs per watch event, {} s per CPU second of the manager)",
+                env_duration_us("BENCH_SLOW_WATCH_EVENT_US")
+                    .unwrap_or(SLOW_WATCH_EVENT_COST)
+                    .as_micros(),
+                cpu_share()
+            )
         }
         (false, false) => "the in-memory test API server on loopback".to_string(),
     };
@@ -292,6 +347,7 @@ async fn measure(
     server.create_namespace(&ns).await?;
     let kubeconfig = server.kubeconfig();
     let manager = Manager::start(binary, kubeconfig.as_deref(), &ns).await?;
+    let sharing = server.share_cpu_with(manager.pid());
     let fermats: Api<Fermat> = Api::namespaced(server.client.clone(), &ns);
     let cpu_before = cpu_times(&pids);
     let manager_cpu_before = manager.cpu();
@@ -376,6 +432,9 @@ async fn measure(
     println!("  steady:   {steady} write requests in the 3 s after converging");
     let first_rss = manager.peak_rss_mib();
 
+    if let Some(sharing) = sharing {
+        sharing.abort();
+    }
     manager.stop().await?;
     let manager = Manager::start(binary, kubeconfig.as_deref(), &ns).await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -454,6 +513,20 @@ fn tenths(samples: &[(Duration, u64)], run: Duration) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// [`SLOW_CPU_SHARE`], or `BENCH_SLOW_CPU_SHARE` (calibrating the slowed server).
+fn cpu_share() -> f64 {
+    std::env::var("BENCH_SLOW_CPU_SHARE")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or(SLOW_CPU_SHARE)
+}
+
+/// A duration in microseconds from the environment (calibrating the slowed server).
+fn env_duration_us(name: &str) -> Option<Duration> {
+    let us = std::env::var(name).ok()?.parse::<u64>().ok()?;
+    Some(Duration::from_micros(us))
 }
 
 fn watched_pids() -> Vec<(String, u32)> {

@@ -121,10 +121,13 @@ impl Manager {
         namespace: &str,
     ) -> anyhow::Result<Manager> {
         let (metrics, probes) = (free_port()?, free_port()?);
-        let concurrency = std::env::var("BENCH_CONCURRENCY").unwrap_or_else(|_| "16".into());
         let mut command = Command::new(binary);
+        command.args(["--namespace", namespace]);
+        // The manager's default unless asked (BENCH_CONCURRENCY=16, say).
+        if let Ok(concurrency) = std::env::var("BENCH_CONCURRENCY") {
+            command.args(["--concurrency", &concurrency]);
+        }
         command
-            .args(["--namespace", namespace, "--concurrency", &concurrency])
             .arg(format!("--metrics-bind-address={metrics}"))
             .arg(format!("--health-probe-bind-address={probes}"))
             .stdout(Stdio::null())
@@ -207,6 +210,11 @@ impl Manager {
                 }
             }
         })
+    }
+
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
     }
 
     /// The CPU time the process has used so far (user + system).

@@ -88,12 +88,13 @@ impl Faults {
 
     /// Hook for the request pipeline: waits for this write's slot under the cap. Slots
     /// are handed out in arrival order, so writes queue instead of failing.
-    pub(crate) async fn throttle_write(&self) {
+    /// A write of `weight` takes that many slots (an Event is cheaper than an object).
+    pub(crate) async fn throttle_write(&self, weight: f64) {
         let at = {
             let mut slot = self.write_slot.lock().unwrap_or_else(|e| e.into_inner());
             let Some(gap) = slot.0 else { return };
             let at = slot.1.max(Instant::now());
-            slot.1 = at + gap;
+            slot.1 = at + gap.mul_f64(weight);
             at
         };
         tokio::time::sleep_until(at).await;

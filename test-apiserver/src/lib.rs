@@ -201,6 +201,8 @@ pub(crate) struct Shared {
     pub(crate) log: Mutex<Vec<RequestRecord>>,
     pub(crate) faults: Mutex<Vec<Fault>>,
     pub(crate) latencies: Mutex<Vec<(RequestFilter, Duration)>>,
+    /// Under the write cap, how many slots the writes a filter matches take.
+    pub(crate) write_weights: Mutex<Vec<(RequestFilter, f64)>>,
     pub(crate) faults_io: faults::Faults,
     pub(crate) gc_notify: Notify,
     pub(crate) bookmark_interval: Mutex<Duration>,
@@ -253,6 +255,21 @@ impl Shared {
             .map(|(_, d)| *d)
             .max()
             .unwrap_or_default()
+    }
+
+    /// How many write slots a write takes under the cap (1 unless a rule says otherwise).
+    pub(crate) fn write_weight(
+        &self,
+        verb: Verb,
+        resource: &str,
+        sub: Option<&str>,
+        ns: Option<&str>,
+        name: Option<&str>,
+    ) -> f64 {
+        lock(&self.write_weights)
+            .iter()
+            .find(|(f, _)| f.matches_parts(verb, resource, sub, ns, name))
+            .map_or(1.0, |(_, w)| *w)
     }
 
     pub(crate) fn record(&self, r: RequestRecord) {
@@ -335,6 +352,7 @@ impl TestServer {
             log: Mutex::new(vec![]),
             faults: Mutex::new(vec![]),
             latencies: Mutex::new(vec![]),
+            write_weights: Mutex::new(vec![]),
             faults_io: faults::Faults::new(opts.start_down),
             gc_notify: Notify::new(),
             bookmark_interval: Mutex::new(opts.bookmark_interval),

@@ -89,7 +89,14 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         tokio::time::sleep(delay).await;
     }
     if rec.verb.is_write() {
-        shared.faults_io.throttle_write().await;
+        let weight = shared.write_weight(
+            rec.verb,
+            &rec.resource,
+            rec.subresource.as_deref(),
+            rec.namespace.as_deref(),
+            rec.name.as_deref(),
+        );
+        shared.faults_io.throttle_write(weight).await;
     }
     let fault = shared.take_fault(
         rec.verb,
