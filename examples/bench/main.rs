@@ -29,6 +29,8 @@
 //!   manager's own: where the time went.
 //!
 //! `BENCH_CONCURRENCY=N` starts the manager with `--concurrency N` (default: its own default).
+//! `BENCH_REPEAT=N` measures each size N times and prints the medians: a real server's ratio
+//! at n = 1000 moved from 1.08× to 1.78× between runs of the same build here.
 //!
 //! Writes are counted by the manager itself (`math_controller_write_requests_total` on its
 //! `/metrics`), so they are the same on any server. `HEAL_SAMPLES` (default 50) sets how many
@@ -260,10 +262,38 @@ async fn main() -> anyhow::Result<()> {
     };
     println!("math-controller benchmark against {place}\n");
 
+    // BENCH_REPEAT=N measures each size N times (floor and manager, one after the other):
+    // on a real server the ratio of one run moves a lot at n = 1000.
+    let repeat: usize = std::env::var("BENCH_REPEAT")
+        .ok()
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(1)
+        .max(1);
     let mut rows = Vec::new();
-    for n in sizes {
-        rows.push(measure(&server, &binary, n, heal_samples).await?);
+    for &n in &sizes {
+        for _ in 0..repeat {
+            rows.push(measure(&server, &binary, n, heal_samples).await?);
+        }
     }
+    let medians: Vec<String> = sizes
+        .iter()
+        .filter(|_| repeat > 1)
+        .map(|&n| {
+            let of = |f: fn(&Row) -> f64| median(rows.iter().filter(|r| r.n == n).map(f));
+            format!(
+                "n = {n}, {repeat} runs: floor {:.2} s, manager {:.2} s, ratio {:.2}× (medians; ratios {})",
+                of(|r| r.floor.as_secs_f64()),
+                of(|r| r.converge.as_secs_f64()),
+                of(|r| r.converge.as_secs_f64() / r.floor.as_secs_f64()),
+                rows.iter()
+                    .filter(|r| r.n == n)
+                    .map(|r| format!("{:.2}", r.converge.as_secs_f64() / r.floor.as_secs_f64()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .collect();
     println!(
         "\n| n | floor | manager | ratio | object writes (minimum) | progress reports | Event writes | steady 3 s | after restart | heal p50 / p99 | peak RSS | outage → Ready | apiserver restart → Ready |"
     );
@@ -289,6 +319,9 @@ async fn main() -> anyhow::Result<()> {
             r.restart_apiserver
                 .map_or("–".into(), |d| format!("{:.2} s", d.as_secs_f64())),
         );
+    }
+    for line in medians {
+        println!("{line}");
     }
     if let Some(test) = server.test {
         test.shutdown().await;
@@ -495,6 +528,17 @@ async fn measure(
 
 /// `BENCH_PIDS="name=pid ..."`: the processes whose CPU time is reported.
 /// The bench itself is one of them: it is the floor's client, and polls during the manager's run.
+/// The median of some numbers (the mean of the middle two for an even count).
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
 /// The write rate in each tenth of `run`, from cumulative samples (time, writes so far).
 fn tenths(samples: &[(Duration, u64)], run: Duration) -> String {
     let at = |t: Duration| {
