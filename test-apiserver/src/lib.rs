@@ -241,34 +241,20 @@ impl Shared {
         Some(status)
     }
 
-    pub(crate) fn latency(
-        &self,
-        verb: Verb,
-        resource: &str,
-        sub: Option<&str>,
-        ns: Option<&str>,
-        name: Option<&str>,
-    ) -> Duration {
+    pub(crate) fn latency(&self, request: &RequestRecord) -> Duration {
         lock(&self.latencies)
             .iter()
-            .filter(|(f, _)| f.matches_parts(verb, resource, sub, ns, name))
+            .filter(|(f, _)| f.matches(request))
             .map(|(_, d)| *d)
             .max()
             .unwrap_or_default()
     }
 
     /// How many write slots a write takes under the cap (1 unless a rule says otherwise).
-    pub(crate) fn write_weight(
-        &self,
-        verb: Verb,
-        resource: &str,
-        sub: Option<&str>,
-        ns: Option<&str>,
-        name: Option<&str>,
-    ) -> f64 {
+    pub(crate) fn write_weight(&self, request: &RequestRecord) -> f64 {
         lock(&self.write_weights)
             .iter()
-            .find(|(f, _)| f.matches_parts(verb, resource, sub, ns, name))
+            .find(|(f, _)| f.matches(request))
             .map_or(1.0, |(_, w)| *w)
     }
 

@@ -78,25 +78,15 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     if let Ok(v) = &target_verb {
         rec.verb = *v;
     }
-    let delay = shared.latency(
-        rec.verb,
-        &rec.resource,
-        rec.subresource.as_deref(),
-        rec.namespace.as_deref(),
-        rec.name.as_deref(),
-    );
+    let delay = shared.latency(&rec);
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
     if rec.verb.is_write() {
-        let weight = shared.write_weight(
-            rec.verb,
-            &rec.resource,
-            rec.subresource.as_deref(),
-            rec.namespace.as_deref(),
-            rec.name.as_deref(),
-        );
-        shared.faults_io.throttle_write(weight).await;
+        shared
+            .faults_io
+            .throttle_write(shared.write_weight(&rec))
+            .await;
     }
     let fault = shared.take_fault(
         rec.verb,
