@@ -36,6 +36,10 @@ pub struct RunArgs {
     /// How many objects of each kind are reconciled at once (0: no limit).
     #[arg(long, default_value_t = crate::ops::manager::CONCURRENCY)]
     pub concurrency: u16,
+    /// How many write and Event requests are open at the API server at once, across all
+    /// reconciles (0: no limit); each is a connection of its own.
+    #[arg(long, default_value_t = crate::ops::manager::REQUESTS_IN_FLIGHT)]
+    pub requests_in_flight: u16,
     /// Where /metrics is served; 0 turns it off [default: 127.0.0.1:8080, or 127.0.0.1:8443
     /// with --metrics-secure].
     #[arg(long)]

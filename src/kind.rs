@@ -33,6 +33,9 @@ pub trait Kind:
     const CONTROLLER: &'static str;
     /// Its own controller has computed its status for its current generation.
     fn is_ready(&self) -> bool;
+    /// Its controller has written a status at least once: the children it gets before that
+    /// are its first ones, after it they are a repair or a change.
+    fn has_status(&self) -> bool;
 }
 
 /// A kind that a parent owns: what its desired spec is and how a new one is made.

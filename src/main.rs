@@ -89,6 +89,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         metrics_secure: args.metrics_security(),
         namespace: args.namespace,
         concurrency: args.concurrency,
+        requests_in_flight: args.requests_in_flight,
         probe_address: args.health_probe_bind_address.0,
         leader_election,
         sync_period: args.sync_period,

@@ -442,6 +442,9 @@ async fn measure(
         "  pace:     writes/s (Events included) in each tenth of the run: {}",
         tenths(&pace, converge)
     );
+    if let Some(busy) = busy_tenths(&pace, converge) {
+        println!("            cores busy (the whole machine) in each tenth: {busy}");
+    }
     let [numbers_run, tuples_run, fermats_run] = writes.reconciles;
     println!(
         "            reconciles: {numbers_run} of Numbers, {tuples_run} of Tuples, {fermats_run} of the Fermat"
@@ -539,24 +542,51 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
-/// The write rate in each tenth of `run`, from cumulative samples (time, writes so far).
-fn tenths(samples: &[(Duration, u64)], run: Duration) -> String {
-    let at = |t: Duration| {
-        // The last sample at or before t.
-        samples
-            .iter()
-            .take_while(|(when, _)| *when <= t)
-            .last()
-            .map_or(0, |(_, n)| *n)
-    };
+/// The write rate in each tenth of `run`, from cumulative samples.
+fn tenths(samples: &[manager::Sample], run: Duration) -> String {
     let slice = run / 10;
     (0..10u32)
         .map(|i| {
-            let writes = at(slice * (i + 1)).saturating_sub(at(slice * i));
+            let writes = at(samples, slice * (i + 1))
+                .writes
+                .saturating_sub(at(samples, slice * i).writes);
             format!("{:.0}", writes as f64 / slice.as_secs_f64())
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// How many of the machine's cores were busy in each tenth of `run` (whatever used them):
+/// a slow tenth with idle cores was waiting, not computing.
+fn busy_tenths(samples: &[manager::Sample], run: Duration) -> Option<String> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let slice = run / 10;
+    (0..10u32)
+        .map(|i| {
+            let (busy_after, total_after) = at(samples, slice * (i + 1)).cpu?;
+            let (busy_before, total_before) = at(samples, slice * i).cpu?;
+            let total = total_after.saturating_sub(total_before).max(1) as f64;
+            let busy = busy_after.saturating_sub(busy_before) as f64;
+            Some(format!("{:.1}", cores * busy / total))
+        })
+        .collect::<Option<Vec<_>>>()
+        .map(|tenths| tenths.join(" "))
+}
+
+/// The last sample at or before `t` (the first one if none).
+fn at(samples: &[manager::Sample], t: Duration) -> manager::Sample {
+    let first = manager::Sample {
+        at: Duration::ZERO,
+        writes: 0,
+        cpu: None,
+    };
+    samples
+        .iter()
+        .take_while(|s| s.at <= t)
+        .last()
+        .or(samples.first())
+        .copied()
+        .unwrap_or(first)
 }
 
 /// [`SLOW_CPU_SHARE`], or `BENCH_SLOW_CPU_SHARE` (calibrating the slowed server).

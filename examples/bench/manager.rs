@@ -10,6 +10,31 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
+/// One look at the run: when, the manager's writes so far, and the machine's CPU so far.
+#[derive(Clone, Copy, Debug)]
+pub struct Sample {
+    pub at: Duration,
+    pub writes: u64,
+    /// Busy and total time of all cores (`/proc/stat`, in clock ticks): whether a slow stretch
+    /// was the machine's CPU or waiting.
+    pub cpu: Option<(u64, u64)>,
+}
+
+/// The machine's busy and total CPU ticks so far (all cores; idle and iowait are not busy).
+pub fn machine_cpu() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let ticks: Vec<u64> = stat
+        .lines()
+        .next()?
+        .strip_prefix("cpu ")?
+        .split_whitespace()
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let total: u64 = ticks.iter().take(8).sum();
+    let idle = ticks.get(3)? + ticks.get(4)?;
+    Some((total - idle, total))
+}
+
 pub struct Manager {
     child: Child,
     metrics: SocketAddr,
@@ -191,18 +216,26 @@ impl Manager {
     pub fn pace(
         &self,
         stop: tokio::sync::oneshot::Receiver<()>,
-    ) -> tokio::task::JoinHandle<Vec<(Duration, u64)>> {
+    ) -> tokio::task::JoinHandle<Vec<Sample>> {
         let address = self.metrics;
         tokio::spawn(async move {
             let start = std::time::Instant::now();
-            let mut samples = vec![(Duration::ZERO, 0)];
+            let mut samples = vec![Sample {
+                at: Duration::ZERO,
+                writes: 0,
+                cpu: machine_cpu(),
+            }];
             let mut stop = std::pin::pin!(stop);
             let mut base = None;
             loop {
                 if let Some(text) = get(address, "/metrics").await {
                     let all = Writes::parse(&text).all();
                     let base = *base.get_or_insert(all);
-                    samples.push((start.elapsed(), all - base));
+                    samples.push(Sample {
+                        at: start.elapsed(),
+                        writes: all - base,
+                        cpu: machine_cpu(),
+                    });
                 }
                 tokio::select! {
                     _ = &mut stop => return samples,

@@ -113,6 +113,10 @@ impl Kind for Tuple {
     const CONTROLLER: &'static str = "tuple";
 
     /// Its status gives its answer (`allSquares`) for its current generation.
+    fn has_status(&self) -> bool {
+        self.status.is_some()
+    }
+
     fn is_ready(&self) -> bool {
         self.status.as_ref().is_some_and(|s| {
             s.all_squares.is_some()

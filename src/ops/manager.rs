@@ -66,6 +66,12 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// honours ([`crate::ops::client`]).
 pub const CONCURRENCY: u16 = 64;
 
+/// Write and Event requests open at once across all reconciles, by default (see
+/// [`Context::request_slot`]): as many as the reconciles of one kind, a third of
+/// kube-apiserver's `--max-mutating-requests-inflight`, and twice what the bench's floor
+/// needs to keep a real kube-apiserver busy.
+pub const REQUESTS_IN_FLIGHT: u16 = 64;
+
 /// How the manager runs; built from the command line in `main.rs`, or by tests.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -73,6 +79,8 @@ pub struct Options {
     pub namespace: Option<String>,
     /// Reconciles each controller runs at once (0 means unbounded).
     pub concurrency: u16,
+    /// Write and Event requests open at once across all reconciles (0 means unbounded).
+    pub requests_in_flight: u16,
     /// Where `/metrics` is served; `None` disables it.
     pub metrics_address: Option<SocketAddr>,
     /// Serve `/metrics` over HTTPS to bearers the cluster authorizes (`--metrics-secure`);
@@ -103,6 +111,7 @@ impl Default for Options {
         Options {
             namespace: None,
             concurrency: CONCURRENCY,
+            requests_in_flight: REQUESTS_IN_FLIGHT,
             metrics_address: None,
             metrics_secure: None,
             probe_address: None,
@@ -278,7 +287,8 @@ async fn run_controllers(
     let caches = (numbers.clone(), tuples.clone(), fermats.clone());
     let ctx = Arc::new(
         Context::new(client.clone(), caches, metrics)
-            .with_in_flight_timeout(options.in_flight_timeout),
+            .with_in_flight_timeout(options.in_flight_timeout)
+            .with_requests_in_flight(options.requests_in_flight),
     );
     let ns = &options.namespace;
     // The server ends each watch before the client's read timeout could cut a quiet one.

@@ -30,7 +30,7 @@ use crate::metrics::WriteKind;
 use crate::reconcile::plan::{MAX_NAME_LEN, Plan, Refusal, Step};
 use crate::reconcile::status::{self, Standing, StatusWrite, name_list};
 use crate::runtime::context::Context;
-use crate::runtime::events::Note;
+use crate::runtime::events::{self, Note};
 
 /// How many create requests one reconcile keeps in flight, at most.
 const WRITES_IN_FLIGHT: usize = 32;
@@ -215,6 +215,7 @@ pub async fn apply<P: Kind, C: Child>(
                 let api = api.clone();
                 let name = want.name.clone();
                 in_flight.push(async move {
+                    let _slot = ctx.request_slot().await;
                     let result = api.create(&PostParams::default(), &child).await;
                     (name, result)
                 });
@@ -262,9 +263,11 @@ pub async fn apply<P: Kind, C: Child>(
         ctx.expect_change::<C>(&namespace, &name, child.resource_version());
         let namespace = namespace.clone();
         async move {
+            let slot = ctx.request_slot().await;
             let result = api
                 .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await;
+            drop(slot);
             match result {
                 Ok(_) => {
                     ctx.change_sent::<C>(&namespace, &name);
@@ -342,7 +345,10 @@ pub async fn apply<P: Kind, C: Child>(
             };
             ctx.metrics.write(controller, C::KIND, WriteKind::Delete);
             ctx.expect_change::<C>(&namespace, &name, child.resource_version());
-            match api.delete(&name, &params).await {
+            let slot = ctx.request_slot().await;
+            let result = api.delete(&name, &params).await;
+            drop(slot);
+            match result {
                 Ok(_) => {
                     ctx.change_sent::<C>(&namespace, &name);
                     deleted.push(name)
@@ -376,6 +382,11 @@ pub async fn apply<P: Kind, C: Child>(
         ("Adopted", "Adopt", &adopted, "adopted"),
         ("Deleted", "Delete", &deleted, "deleted the unwanted"),
     ];
+    let has_controller = parent
+        .owner_references()
+        .iter()
+        .any(|o| o.controller == Some(true));
+    let announce_created = events::announces_created(has_controller, parent.has_status());
     for (reason, action, names, verb) in reports {
         if names.is_empty() {
             continue;
@@ -387,7 +398,9 @@ pub async fn apply<P: Kind, C: Child>(
             name_list(names)
         );
         info!(%kind, parent = %parent_name, "{note}");
-        publish(ctx, parent, EventType::Normal, reason, action, note, None).await;
+        if reason != "Created" || announce_created {
+            publish(ctx, parent, EventType::Normal, reason, action, note, None).await;
+        }
     }
     for conflict in &plan.conflicts {
         let note = format!(
@@ -455,15 +468,18 @@ pub async fn write_status<P: Kind, S: Serialize>(
             let api: Api<P> = Api::namespaced(ctx.client.clone(), &namespace);
             ctx.metrics
                 .write(P::CONTROLLER, P::KIND, WriteKind::PatchStatus);
-            api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .map_err(|source| Error::Kube {
-                    action: "writing the status of",
-                    kind: P::KIND,
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                    source: Box::new(source),
-                })?;
+            let slot = ctx.request_slot().await;
+            let written = api
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await;
+            drop(slot);
+            written.map_err(|source| Error::Kube {
+                action: "writing the status of",
+                kind: P::KIND,
+                namespace: namespace.clone(),
+                name: name.clone(),
+                source: Box::new(source),
+            })?;
             ctx.status_written(obj, desired, !matches!(standing, Standing::Answer));
             let message = patch
                 .pointer("/status/conditions/0/message")
@@ -494,7 +510,10 @@ pub async fn publish<P: Kind>(
         text: note,
         related,
     };
-    match ctx.events.publish(&regarding.object_ref(&()), note).await {
+    let slot = ctx.request_slot().await;
+    let published = ctx.events.publish(&regarding.object_ref(&()), note).await;
+    drop(slot);
+    match published {
         Ok(true) => ctx.metrics.write(P::CONTROLLER, "Event", WriteKind::Event),
         Ok(false) => {}
         Err(error) if is_unreachable(&error) => {

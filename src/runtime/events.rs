@@ -10,8 +10,8 @@
 //! keeps the *first* note, while rewriting that series on every repeat. client-go's
 //! recorder has the same name problem; its EventCorrelator suppresses repeats. Here: names
 //! shortened to fit, notes cut at 1024 bytes on a character boundary, a Normal Event for
-//! each action (each is news), and a Warning with the same note about the same object
-//! published at most once per [`REPEAT_AFTER`].
+//! each action that is news ([`announces_created`]), and a Warning with the same note about
+//! the same object published at most once per [`REPEAT_AFTER`].
 
 use std::time::Duration;
 
@@ -53,6 +53,21 @@ pub struct Note {
     pub text: String,
     /// Another object involved (the conflicting child).
     pub related: Option<ObjectReference>,
+}
+
+/// Whether creating children is news worth a Normal `Created` Event on their parent.
+///
+/// The first children of a parent that another controller made are not: that controller
+/// said so already ("created 500 Tuples" on the Fermat), and the parent's status shows its
+/// children once they are ready. A Fermat 1000 used to publish 500 "created 2 Numbers"
+/// Events besides, one write for every six object writes; on a real kube-apiserver (v1.24,
+/// loopback, 2 cores) they took ~12 % of its CPU while the Fermat converged, and the Fermat
+/// took ~8 % longer (three alternating runs each way). Everything else stays an Event: the
+/// first children of an object a person made (`kubectl describe tuple` on one's own Tuple),
+/// a deleted child re-created, children for a changed spec, corrections, adoptions,
+/// deletions, conflicts and refusals.
+pub fn announces_created(parent_has_controller: bool, parent_has_status: bool) -> bool {
+    !parent_has_controller || parent_has_status
 }
 
 /// Writes Events; see the module documentation.
@@ -175,6 +190,15 @@ pub fn fit_note(text: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_first_children_of_a_controllers_object_go_unannounced() {
+        // (has a controller, has a status) → announced
+        assert!(announces_created(false, false), "a person's new object");
+        assert!(announces_created(false, true), "a person's object repaired");
+        assert!(!announces_created(true, false), "a Fermat's new Tuple");
+        assert!(announces_created(true, true), "a Fermat's Tuple repaired");
+    }
 
     #[test]
     fn event_names_fit_for_any_valid_object_name() {
