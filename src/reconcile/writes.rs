@@ -149,9 +149,10 @@ fn classify(error: kube::Error) -> Failed {
 
 /// Carry out a plan's writes against the API server: create, correct, adopt, delete, each
 /// step whatever the others got, except the steps in `held` (refused recently: their retry
-/// waits for its backoff). Each kind of action becomes one Event on the parent and one log
-/// line. An object that vanished meanwhile (404) or a create that lost a race (409) is not
-/// an error worth reporting: the watch brings the news and the next reconcile starts from it.
+/// waits for its backoff). Each kind of action becomes one log line and one Event on the
+/// parent (not the first children of a controller's object: [`events::announces_created`]).
+/// An object that vanished meanwhile (404) or a create that lost a race (409) is not an error
+/// worth reporting: the watch brings the news and the next reconcile starts from it.
 ///
 /// Errors other than refusals (see [`Failed`]) end the reconcile once every step has had
 /// its turn; an unreachable server ends it at once.
