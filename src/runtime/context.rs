@@ -17,6 +17,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use crate::api::{Fermat, Number, Tuple};
 use crate::kind::{Child, Desired};
 use crate::metrics::Metrics;
+use crate::reconcile::plan::controller_uid;
 use crate::reconcile::status::{self, Pace};
 use crate::runtime::cache::Cache;
 use crate::runtime::events::{Publisher, Reporter};
@@ -248,21 +249,32 @@ impl Context {
         self.note_settled(kind);
     }
 
-    /// How much longer a write to this child may still be on its way to the cache (`None`:
-    /// it is not, or no longer); forgets it once seen or timed out.
-    fn in_flight_for<C: Child>(
+    /// One child as the parent sees it: its cached object, and how much longer a write to it
+    /// may still be on its way to the cache (`None`: it is not, or no longer; forgotten once
+    /// seen or timed out).
+    ///
+    /// The expectation is read before the cache, never after: the watch puts an object in the
+    /// cache first and clears its expectation second, so this order sees at least one of the
+    /// two. The other order could read the cache just before the child arrived and the
+    /// expectation just after it was cleared, see neither, and create the child again (the
+    /// API server answers 409: 1001 Number creates for a Fermat 1000, once in CI).
+    fn look<C: Child>(
         &self,
+        store: &Store<C>,
         namespace: &str,
         name: &str,
-        cached: Option<&Arc<C>>,
-    ) -> Option<Duration> {
+    ) -> (Option<Arc<C>>, Option<Duration>) {
         let key = key(C::KIND, namespace, name);
-        let (expected, left) = self.in_flight.get(&key)?;
-        if expected.seen == cached.and_then(|c| c.resource_version()) {
-            return Some(left);
+        let expected = self.in_flight.get(&key);
+        let cached = store.get(&ObjectRef::new(name).within(namespace));
+        let Some((expected, left)) = expected else {
+            return (cached, None);
+        };
+        if expected.seen == cached.as_ref().and_then(|c| c.resource_version()) {
+            return (cached, Some(left));
         }
         self.in_flight.remove(&key);
-        None
+        (cached, None)
     }
 
     /// From the cache, the objects of the desired names in the parent's namespace, the
@@ -275,35 +287,36 @@ impl Context {
         desired: &[Desired<C::Spec>],
     ) -> CachedChildren<C> {
         let store = &cache.store;
-        let namespace = parent.meta().namespace.clone();
-        let uid = parent.meta().uid.as_deref();
-        let found: HashMap<String, Arc<C>> = desired
-            .iter()
-            .filter_map(|d| {
-                let key = ObjectRef::new(&d.name).within(namespace.as_deref().unwrap_or_default());
-                store.get(&key).map(|c| (d.name.clone(), c))
-            })
-            .collect();
-        let owned = match uid {
-            Some(uid) => cache.owned(uid, namespace.as_deref().unwrap_or_default()),
-            None => Vec::new(),
-        };
-        let ns = namespace.as_deref().unwrap_or_default();
+        let ns = parent.meta().namespace.as_deref().unwrap_or_default();
+        let mut found = HashMap::new();
         let mut in_flight = HashSet::new();
         let mut recheck_in: Option<Duration> = None;
-        let names = desired
-            .iter()
-            .map(|d| (d.name.as_str(), found.get(&d.name)))
-            .chain(
-                owned
-                    .iter()
-                    .map(|c| (c.meta().name.as_deref().unwrap_or_default(), Some(c))),
-            );
-        for (name, cached) in names {
-            if let Some(left) = self.in_flight_for::<C>(ns, name, cached) {
+        let mut note = |name: &str, left: Option<Duration>| {
+            if let Some(left) = left {
                 in_flight.insert(name.to_string());
                 recheck_in = Some(recheck_in.map_or(left, |r| r.min(left)));
             }
+        };
+        for d in desired {
+            let (cached, left) = self.look(store, ns, &d.name);
+            note(&d.name, left);
+            if let Some(cached) = cached {
+                found.insert(d.name.clone(), cached);
+            }
+        }
+        // The children it no longer wants (to be deleted) are looked at the same way; one the
+        // cache no longer shows as the parent's leaves the list.
+        let uid = parent.meta().uid.as_deref();
+        let mut owned = Vec::new();
+        for child in uid.map_or_else(Vec::new, |uid| cache.owned(uid, ns)) {
+            let name = child.name_any();
+            if found.contains_key(&name) {
+                owned.push(child);
+                continue;
+            }
+            let (cached, left) = self.look(store, ns, &name);
+            note(&name, left);
+            owned.extend(cached.filter(|c| controller_uid(c.as_ref()) == uid));
         }
         CachedChildren {
             found,
@@ -431,5 +444,85 @@ impl Context {
         self.failures.update(key, |count| {
             count.copied().unwrap_or_default().saturating_add(1)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use kube::runtime::{reflector, watcher};
+
+    use super::*;
+    use crate::api::{NumberSpec, TupleSpec};
+
+    fn context() -> (Context, reflector::store::Writer<Number>) {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a URL"));
+        let client = Client::try_from(config).expect("a client; no request is made");
+        let (numbers, writer) = reflector::store();
+        let (tuples, _) = reflector::store();
+        let (fermats, _) = reflector::store();
+        let ctx = Context::new(client, (numbers, tuples, fermats), Metrics::default());
+        (ctx, writer)
+    }
+
+    fn desired(name: &str) -> Vec<Desired<NumberSpec>> {
+        vec![Desired {
+            name: name.to_string(),
+            spec: NumberSpec { value: 1 },
+        }]
+    }
+
+    /// A child we created is, whenever its parent looks, either in the cache or still
+    /// awaited: never neither, or the parent creates it a second time (answered 409; seen in
+    /// CI as 1001 Number creates for a Fermat 1000). The watch puts the child in the cache
+    /// and then clears the expectation, on its own thread, while the parent looks on another:
+    /// a look that read the cache before the child arrived and the expectation after it was
+    /// cleared saw neither.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_created_child_is_cached_or_awaited_whenever_its_parent_looks() {
+        let (ctx, mut writer) = context();
+        let ctx = Arc::new(ctx);
+        let mut parent = Tuple::new("t", TupleSpec { numbers: vec![1] });
+        parent.meta_mut().namespace = Some("default".into());
+        parent.meta_mut().uid = Some("uid-t".into());
+        const CHILDREN: usize = 20_000;
+        // The child the watch is about to deliver, and whether it has been expected yet.
+        let current = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let looker = std::thread::spawn({
+            let (ctx, current, done) = (ctx.clone(), current.clone(), done.clone());
+            move || {
+                let mut neither = Vec::new();
+                while !done.load(Ordering::Acquire) {
+                    let i = current.load(Ordering::Acquire);
+                    let name = format!("n-{i}");
+                    let seen = ctx.children(&ctx.numbers, &parent, &desired(&name));
+                    if !seen.found.contains_key(&name) && !seen.in_flight.contains(&name) {
+                        neither.push(name);
+                    }
+                }
+                neither
+            }
+        });
+        for i in 0..CHILDREN {
+            let name = format!("n-{i}");
+            ctx.expect_change::<Number>("default", &name, None);
+            current.store(i, Ordering::Release);
+            let mut child = Number::new(&name, NumberSpec { value: 1 });
+            child.meta_mut().namespace = Some("default".into());
+            child.meta_mut().resource_version = Some(i.to_string());
+            // What the watch does, in its order: the cache first, then the expectation.
+            writer.apply_watcher_event(&watcher::Event::Apply(child.clone()));
+            ctx.saw_event(&child);
+        }
+        done.store(true, Ordering::Release);
+        let neither = looker.join().expect("the looker did not panic");
+        assert!(
+            neither.is_empty(),
+            "{} looks saw a created child neither cached nor awaited, e.g. {:?}",
+            neither.len(),
+            neither.first()
+        );
     }
 }
