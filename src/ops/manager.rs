@@ -67,7 +67,7 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 pub const CONCURRENCY: u16 = 64;
 
 /// Write and Event requests open at once across all reconciles, by default (see
-/// [`Context::request_slot`]): as many as the reconciles of one kind, a third of
+/// [`Context::in_slot`]): as many as the reconciles of one kind, a third of
 /// kube-apiserver's `--max-mutating-requests-inflight`, and twice what the bench's floor
 /// needs to keep a real kube-apiserver busy.
 pub const REQUESTS_IN_FLIGHT: u16 = 64;

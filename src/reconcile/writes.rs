@@ -216,8 +216,9 @@ pub async fn apply<P: Kind, C: Child>(
                 let api = api.clone();
                 let name = want.name.clone();
                 in_flight.push(async move {
-                    let _slot = ctx.request_slot().await;
-                    let result = api.create(&PostParams::default(), &child).await;
+                    let result = ctx
+                        .in_slot(api.create(&PostParams::default(), &child))
+                        .await;
                     (name, result)
                 });
             }
@@ -264,11 +265,9 @@ pub async fn apply<P: Kind, C: Child>(
         ctx.expect_change::<C>(&namespace, &name, child.resource_version());
         let namespace = namespace.clone();
         async move {
-            let slot = ctx.request_slot().await;
-            let result = api
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            let result = ctx
+                .in_slot(api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)))
                 .await;
-            drop(slot);
             match result {
                 Ok(_) => {
                     ctx.change_sent::<C>(&namespace, &name);
@@ -346,9 +345,7 @@ pub async fn apply<P: Kind, C: Child>(
             };
             ctx.metrics.write(controller, C::KIND, WriteKind::Delete);
             ctx.expect_change::<C>(&namespace, &name, child.resource_version());
-            let slot = ctx.request_slot().await;
-            let result = api.delete(&name, &params).await;
-            drop(slot);
+            let result = ctx.in_slot(api.delete(&name, &params)).await;
             match result {
                 Ok(_) => {
                     ctx.change_sent::<C>(&namespace, &name);
@@ -469,18 +466,15 @@ pub async fn write_status<P: Kind, S: Serialize>(
             let api: Api<P> = Api::namespaced(ctx.client.clone(), &namespace);
             ctx.metrics
                 .write(P::CONTROLLER, P::KIND, WriteKind::PatchStatus);
-            let slot = ctx.request_slot().await;
-            let written = api
-                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await;
-            drop(slot);
-            written.map_err(|source| Error::Kube {
-                action: "writing the status of",
-                kind: P::KIND,
-                namespace: namespace.clone(),
-                name: name.clone(),
-                source: Box::new(source),
-            })?;
+            ctx.in_slot(api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)))
+                .await
+                .map_err(|source| Error::Kube {
+                    action: "writing the status of",
+                    kind: P::KIND,
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    source: Box::new(source),
+                })?;
             ctx.status_written(obj, desired, !matches!(standing, Standing::Answer));
             let message = patch
                 .pointer("/status/conditions/0/message")
@@ -511,9 +505,9 @@ pub async fn publish<P: Kind>(
         text: note,
         related,
     };
-    let slot = ctx.request_slot().await;
-    let published = ctx.events.publish(&regarding.object_ref(&()), note).await;
-    drop(slot);
+    let published = ctx
+        .in_slot(ctx.events.publish(&regarding.object_ref(&()), note))
+        .await;
     match published {
         Ok(true) => ctx.metrics.write(P::CONTROLLER, "Event", WriteKind::Event),
         Ok(false) => {}

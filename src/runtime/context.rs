@@ -12,7 +12,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::Semaphore;
 
 use crate::api::{Fermat, Number, Tuple};
 use crate::kind::{Child, Desired};
@@ -64,7 +64,7 @@ pub struct Context {
     /// for such children cannot tell a stall.
     relisting: Mutex<HashSet<Cow<'static, str>>>,
     started: Instant,
-    /// Slots for the requests the reconciles have open at once (see [`Context::request_slot`]).
+    /// Slots for the requests the reconciles have open at once (see [`Context::in_slot`]).
     requests: Semaphore,
 }
 
@@ -158,16 +158,18 @@ impl Context {
         self
     }
 
-    /// A slot for one write or Event request, held until its answer is read; waits while
-    /// every slot is taken. kube-rs speaks HTTP/1.1, so each request open at once is a TLS
-    /// connection of its own (client-go multiplexes its requests over one HTTP/2
-    /// connection): without a bound, 64 reconciles and their create fan-out opened 176
-    /// connections for a Fermat 1000 on a real kube-apiserver (v1.24), a handshake each on
-    /// both sides, and could pass kube-apiserver's `--max-mutating-requests-inflight` (200)
-    /// on their own. Watches, the lease and the liveness checks of an outage take no slot.
-    /// `None` only if the slots were closed, which nothing does.
-    pub async fn request_slot(&self) -> Option<SemaphorePermit<'_>> {
-        self.requests.acquire().await.ok()
+    /// `request` (a write or an Event), sent in one of the slots and holding it until its
+    /// answer is read; waits while every slot is taken. kube-rs speaks HTTP/1.1, so each
+    /// request open at once is a TLS connection of its own (client-go multiplexes its
+    /// requests over one HTTP/2 connection): without a bound, 64 reconciles and their create
+    /// fan-out opened 176 connections for a Fermat 1000 on a real kube-apiserver (v1.24), a
+    /// handshake each on both sides, and could pass kube-apiserver's
+    /// `--max-mutating-requests-inflight` (200) on their own. Watches, the lease and the
+    /// liveness checks of an outage take no slot. (The slots are never closed; if they were,
+    /// the request would go without one.)
+    pub async fn in_slot<T>(&self, request: impl Future<Output = T>) -> T {
+        let _slot = self.requests.acquire().await.ok();
+        request.await
     }
 
     /// Whether every cache holds its first complete list. Awaited once, before the
