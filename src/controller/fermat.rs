@@ -138,14 +138,14 @@ impl Kind for Fermat {
 
     /// Its status describes its current generation (nobody waits for a Fermat: this is what
     /// the plugin shows).
-    fn has_status(&self) -> bool {
-        self.status.is_some()
-    }
-
     fn is_ready(&self) -> bool {
         self.status.as_ref().is_some_and(|s| {
             status::is_ready_for(&s.conditions, s.observed_generation, self.meta().generation)
         })
+    }
+
+    fn has_status(&self) -> bool {
+        self.status.is_some()
     }
 }
 

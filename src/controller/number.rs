@@ -79,14 +79,14 @@ impl Kind for Number {
     const CONTROLLER: &'static str = "number";
 
     /// Its status describes its current generation (a Number has no children to wait for).
-    fn has_status(&self) -> bool {
-        self.status.is_some()
-    }
-
     fn is_ready(&self) -> bool {
         self.status.as_ref().is_some_and(|s| {
             status::is_ready_for(&s.conditions, s.observed_generation, self.meta().generation)
         })
+    }
+
+    fn has_status(&self) -> bool {
+        self.status.is_some()
     }
 }
 

@@ -113,10 +113,6 @@ impl Kind for Tuple {
     const CONTROLLER: &'static str = "tuple";
 
     /// Its status gives its answer (`allSquares`) for its current generation.
-    fn has_status(&self) -> bool {
-        self.status.is_some()
-    }
-
     fn is_ready(&self) -> bool {
         self.status.as_ref().is_some_and(|s| {
             s.all_squares.is_some()
@@ -126,6 +122,10 @@ impl Kind for Tuple {
                     self.meta().generation,
                 )
         })
+    }
+
+    fn has_status(&self) -> bool {
+        self.status.is_some()
     }
 }
 

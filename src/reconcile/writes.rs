@@ -27,7 +27,7 @@ use tracing::{info, warn};
 use crate::error::{Error, Result, is_unreachable};
 use crate::kind::{Child, Kind};
 use crate::metrics::WriteKind;
-use crate::reconcile::plan::{MAX_NAME_LEN, Plan, Refusal, Step};
+use crate::reconcile::plan::{MAX_NAME_LEN, Plan, Refusal, Step, controller_uid};
 use crate::reconcile::status::{self, Standing, StatusWrite, name_list};
 use crate::runtime::context::Context;
 use crate::runtime::events::{self, Note};
@@ -380,11 +380,8 @@ pub async fn apply<P: Kind, C: Child>(
         ("Adopted", "Adopt", &adopted, "adopted"),
         ("Deleted", "Delete", &deleted, "deleted the unwanted"),
     ];
-    let has_controller = parent
-        .owner_references()
-        .iter()
-        .any(|o| o.controller == Some(true));
-    let announce_created = events::announces_created(has_controller, parent.has_status());
+    let announce_created =
+        events::announces_created(controller_uid(parent).is_some(), parent.has_status());
     for (reason, action, names, verb) in reports {
         if names.is_empty() {
             continue;
