@@ -1,5 +1,5 @@
 //! math-controller: a Kubernetes controller manager for the kubebuilder hands-on in which a
-//! Fermat owns Tuples and a Tuple owns Numbers. See README.md for the tour.
+//! Fermat owns Tuples and a Tuple owns Numbers. See README.md for the tour and docs/ for each topic.
 //!
 //! # The map
 //!

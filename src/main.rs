@@ -23,7 +23,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// ([`manager::run`]); more threads only hand each answer from the thread that read it to the
 /// thread that runs that task. On a real kube-apiserver sharing 2 cores with the manager, a
 /// Fermat 10000 took 4.9 s of the manager's CPU with one worker and 6.4–6.7 s with two
-/// (README, Benchmark), and every CPU second the manager saves goes to the API server.
+/// (docs/benchmark.md), and every CPU second the manager saves goes to the API server.
 #[tokio::main(flavor = "multi_thread", worker_threads = 1)]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -107,7 +107,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     // own future on the main thread, apart from the worker that reads the sockets, so every
     // answer and watch event woke it from another thread. On a real kube-apiserver (v1.24,
     // same 2 cores) a Fermat 10000 took 8.2–8.6 s of the manager's CPU that way, 6.4–6.6 s
-    // spawned on two workers, 4.9 s on one (README, Benchmark).
+    // spawned on two workers, 4.9 s on one (docs/benchmark.md).
     tokio::spawn(manager::run(client, options, Metrics::new(), shutdown)).await?
 }
 

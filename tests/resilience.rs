@@ -19,7 +19,7 @@ fn reconciles(metrics: &math_controller::metrics::Metrics, controller: &str, res
     sample(&metrics.encode(), &series).unwrap_or(0.0)
 }
 
-/// Item 9: a reconcile that ends waiting for children is a `requeue`, as the README says,
+/// Item 9: a reconcile that ends waiting for children is a `requeue`, as docs/architecture.md says,
 /// not a `success`.
 #[tokio::test]
 async fn waiting_for_children_counts_as_a_requeue() {

@@ -50,7 +50,7 @@ use test_apiserver::{RequestFilter, TestServer, Verb};
 use manager::{Manager, Writes};
 
 /// The slowed test server (`BENCH_SERVER=slow`): a model of the loopback kube-apiserver v1.24 +
-/// etcd the README's real-control-plane rows come from (2 cores, the manager on the same
+/// etcd docs/benchmark.md's real-control-plane rows come from (2 cores, the manager on the same
 /// machine), calibrated there. The server is one queue of busy time:
 ///
 /// - each write takes a slot of 1 ms (the floor wrote ~1000 objects/s with 32 in flight) and

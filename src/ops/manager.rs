@@ -61,7 +61,7 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Reconciles of each kind at once, by default. The API server does the work; what the
 /// manager must do is keep enough writes in flight for it. On a loopback kube-apiserver v1.24
 /// (2 cores) a Fermat 1000 converged in 1.39–1.90× its floor with 16 and 1.25–1.39× with 64
-/// (README, "Benchmark"). kube-apiserver answers a burst over its
+/// (docs/benchmark.md). kube-apiserver answers a burst over its
 /// `--max-mutating-requests-inflight` (200) with 429 and Retry-After, which the client
 /// honours ([`crate::ops::client`]).
 pub const CONCURRENCY: u16 = 64;

@@ -20,7 +20,7 @@
 //! have expired (its standbys sleep until then): a graceful stop does not hand over at once. It
 //! also has no renew deadline, judges expiry on the holder's clock, and writes with server-side
 //! apply (RBAC `patch`). The client-go algorithm needs only GET, POST and PUT, which keeps the
-//! RBAC rule small and behaves like every other controller. The README says more.
+//! RBAC rule small and behaves like every other controller. docs/operations.md says more.
 //!
 //! Files: `config.rs` (settings), `lease.rs` (the pure decisions), `elector.rs` (the requests on
 //! the Lease), `error.rs`; this file runs the loops: wait to lead, renew, report loss, release.
