@@ -123,16 +123,16 @@ fn broken(path: &Path, text: &str) -> Vec<String> {
             bad.push(format!("{link}: no such file"));
             continue;
         }
-        if let Some(anchor) = anchor {
-            if target.extension().is_some_and(|e| e == "md") {
-                let body = if file.is_empty() {
-                    text.to_string()
-                } else {
-                    std::fs::read_to_string(&target).unwrap_or_default()
-                };
-                if !anchors(&body).contains(anchor) {
-                    bad.push(format!("{link}: no heading with that anchor"));
-                }
+        if let Some(anchor) = anchor
+            && target.extension().is_some_and(|e| e == "md")
+        {
+            let body = if file.is_empty() {
+                text.to_string()
+            } else {
+                std::fs::read_to_string(&target).unwrap_or_default()
+            };
+            if !anchors(&body).contains(anchor) {
+                bad.push(format!("{link}: no heading with that anchor"));
             }
         }
     }
