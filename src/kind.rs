@@ -67,3 +67,14 @@ pub struct Desired<S> {
     pub name: String,
     pub spec: S,
 }
+
+/// The UID of the object's controller, if it has one.
+pub fn controller_uid<K: Resource>(obj: &K) -> Option<&str> {
+    obj.meta()
+        .owner_references
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .find(|r| r.controller == Some(true))
+        .map(|r| r.uid.as_str())
+}

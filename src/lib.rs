@@ -3,34 +3,37 @@
 //!
 //! # The map
 //!
-//! Each folder answers one question, and the arrows run one way: a module uses only what is
-//! below it in this list (checked: no two modules import each other, and no chain of imports
-//! comes back to where it started).
+//! Each folder answers one question, and the imports run one way: a module uses only what is
+//! below it in this list, never what is above it or beside it (`tests/layers.rs` checks every
+//! `crate::` path outside comments, and names the line that runs back up).
 //!
 //! ```text
 //! main.rs, cli.rs     the manager binary: flags, client, signals, run
-//! ops/                running in a cluster: run() and the controllers' wiring (why one watch per
+//! ops/  plugin/       running in a cluster: run() and the controllers' wiring (why one watch per
 //!                     kind, not `.owns()`), startup, shutdown, the client, logging, probes,
-//!                     HTTP limits, secure metrics (TokenReview, TLS), leader election
+//!                     HTTP limits, secure metrics (TokenReview, TLS), leader election;
+//!                     beside it `kubectl math` (bin/kubectl-math.rs), which asks the same
+//!                     kinds and the same plan, so its tree marks exactly what the controllers
+//!                     would act on
 //! controller/         what each kind wants and when it is ready: number.rs, tuple.rs, fermat.rs
-//! reconcile/          how any parent gets there: mod.rs (the loop) and writes.rs (the only place
-//!                     a reconcile writes to the API server) ...
-//! runtime/            around kube-runtime: watches and their fan-out, each kind's cache and owner
-//!                     index, the context (expectations, statuses in flight, pace), the retry
-//!                     policy, outages, refusals, Events, expiring maps
-//! reconcile/          ... plan.rs and status.rs, the pure decisions (no client, no context)
-//! kind.rs             each kind's facts, as traits every kind implements (in controller/)
+//! reconcile/          how any parent gets there: mod.rs (look, plan, apply, write the status),
+//!                     plan.rs and status.rs (the pure decisions), writes.rs (the only place a
+//!                     reconcile writes to the API server)
+//! runtime/            around kube-runtime, and what the manager remembers between reconciles:
+//!                     watches and their fan-out, each kind's cache and owner index, the
+//!                     context (expectations, statuses in flight, the pace of children), the
+//!                     retry policy and a reconcile's outcome, outages, refusals, Events
+//! kind.rs             each kind's facts, as traits every kind implements (in controller/), and
+//!                     an object's controller
 //! api.rs math.rs      the CRDs as Rust types; fizzbuzz, squares, primes, two-square sums
 //! error.rs metrics.rs typed errors; what the manager counts (served by ops/)
-//!
-//! plugin/             `kubectl math` (bin/kubectl-math.rs), beside the manager: it uses only
-//!                     api.rs, kind.rs and reconcile/plan.rs, so its tree marks exactly what the
-//!                     controllers would act on
 //! ```
 //!
-//! `reconcile/` appears twice on purpose: its pure half is below `runtime/` (the context
-//! remembers refused plan steps and the pace statuses are decided by), its loop and writes
-//! above (they use the context). Each folder's `mod.rs` says what its files do.
+//! What two layers share lives in the lower one: a refused step (`runtime::refusals`), a
+//! reconcile's outcome (`runtime::retry`) and the pace of a parent's children
+//! (`runtime::context`) are remembered or acted on by the runtime and decided about in
+//! `reconcile/`, so they are defined in the runtime. Each folder's `mod.rs` says what its
+//! files do.
 
 pub mod api;
 pub mod cli;

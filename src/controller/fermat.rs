@@ -15,8 +15,9 @@ use crate::kind::{Desired, Kind, Parent};
 use crate::math;
 use crate::reconcile;
 use crate::reconcile::plan::{self, Plan};
-use crate::reconcile::status::{self, Outcome, Progress, Readiness};
+use crate::reconcile::status::{self, Readiness};
 use crate::runtime::context::Context;
+use crate::runtime::retry::{Outcome, Progress};
 
 /// The Tuples a Fermat wants: `[a, n-a]` for a = 1..=n/2; none for a number beyond the
 /// schema's bound ([`beyond_schema`] says why).

@@ -14,8 +14,9 @@ use crate::error::Result;
 use crate::kind::{Child, Desired, Kind, Parent};
 use crate::reconcile;
 use crate::reconcile::plan::{self, Plan};
-use crate::reconcile::status::{self, Outcome, Progress, Readiness};
+use crate::reconcile::status::{self, Readiness};
 use crate::runtime::context::Context;
+use crate::runtime::retry::{Outcome, Progress};
 
 /// The Numbers a Tuple wants: `<tuple>-<index>` with `value = numbers[index]`; none for a
 /// list longer than the schema allows ([`beyond_schema`] says why).
@@ -212,7 +213,7 @@ mod tests {
             .collect();
         let owned: Vec<_> = cached
             .iter()
-            .filter(|n| plan::controller_uid(n.as_ref()) == Some(UID))
+            .filter(|n| crate::kind::controller_uid(n.as_ref()) == Some(UID))
             .cloned()
             .collect();
         plan::plan(UID, desired, &found, &owned, &Default::default())

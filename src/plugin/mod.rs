@@ -69,7 +69,7 @@ fn key<K: Resource>(obj: &K) -> (&str, &str) {
 fn by_owner<K: Resource>(objects: &[Arc<K>]) -> Map<&str, Vec<Arc<K>>> {
     let mut map: Map<&str, Vec<Arc<K>>> = Map::default();
     for obj in objects {
-        if let Some(uid) = plan::controller_uid(obj.as_ref()) {
+        if let Some(uid) = crate::kind::controller_uid(obj.as_ref()) {
             map.entry(uid).or_default().push(obj.clone());
         }
     }
@@ -388,12 +388,12 @@ fn roots(
             let mut roots: Vec<Node> = objects.fermats.iter().map(|f| index.fermat(f)).collect();
             roots.extend(
                 (objects.tuples.iter())
-                    .filter(|t| root(plan::controller_uid(t.as_ref()), &fermat_uids))
+                    .filter(|t| root(crate::kind::controller_uid(t.as_ref()), &fermat_uids))
                     .map(|t| Arc::unwrap_or_clone(index.tuple(t, true))),
             );
             roots.extend(
                 (objects.numbers.iter())
-                    .filter(|n| root(plan::controller_uid(n.as_ref()), &tuple_uids))
+                    .filter(|n| root(crate::kind::controller_uid(n.as_ref()), &tuple_uids))
                     .map(number_node),
             );
             roots.sort_by(|a, b| {

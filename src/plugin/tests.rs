@@ -46,7 +46,7 @@ fn plan_of<C: Child>(
         .map(|c| (c.name_any(), c.clone()))
         .collect();
     let owned: Vec<_> = (all.iter())
-        .filter(|c| plan::controller_uid(c.as_ref()) == Some(parent_uid))
+        .filter(|c| crate::kind::controller_uid(c.as_ref()) == Some(parent_uid))
         .cloned()
         .collect();
     plan::plan(parent_uid, desired, &found, &owned, &HashSet::new())

@@ -9,8 +9,9 @@
 //!   the status patch, and the Events that tell of them: the only place a reconcile writes
 //!   to the API server.
 //!
-//! The pure half sits below [`crate::runtime`] (whose `Context` remembers plans' refusals and
-//! statuses' pace); this file and `writes.rs` sit above it: the arrows run one way.
+//! What these decisions share with the runtime (a refused [`Step`](crate::runtime::refusals::Step),
+//! a reconcile's [`Outcome`], the [`Pace`](crate::runtime::context::Pace) of the children) is
+//! defined there, one layer down; nothing below this folder uses it.
 
 pub mod plan;
 pub mod status;
@@ -24,8 +25,9 @@ use crate::error::Result;
 use crate::kind::{Child, Kind, Parent};
 use crate::runtime::cache::Cache;
 use crate::runtime::context::Context;
+use crate::runtime::retry::{Outcome, Progress};
 use plan::Plan;
-use status::{Outcome, ParentStatus, Progress, Standing};
+use status::{ParentStatus, Standing};
 
 /// Reconcile a parent against the cache of its children: compute the plan, carry out its
 /// writes, then write the status that `status` computes from the plan, if it changed.

@@ -12,8 +12,10 @@ use std::sync::Arc;
 
 use kube::{Resource, ResourceExt};
 
-use crate::kind::{Child, Desired};
-use crate::reconcile::status::{Progress, Readiness, name_list};
+use crate::kind::{Child, Desired, controller_uid};
+use crate::reconcile::status::{Readiness, name_list};
+use crate::runtime::refusals::{Refusal, Step};
+use crate::runtime::retry::Progress;
 
 /// Longest object name Kubernetes accepts (a DNS subdomain).
 pub const MAX_NAME_LEN: usize = 253;
@@ -24,15 +26,6 @@ pub struct Conflict {
     pub name: String,
     /// "Tuple other (uid 1234)"
     pub owner: String,
-}
-
-/// A step of carrying out a [`Plan`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Step {
-    Create,
-    Correct,
-    Adopt,
-    Delete,
 }
 
 impl Step {
@@ -54,17 +47,6 @@ impl Step {
             Step::Delete => "deleting",
         }
     }
-}
-
-/// A write to a child that the API server refused (a quota, an admission policy, RBAC):
-/// what the parent's status says until a retry gets through.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Refusal {
-    pub step: Step,
-    /// The child the refused request was for (the first, when several were).
-    pub name: String,
-    /// The API server's words.
-    pub message: String,
 }
 
 /// Everything the parent must do, and what it found, for one reconcile.
@@ -180,17 +162,6 @@ pub fn unfinished<C: Child>(plan: &Plan<C>) -> Option<(Readiness, Progress)> {
     } else {
         None
     }
-}
-
-/// The UID of the object's controller, if it has one.
-pub fn controller_uid<K: Resource>(obj: &K) -> Option<&str> {
-    obj.meta()
-        .owner_references
-        .as_deref()
-        .unwrap_or_default()
-        .iter()
-        .find(|r| r.controller == Some(true))
-        .map(|r| r.uid.as_str())
 }
 
 /// Compare what the parent wants with what the cache holds.

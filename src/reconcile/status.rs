@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::api::READY;
+use crate::runtime::context::{PROGRESS_EVERY, Pace};
 
 /// How long a parent's children may go without progress before the parent says what it waits
 /// for. Progress is a child of that kind settling (its own status final), anywhere in the
@@ -18,10 +19,8 @@ use crate::api::READY;
 /// the API server was unreachable does not count.
 pub const STALL_AFTER: Duration = Duration::from_secs(5);
 
-/// A parent rewrites a progress report (its ready/desired counts while waiting) at most this
-/// often...
-pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
-
+/// A progress report is rewritten at most every [`PROGRESS_EVERY`]...
+///
 /// ...and only once this many more children are ready than the status shows (or a tenth of
 /// the children, for a parent of fewer than 1000: a Tuple's `0/3` after a stall becomes `2/3`
 /// when two are ready, rather than staying `0/3` until the answer). Every child costs at
@@ -34,24 +33,6 @@ pub const PROGRESS_STEP: usize = 100;
 /// or a tenth of the children, at least one.
 fn progress_step(desired: usize) -> usize {
     PROGRESS_STEP.min(desired.div_ceil(10)).max(1)
-}
-
-/// How a waiting parent's children are coming along: what [`decide`] needs to tell a
-/// progress report worth a write from one that is not.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Pace {
-    /// Since the object was created.
-    pub age: Duration,
-    /// Since a child of this kind last settled anywhere (or the manager started, or the API
-    /// server came back).
-    pub children_quiet: Duration,
-    /// Since this manager last wrote a waiting status for this object (`None`: not recently).
-    pub since_report: Option<Duration>,
-    /// Ready children now, and as the status shows them.
-    pub ready: usize,
-    pub shown: usize,
-    /// How many children the parent wants.
-    pub desired: usize,
 }
 
 impl Pace {
@@ -114,50 +95,6 @@ pub struct Readiness {
     /// CamelCase, e.g. `WaitingForNumbers`.
     pub reason: &'static str,
     pub message: String,
-}
-
-/// Whether a computed status is an answer, or only a progress report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Progress {
-    /// The status is final for this generation: the answer.
-    Settled,
-    /// Final for now, but not an answer: blocked until someone (or something: a quota, an
-    /// admission policy) acts. Written at once, then only when what blocks it changes.
-    Blocked,
-    /// Children are still being created or computed; a later trigger will bring news.
-    Pending,
-}
-
-/// How a reconcile ended, before it becomes kube-runtime's `Action`: when to look again
-/// (`None`: on the next watch event), and whether the object's status is final.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Outcome {
-    pub requeue_after: Option<Duration>,
-    pub progress: Progress,
-    /// The CPU the decision took (children read from the cache, plan, status), without the
-    /// writes: what planning the object again would cost ([`crate::runtime::replan`]).
-    pub planned_in: Duration,
-}
-
-impl Outcome {
-    /// Final for now: nothing to do until a watch event brings news.
-    pub const DONE: Outcome = Outcome {
-        requeue_after: None,
-        progress: Progress::Settled,
-        planned_in: Duration::ZERO,
-    };
-
-    /// The earlier of this outcome's requeue and `after`.
-    pub fn requeue_within(self, after: Option<Duration>) -> Outcome {
-        let requeue_after = match (self.requeue_after, after) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        Outcome {
-            requeue_after,
-            ..self
-        }
-    }
 }
 
 /// The `Ready` condition for `generation`, keeping `lastTransitionTime` from `previous` when
@@ -321,13 +258,6 @@ pub fn merge_patch(old: &Value, new: &Value) -> Value {
     }
 }
 
-/// How long ago `created` was, zero for timestamps in the future or missing.
-pub fn age(created: Option<&Time>, now: Timestamp) -> Duration {
-    created
-        .and_then(|t| Duration::try_from(now.duration_since(t.0)).ok())
-        .unwrap_or_default()
-}
-
 /// A list of names for a message, cut short so Events stay under their 1 kB limit.
 pub fn name_list<S: AsRef<str>>(names: &[S]) -> String {
     const SHOWN: usize = 5;
@@ -344,272 +274,4 @@ pub fn name_list<S: AsRef<str>>(names: &[S]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ts(secs: i64) -> Timestamp {
-        Timestamp::from_second(secs).unwrap_or(Timestamp::UNIX_EPOCH)
-    }
-
-    #[test]
-    fn merge_patch_sets_changed_and_nulls_removed_keys() {
-        let old = json!({"a": 1, "b": {"c": 2, "d": 3}, "gone": true, "list": [1, 2]});
-        let new = json!({"a": 1, "b": {"c": 5, "d": 3}, "list": [1]});
-        assert_eq!(
-            merge_patch(&old, &new),
-            json!({"b": {"c": 5}, "gone": null, "list": [1]})
-        );
-        assert_eq!(merge_patch(&Value::Null, &json!({"x": 1})), json!({"x": 1}));
-    }
-
-    #[test]
-    fn ready_condition_keeps_transition_time_when_status_is_unchanged() {
-        let ready = Readiness {
-            ready: true,
-            reason: "Computed",
-            message: "m".into(),
-        };
-        let first = ready_condition(&ready, Some(1), &[], ts(100));
-        let again = ready_condition(&ready, Some(2), std::slice::from_ref(&first), ts(200));
-        assert_eq!(again.last_transition_time, Time(ts(100)));
-        let not_ready = Readiness {
-            ready: false,
-            reason: "Waiting",
-            message: "m".into(),
-        };
-        let flipped = ready_condition(&not_ready, Some(2), &[first], ts(300));
-        assert_eq!(flipped.last_transition_time, Time(ts(300)));
-        assert_eq!(flipped.status, "False");
-    }
-
-    #[test]
-    fn readiness_needs_the_current_generation() {
-        let ready = Readiness {
-            ready: true,
-            reason: "Computed",
-            message: String::new(),
-        };
-        let conditions = vec![ready_condition(&ready, Some(2), &[], ts(0))];
-        assert!(is_ready_for(&conditions, Some(2), Some(2)));
-        assert!(!is_ready_for(&conditions, Some(1), Some(2)));
-        assert!(!is_ready_for(&[], Some(2), Some(2)));
-    }
-
-    fn pace(age: u64, quiet: u64, since_report: Option<u64>, ready: usize, shown: usize) -> Pace {
-        let secs = Duration::from_secs;
-        Pace {
-            age: secs(age),
-            children_quiet: secs(quiet),
-            since_report: since_report.map(secs),
-            ready,
-            shown,
-            desired: 5000,
-        }
-    }
-
-    #[test]
-    fn a_small_parent_reports_its_progress_too() {
-        let status = |n: i64| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": "Waiting"}]});
-        let (shown, now) = (status(0), status(2));
-        let small = |ready, since_report| Pace {
-            desired: 3,
-            ..pace(60, 0, Some(since_report), ready, 0)
-        };
-        // A Tuple of 3 that said "0/3" after a stall says "2/3" once two are ready...
-        assert_eq!(
-            decide(Some(&shown), &now, Standing::Waiting(&small(2, 6))).ok(),
-            Some(StatusWrite::Patch(json!({"status": {"n": 2}})))
-        );
-        // ...still at most every 5 s.
-        assert_eq!(
-            decide(Some(&shown), &now, Standing::Waiting(&small(2, 4))).ok(),
-            Some(StatusWrite::Hold(Duration::from_secs(1)))
-        );
-        // A Tuple with no status yet whose Numbers are slow but coming: no report, its answer
-        // will be its one status.
-        assert_eq!(
-            decide(None, &now, Standing::Waiting(&small(2, 60))).ok(),
-            Some(StatusWrite::Hold(STALL_AFTER))
-        );
-        assert_eq!(progress_step(3), 1);
-        assert_eq!(progress_step(250), 25);
-        assert_eq!(progress_step(5000), PROGRESS_STEP);
-        assert_eq!(progress_step(0), 1);
-    }
-
-    #[test]
-    fn a_new_parent_holds_while_its_children_make_progress() {
-        let status = |n: i64, reason: &str| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": reason}]});
-        let waiting = status(0, "Waiting");
-        let decide = |current: Option<&Value>, pace: &Pace| {
-            decide(current, &waiting, Standing::Waiting(pace)).ok()
-        };
-        // However old the parent, as long as children keep settling it holds...
-        assert_eq!(
-            decide(None, &pace(60, 1, None, 0, 0)),
-            Some(StatusWrite::Hold(STALL_AFTER - Duration::from_secs(1)))
-        );
-        assert_eq!(
-            decide(None, &pace(1, 60, None, 0, 0)),
-            Some(StatusWrite::Hold(STALL_AFTER - Duration::from_secs(1)))
-        );
-        // ...and says what it waits for once they stall.
-        assert_eq!(
-            decide(None, &pace(60, 6, None, 0, 0)),
-            Some(StatusWrite::Patch(json!({"status": waiting.clone()})))
-        );
-        assert_eq!(
-            decide(None, &pace(4, 4, None, 0, 0)),
-            Some(StatusWrite::Hold(Duration::from_secs(1)))
-        );
-    }
-
-    #[test]
-    fn progress_is_reported_every_five_seconds_and_hundred_children_at_most() {
-        let status = |n: i64| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": "Waiting"}]});
-        let shown = status(100);
-        let now = status(250);
-        let report = Some(StatusWrite::Patch(json!({"status": {"n": 250}})));
-        let decide = |current: Option<&Value>, pace: &Pace| {
-            decide(current, &now, Standing::Waiting(pace)).ok()
-        };
-        assert_eq!(decide(Some(&shown), &pace(30, 0, None, 250, 100)), report);
-        assert_eq!(
-            decide(Some(&shown), &pace(30, 0, Some(5), 250, 100)),
-            report
-        );
-        // Too soon after the last report: look again when it is due.
-        assert_eq!(
-            decide(Some(&shown), &pace(30, 0, Some(4), 250, 100)),
-            Some(StatusWrite::Hold(Duration::from_secs(1)))
-        );
-        // Too little news while the children are busy: look again once they could rest.
-        assert_eq!(
-            decide(Some(&shown), &pace(30, 0, None, 199, 100)),
-            Some(StatusWrite::Hold(PROGRESS_EVERY))
-        );
-        // Children at rest: the exact count, once (a stall does not repeat it).
-        assert_eq!(decide(Some(&shown), &pace(30, 30, None, 150, 100)), report);
-        assert_eq!(
-            decide(Some(&shown), &pace(30, 30, Some(0), 150, 100)),
-            Some(StatusWrite::Hold(PROGRESS_EVERY))
-        );
-        assert_eq!(
-            decide(Some(&now), &pace(30, 30, None, 250, 250)),
-            Some(StatusWrite::Unchanged)
-        );
-        // The first report of a big parent comes once it is 5 s old.
-        assert_eq!(
-            decide(None, &pace(5, 0, None, 100, 0)),
-            Some(StatusWrite::Patch(json!({"status": now.clone()})))
-        );
-        // Younger: it holds, and looks again when a stall would be due.
-        assert_eq!(
-            decide(None, &pace(4, 0, None, 100, 0)),
-            Some(StatusWrite::Hold(STALL_AFTER))
-        );
-    }
-
-    #[test]
-    fn a_waiting_status_replaces_another_reason_at_once_and_answers_are_always_written() {
-        let status = |n: i64, reason: &str| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": reason}]});
-        let young = pace(0, 0, None, 0, 0);
-        let answered = status(2, "AllNumbersReady");
-        let waiting = status(2, "Waiting");
-        assert_eq!(
-            decide(Some(&answered), &answered, Standing::Answer).ok(),
-            Some(StatusWrite::Unchanged)
-        );
-        assert_eq!(
-            decide(Some(&answered), &waiting, Standing::Waiting(&young)).ok(),
-            Some(StatusWrite::Patch(
-                json!({"status": {"conditions": [{"type": "Ready", "reason": "Waiting"}]}})
-            ))
-        );
-        let mut older = status(2, "Waiting");
-        older["observedGeneration"] = json!(0);
-        assert_eq!(
-            decide(Some(&older), &waiting, Standing::Waiting(&young)).ok(),
-            Some(StatusWrite::Patch(
-                json!({"status": {"observedGeneration": 1}})
-            ))
-        );
-        assert_eq!(
-            decide(Some(&status(1, "Waiting")), &answered, Standing::Answer).ok(),
-            Some(StatusWrite::Patch(
-                json!({"status": {"n": 2, "conditions": [{"type": "Ready", "reason": "AllNumbersReady"}]}})
-            ))
-        );
-        assert_eq!(
-            decide(None, &answered, Standing::Answer).ok(),
-            Some(StatusWrite::Patch(json!({"status": answered.clone()})))
-        );
-    }
-
-    #[test]
-    fn a_blocked_status_is_written_at_once_and_then_only_when_the_block_changes() {
-        let status = |n: i64, message: &str| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": "ChildConflict", "message": message}]});
-        let young = pace(0, 0, None, 0, 0);
-        let blocked = status(0, "t-1 is controlled by someone else");
-        assert_eq!(
-            decide(None, &blocked, Standing::Blocked(&young)).ok(),
-            Some(StatusWrite::Patch(json!({"status": blocked.clone()})))
-        );
-        // Other children settling move only the counts: nothing, until a report is due.
-        let moved = status(150, "t-1 is controlled by someone else");
-        assert_eq!(
-            decide(
-                Some(&blocked),
-                &moved,
-                Standing::Blocked(&pace(60, 0, None, 150, 0))
-            )
-            .ok(),
-            Some(StatusWrite::Patch(json!({"status": {"n": 150}})))
-        );
-        assert_eq!(
-            decide(
-                Some(&blocked),
-                &moved,
-                Standing::Blocked(&pace(60, 0, Some(1), 150, 0))
-            )
-            .ok(),
-            Some(StatusWrite::Hold(Duration::from_secs(4)))
-        );
-        // Another child blocks it: said at once.
-        let other = status(0, "t-2 is controlled by someone else");
-        assert!(matches!(
-            decide(Some(&blocked), &other, Standing::Blocked(&young)),
-            Ok(StatusWrite::Patch(_))
-        ));
-    }
-
-    #[test]
-    fn an_outcome_requeues_at_the_earlier_of_two_times() {
-        let secs = Duration::from_secs;
-        let pending = |after| Outcome {
-            requeue_after: after,
-            progress: Progress::Pending,
-            planned_in: Duration::ZERO,
-        };
-        assert_eq!(Outcome::DONE.requeue_within(None), Outcome::DONE);
-        assert_eq!(
-            Outcome::DONE.requeue_within(Some(secs(3))).requeue_after,
-            Some(secs(3))
-        );
-        assert_eq!(
-            pending(Some(secs(5))).requeue_within(Some(secs(3))),
-            pending(Some(secs(3)))
-        );
-        assert_eq!(
-            pending(Some(secs(2))).requeue_within(Some(secs(3))),
-            pending(Some(secs(2)))
-        );
-    }
-
-    #[test]
-    fn name_lists_are_cut_short() {
-        assert_eq!(name_list(&["a", "b"]), "a, b");
-        let many: Vec<String> = (0..8).map(|i| i.to_string()).collect();
-        assert_eq!(name_list(&many), "0, 1, 2, 3, 4 and 3 more");
-    }
-}
+mod tests;

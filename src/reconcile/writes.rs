@@ -25,12 +25,14 @@ use serde_json::json;
 use tracing::{info, warn};
 
 use crate::error::{Error, Result, is_unreachable};
+use crate::kind::controller_uid;
 use crate::kind::{Child, Kind};
 use crate::metrics::WriteKind;
-use crate::reconcile::plan::{MAX_NAME_LEN, Plan, Refusal, Step, controller_uid};
+use crate::reconcile::plan::{MAX_NAME_LEN, Plan};
 use crate::reconcile::status::{self, Standing, StatusWrite, name_list};
 use crate::runtime::context::Context;
 use crate::runtime::events::{self, Note};
+use crate::runtime::refusals::{Refusal, Step};
 
 /// How many create requests one reconcile keeps in flight, at most.
 const WRITES_IN_FLIGHT: usize = 32;

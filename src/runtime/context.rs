@@ -8,6 +8,7 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
@@ -15,16 +16,46 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Semaphore;
 
 use crate::api::{Fermat, Number, Tuple};
-use crate::kind::{Child, Desired};
+use crate::kind::{Child, Desired, controller_uid};
 use crate::metrics::Metrics;
-use crate::reconcile::plan::controller_uid;
-use crate::reconcile::status::{self, Pace};
 use crate::runtime::cache::Cache;
 use crate::runtime::events::{Publisher, Reporter};
 use crate::runtime::expiring::{Expiring, key, object_key};
 use crate::runtime::outage::Outage;
 use crate::runtime::refusals::Refusals;
 use crate::runtime::replan::Replans;
+
+/// A parent rewrites a progress report (its ready/desired counts while waiting) at most this
+/// often (the context remembers the reports written that long; `reconcile/status.rs` says
+/// when one is due).
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// How long ago `created` was, zero for timestamps in the future or missing.
+pub fn age(created: Option<&Time>, now: Timestamp) -> Duration {
+    created
+        .and_then(|t| Duration::try_from(now.duration_since(t.0)).ok())
+        .unwrap_or_default()
+}
+
+/// How a waiting parent's children are coming along: what the status decision
+/// needs to tell a progress report worth a write from one that is not. Measured here, where
+/// the manager's memory of children settling and statuses written is; judged in
+/// `reconcile/status.rs`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pace {
+    /// Since the object was created.
+    pub age: Duration,
+    /// Since a child of this kind last settled anywhere (or the manager started, or the API
+    /// server came back).
+    pub children_quiet: Duration,
+    /// Since this manager last wrote a waiting status for this object (`None`: not recently).
+    pub since_report: Option<Duration>,
+    /// Ready children now, and as the status shows them.
+    pub ready: usize,
+    pub shown: usize,
+    /// How many children the parent wants.
+    pub desired: usize,
+}
 
 /// The name Events are reported under (`kubectl describe` shows it as "From").
 pub const REPORTER: &str = "math-controller";
@@ -54,7 +85,7 @@ pub struct Context {
     /// Statuses written whose echo the cache has not shown yet (see
     /// [`Context::status_written`]).
     statuses: Expiring<WrittenStatus>,
-    /// Waiting statuses written in the last [`status::PROGRESS_EVERY`], by object.
+    /// Waiting statuses written in the last [`PROGRESS_EVERY`], by object.
     reports: Expiring<()>,
     /// When an object of each kind last settled (its status final), or its watch last
     /// relisted or failed: the progress its parents wait for, or the moment the cache was
@@ -134,7 +165,7 @@ impl Context {
             failures: Expiring::new("failures", metrics.clone(), FAILURE_MEMORY),
             in_flight: Expiring::new("child_writes", metrics.clone(), IN_FLIGHT_TIMEOUT),
             statuses: Expiring::new("status_writes", metrics.clone(), IN_FLIGHT_TIMEOUT),
-            reports: Expiring::new("progress_reports", metrics.clone(), status::PROGRESS_EVERY),
+            reports: Expiring::new("progress_reports", metrics.clone(), PROGRESS_EVERY),
             settled: Mutex::default(),
             relisting: Mutex::default(),
             started: Instant::now(),
@@ -352,7 +383,7 @@ impl Context {
         }
     }
 
-    /// How a waiting parent's children of kind `C` are coming along (see [`status::decide`]).
+    /// How a waiting parent's children of kind `C` are coming along (judged in `reconcile/status.rs`).
     /// Time the API server was unreachable does not count as the children's quiet: nothing
     /// could settle then.
     pub fn pace<P: Resource<DynamicType = ()>, C: Child>(
@@ -376,7 +407,7 @@ impl Context {
             .get(&object_key(parent))
             .map(|(_, left)| self.reports.ttl().saturating_sub(left));
         Pace {
-            age: status::age(parent.meta().creation_timestamp.as_ref(), now),
+            age: age(parent.meta().creation_timestamp.as_ref(), now),
             children_quiet: if relisting {
                 Duration::ZERO
             } else {

@@ -14,7 +14,7 @@ use std::sync::{Arc, RwLock};
 use kube::Resource;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::reconcile::plan::controller_uid;
+use crate::kind::controller_uid;
 
 /// Names of objects by the UID of their controller.
 #[derive(Default)]

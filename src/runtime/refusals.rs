@@ -15,9 +15,29 @@ use kube::{Resource, ResourceExt};
 use tracing::info;
 
 use crate::metrics::Metrics;
-use crate::reconcile::plan::{Refusal, Step};
 use crate::runtime::expiring::Expiring;
 use crate::runtime::expiring::object_key;
+
+/// A step of carrying out a parent's plan ([`crate::reconcile::plan::Plan`]): what a refusal
+/// is remembered for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Step {
+    Create,
+    Correct,
+    Adopt,
+    Delete,
+}
+
+/// A write to a child that the API server refused (a quota, an admission policy, RBAC):
+/// what the parent's status says until a retry gets through.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Refusal {
+    pub step: Step,
+    /// The child the refused request was for (the first, when several were).
+    pub name: String,
+    /// The API server's words.
+    pub message: String,
+}
 
 /// The first retry of a refused step comes after this long...
 const FIRST_RETRY: Duration = Duration::from_secs(1);

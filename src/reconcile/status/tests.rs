@@ -1,0 +1,245 @@
+//! The status decisions of `status.rs`: conditions, when a write is due, progress reports.
+
+use super::*;
+
+fn ts(secs: i64) -> Timestamp {
+    Timestamp::from_second(secs).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
+#[test]
+fn merge_patch_sets_changed_and_nulls_removed_keys() {
+    let old = json!({"a": 1, "b": {"c": 2, "d": 3}, "gone": true, "list": [1, 2]});
+    let new = json!({"a": 1, "b": {"c": 5, "d": 3}, "list": [1]});
+    assert_eq!(
+        merge_patch(&old, &new),
+        json!({"b": {"c": 5}, "gone": null, "list": [1]})
+    );
+    assert_eq!(merge_patch(&Value::Null, &json!({"x": 1})), json!({"x": 1}));
+}
+
+#[test]
+fn ready_condition_keeps_transition_time_when_status_is_unchanged() {
+    let ready = Readiness {
+        ready: true,
+        reason: "Computed",
+        message: "m".into(),
+    };
+    let first = ready_condition(&ready, Some(1), &[], ts(100));
+    let again = ready_condition(&ready, Some(2), std::slice::from_ref(&first), ts(200));
+    assert_eq!(again.last_transition_time, Time(ts(100)));
+    let not_ready = Readiness {
+        ready: false,
+        reason: "Waiting",
+        message: "m".into(),
+    };
+    let flipped = ready_condition(&not_ready, Some(2), &[first], ts(300));
+    assert_eq!(flipped.last_transition_time, Time(ts(300)));
+    assert_eq!(flipped.status, "False");
+}
+
+#[test]
+fn readiness_needs_the_current_generation() {
+    let ready = Readiness {
+        ready: true,
+        reason: "Computed",
+        message: String::new(),
+    };
+    let conditions = vec![ready_condition(&ready, Some(2), &[], ts(0))];
+    assert!(is_ready_for(&conditions, Some(2), Some(2)));
+    assert!(!is_ready_for(&conditions, Some(1), Some(2)));
+    assert!(!is_ready_for(&[], Some(2), Some(2)));
+}
+
+fn pace(age: u64, quiet: u64, since_report: Option<u64>, ready: usize, shown: usize) -> Pace {
+    let secs = Duration::from_secs;
+    Pace {
+        age: secs(age),
+        children_quiet: secs(quiet),
+        since_report: since_report.map(secs),
+        ready,
+        shown,
+        desired: 5000,
+    }
+}
+
+#[test]
+fn a_small_parent_reports_its_progress_too() {
+    let status = |n: i64| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": "Waiting"}]});
+    let (shown, now) = (status(0), status(2));
+    let small = |ready, since_report| Pace {
+        desired: 3,
+        ..pace(60, 0, Some(since_report), ready, 0)
+    };
+    // A Tuple of 3 that said "0/3" after a stall says "2/3" once two are ready...
+    assert_eq!(
+        decide(Some(&shown), &now, Standing::Waiting(&small(2, 6))).ok(),
+        Some(StatusWrite::Patch(json!({"status": {"n": 2}})))
+    );
+    // ...still at most every 5 s.
+    assert_eq!(
+        decide(Some(&shown), &now, Standing::Waiting(&small(2, 4))).ok(),
+        Some(StatusWrite::Hold(Duration::from_secs(1)))
+    );
+    // A Tuple with no status yet whose Numbers are slow but coming: no report, its answer
+    // will be its one status.
+    assert_eq!(
+        decide(None, &now, Standing::Waiting(&small(2, 60))).ok(),
+        Some(StatusWrite::Hold(STALL_AFTER))
+    );
+    assert_eq!(progress_step(3), 1);
+    assert_eq!(progress_step(250), 25);
+    assert_eq!(progress_step(5000), PROGRESS_STEP);
+    assert_eq!(progress_step(0), 1);
+}
+
+#[test]
+fn a_new_parent_holds_while_its_children_make_progress() {
+    let status = |n: i64, reason: &str| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": reason}]});
+    let waiting = status(0, "Waiting");
+    let decide = |current: Option<&Value>, pace: &Pace| {
+        decide(current, &waiting, Standing::Waiting(pace)).ok()
+    };
+    // However old the parent, as long as children keep settling it holds...
+    assert_eq!(
+        decide(None, &pace(60, 1, None, 0, 0)),
+        Some(StatusWrite::Hold(STALL_AFTER - Duration::from_secs(1)))
+    );
+    assert_eq!(
+        decide(None, &pace(1, 60, None, 0, 0)),
+        Some(StatusWrite::Hold(STALL_AFTER - Duration::from_secs(1)))
+    );
+    // ...and says what it waits for once they stall.
+    assert_eq!(
+        decide(None, &pace(60, 6, None, 0, 0)),
+        Some(StatusWrite::Patch(json!({"status": waiting.clone()})))
+    );
+    assert_eq!(
+        decide(None, &pace(4, 4, None, 0, 0)),
+        Some(StatusWrite::Hold(Duration::from_secs(1)))
+    );
+}
+
+#[test]
+fn progress_is_reported_every_five_seconds_and_hundred_children_at_most() {
+    let status = |n: i64| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": "Waiting"}]});
+    let shown = status(100);
+    let now = status(250);
+    let report = Some(StatusWrite::Patch(json!({"status": {"n": 250}})));
+    let decide =
+        |current: Option<&Value>, pace: &Pace| decide(current, &now, Standing::Waiting(pace)).ok();
+    assert_eq!(decide(Some(&shown), &pace(30, 0, None, 250, 100)), report);
+    assert_eq!(
+        decide(Some(&shown), &pace(30, 0, Some(5), 250, 100)),
+        report
+    );
+    // Too soon after the last report: look again when it is due.
+    assert_eq!(
+        decide(Some(&shown), &pace(30, 0, Some(4), 250, 100)),
+        Some(StatusWrite::Hold(Duration::from_secs(1)))
+    );
+    // Too little news while the children are busy: look again once they could rest.
+    assert_eq!(
+        decide(Some(&shown), &pace(30, 0, None, 199, 100)),
+        Some(StatusWrite::Hold(PROGRESS_EVERY))
+    );
+    // Children at rest: the exact count, once (a stall does not repeat it).
+    assert_eq!(decide(Some(&shown), &pace(30, 30, None, 150, 100)), report);
+    assert_eq!(
+        decide(Some(&shown), &pace(30, 30, Some(0), 150, 100)),
+        Some(StatusWrite::Hold(PROGRESS_EVERY))
+    );
+    assert_eq!(
+        decide(Some(&now), &pace(30, 30, None, 250, 250)),
+        Some(StatusWrite::Unchanged)
+    );
+    // The first report of a big parent comes once it is 5 s old.
+    assert_eq!(
+        decide(None, &pace(5, 0, None, 100, 0)),
+        Some(StatusWrite::Patch(json!({"status": now.clone()})))
+    );
+    // Younger: it holds, and looks again when a stall would be due.
+    assert_eq!(
+        decide(None, &pace(4, 0, None, 100, 0)),
+        Some(StatusWrite::Hold(STALL_AFTER))
+    );
+}
+
+#[test]
+fn a_waiting_status_replaces_another_reason_at_once_and_answers_are_always_written() {
+    let status = |n: i64, reason: &str| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": reason}]});
+    let young = pace(0, 0, None, 0, 0);
+    let answered = status(2, "AllNumbersReady");
+    let waiting = status(2, "Waiting");
+    assert_eq!(
+        decide(Some(&answered), &answered, Standing::Answer).ok(),
+        Some(StatusWrite::Unchanged)
+    );
+    assert_eq!(
+        decide(Some(&answered), &waiting, Standing::Waiting(&young)).ok(),
+        Some(StatusWrite::Patch(
+            json!({"status": {"conditions": [{"type": "Ready", "reason": "Waiting"}]}})
+        ))
+    );
+    let mut older = status(2, "Waiting");
+    older["observedGeneration"] = json!(0);
+    assert_eq!(
+        decide(Some(&older), &waiting, Standing::Waiting(&young)).ok(),
+        Some(StatusWrite::Patch(
+            json!({"status": {"observedGeneration": 1}})
+        ))
+    );
+    assert_eq!(
+        decide(Some(&status(1, "Waiting")), &answered, Standing::Answer).ok(),
+        Some(StatusWrite::Patch(
+            json!({"status": {"n": 2, "conditions": [{"type": "Ready", "reason": "AllNumbersReady"}]}})
+        ))
+    );
+    assert_eq!(
+        decide(None, &answered, Standing::Answer).ok(),
+        Some(StatusWrite::Patch(json!({"status": answered.clone()})))
+    );
+}
+
+#[test]
+fn a_blocked_status_is_written_at_once_and_then_only_when_the_block_changes() {
+    let status = |n: i64, message: &str| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": "ChildConflict", "message": message}]});
+    let young = pace(0, 0, None, 0, 0);
+    let blocked = status(0, "t-1 is controlled by someone else");
+    assert_eq!(
+        decide(None, &blocked, Standing::Blocked(&young)).ok(),
+        Some(StatusWrite::Patch(json!({"status": blocked.clone()})))
+    );
+    // Other children settling move only the counts: nothing, until a report is due.
+    let moved = status(150, "t-1 is controlled by someone else");
+    assert_eq!(
+        decide(
+            Some(&blocked),
+            &moved,
+            Standing::Blocked(&pace(60, 0, None, 150, 0))
+        )
+        .ok(),
+        Some(StatusWrite::Patch(json!({"status": {"n": 150}})))
+    );
+    assert_eq!(
+        decide(
+            Some(&blocked),
+            &moved,
+            Standing::Blocked(&pace(60, 0, Some(1), 150, 0))
+        )
+        .ok(),
+        Some(StatusWrite::Hold(Duration::from_secs(4)))
+    );
+    // Another child blocks it: said at once.
+    let other = status(0, "t-2 is controlled by someone else");
+    assert!(matches!(
+        decide(Some(&blocked), &other, Standing::Blocked(&young)),
+        Ok(StatusWrite::Patch(_))
+    ));
+}
+
+#[test]
+fn name_lists_are_cut_short() {
+    assert_eq!(name_list(&["a", "b"]), "a, b");
+    let many: Vec<String> = (0..8).map(|i| i.to_string()).collect();
+    assert_eq!(name_list(&many), "0, 1, 2, 3, 4 and 3 more");
+}

@@ -1,0 +1,135 @@
+//! The imports run one way: ops → controller → reconcile → runtime → the facts below them
+//! (src/lib.rs draws the map). A module that reaches back up (runtime/ using a type of
+//! reconcile/, say) makes a reader walk up and down to follow one reconcile; this test names
+//! the line that does it. Comments are not imports: a doc link may point anywhere.
+
+use std::path::{Path, PathBuf};
+
+/// Each top-level module of the library and its layer: a module may use its own layer's
+/// files and any lower layer's, never a higher one, nor a different module of its own layer.
+const LAYERS: &[(&str, u8)] = &[
+    ("cli", 6),
+    ("ops", 5),
+    ("plugin", 5),
+    ("controller", 4),
+    ("reconcile", 3),
+    ("runtime", 2),
+    ("kind", 1),
+    ("api", 0),
+    ("math", 0),
+    ("metrics", 0),
+    ("error", 0),
+];
+
+fn layer(module: &str) -> Option<u8> {
+    LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The top-level module a file of `src/` belongs to (`src/runtime/context.rs` → `runtime`).
+fn module_of(relative: &Path) -> Option<String> {
+    let first = relative.components().next()?.as_os_str().to_str()?;
+    Some(first.trim_end_matches(".rs").to_string())
+}
+
+/// Every `crate::<module>` a line of code names, comments left out.
+fn uses(line: &str) -> Vec<String> {
+    let code = line.split("//").next().unwrap_or("");
+    code.match_indices("crate::")
+        .filter(|(at, _)| {
+            // `math_controller::` or `$crate::` are other paths.
+            !code[..*at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$')
+        })
+        .map(|(at, _)| {
+            code[at + "crate::".len()..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect()
+        })
+        .collect()
+}
+
+/// The lines of `files` (paths under `src`) whose imports run against the layers.
+fn upward(src: &Path, files: &[PathBuf]) -> Vec<String> {
+    let mut bad = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(src).unwrap_or(file);
+        let Some(from) = module_of(relative) else {
+            continue;
+        };
+        let Some(from_layer) = layer(&from) else {
+            continue; // lib.rs, main.rs, bin/: the crate roots, above everything
+        };
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            for to in uses(line) {
+                if to == from {
+                    continue;
+                }
+                let Some(to_layer) = layer(&to) else {
+                    bad.push(format!(
+                        "{}:{}: uses crate::{to}, a module with no layer in LAYERS",
+                        relative.display(),
+                        n + 1
+                    ));
+                    continue;
+                };
+                if to_layer >= from_layer {
+                    bad.push(format!(
+                        "{}:{}: {from} (layer {from_layer}) uses crate::{to} (layer {to_layer}): {}",
+                        relative.display(),
+                        n + 1,
+                        line.trim()
+                    ));
+                }
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn no_module_imports_one_above_it_or_beside_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let bad = upward(&src, &files);
+    assert!(
+        bad.is_empty(),
+        "imports that run back up (move what both need to the lower layer):\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn a_use_that_runs_back_up_is_found() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let runtime = dir.path().join("runtime");
+    std::fs::create_dir(&runtime).expect("runtime/");
+    let file = runtime.join("context.rs");
+    std::fs::write(
+        &file,
+        "//! See [`crate::reconcile::plan`].\n\
+         use crate::kind::Child;\n\
+         use crate::reconcile::plan::Step; // back up\n\
+         use math_controller::reconcile::x;\n",
+    )
+    .expect("write");
+    let bad = upward(dir.path(), &[file]);
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].starts_with("runtime/context.rs:3: runtime (layer 2) uses crate::reconcile"));
+}
