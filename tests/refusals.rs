@@ -674,3 +674,46 @@ async fn another_error_does_not_throw_away_what_a_refusal_learned() {
     assert!(later <= 4, "{later} refused creates in 6 s");
     assert_eq!(events_of(&h, "f", "ChildCreateRefused").len(), 1);
 }
+
+/// Issue 25 item 12: a Fermat's Tuple whose Number is deleted, and put back, before the
+/// Tuple's first status (every Tuple status write fails meanwhile) says so: a deleted child
+/// re-created is news, whatever the cache shows of the parent's status. Before: the Tuple,
+/// still without a status in the cache, announced nothing.
+#[tokio::test]
+async fn a_child_recreated_before_its_parents_first_status_is_announced() {
+    let h = Harness::start().await;
+    let tuple_statuses = RequestFilter::new()
+        .verb(Verb::Patch)
+        .resource("tuples")
+        .subresource("status");
+    h.server.fail_next(tuple_statuses.clone(), 1_000_000, 500);
+    h.create_fermat("f", 2).await;
+    let first = wait_for(&h.numbers(), "f-1-and-1-0", number_ready).await;
+    eventually(
+        "a refused Tuple status write",
+        || async { Some(h.server.count(&tuple_statuses)) },
+        |refused| *refused >= 1,
+    )
+    .await;
+    h.numbers()
+        .delete("f-1-and-1-0", &DeleteParams::default())
+        .await
+        .expect("delete a Number");
+    wait_for(&h.numbers(), "f-1-and-1-0", |n| {
+        n.metadata.uid != first.metadata.uid
+    })
+    .await;
+    h.server.clear_faults();
+    wait_for(&h.fermats(), "f", fermat_ready).await;
+    let created = eventually(
+        "the Tuple's Created Event",
+        || async { Some(events_of(&h, "f-1-and-1", "Created")) },
+        |events| !events.is_empty(),
+    )
+    .await;
+    let notes: Vec<_> = created
+        .iter()
+        .filter_map(|e| e.get("note").and_then(|n| n.as_str()))
+        .collect();
+    assert_eq!(notes, ["created 1 Number: f-1-and-1-0"]);
+}

@@ -397,8 +397,14 @@ pub async fn apply<P: Kind, C: Child>(
         ("Adopted", "Adopt", &adopted, "adopted"),
         ("Deleted", "Delete", &deleted, "deleted the unwanted"),
     ];
+    let has_controller = controller_uid(parent).is_some();
+    let uid = parent.uid().unwrap_or_default();
+    let created_before = ctx.events.created_children_of(&uid);
     let announce_created =
-        events::announces_created(controller_uid(parent).is_some(), parent.has_status());
+        events::announces_created(has_controller, parent.has_status(), created_before);
+    if !created.is_empty() && !announce_created {
+        ctx.events.note_children_created(uid);
+    }
     for (reason, action, names, verb) in reports {
         if names.is_empty() {
             continue;
