@@ -152,11 +152,37 @@ async fn a_blocked_parent_writes_its_status_and_warns_once() {
     );
     // The first report, and the counts now and then (every 5 s, once 100 more are ready).
     assert!(fermat_statuses <= 4, "{fermat_statuses} status writes");
-    assert_eq!(events_of(&h, "f", "ChildConflict").len(), 1);
-    let event_patches = h
-        .server
-        .count(&RequestFilter::new().verb(Verb::Patch).resource("events"));
-    assert_eq!(event_patches, 0, "the Warning was not republished");
+    let warnings = events_of(&h, "f", "ChildConflict");
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert_eq!(warnings[0]["type"], "Warning");
+    assert_eq!(warnings[0]["related"]["name"], "f-1-and-399");
+    // More reconciles while the conflict stays true (a Tuple of f deleted by hand and put
+    // back, announced by a Created Event) publish no second Warning.
+    let before = h.tuples().get("f-2-and-398").await.expect("a Tuple of f");
+    h.tuples()
+        .delete("f-2-and-398", &DeleteParams::default())
+        .await
+        .expect("delete a Tuple of f");
+    eventually(
+        "f to announce the re-created Tuple",
+        || async { Some(events_of(&h, "f", "Created")) },
+        |events| {
+            events.iter().any(|e| {
+                e["note"]
+                    .as_str()
+                    .is_some_and(|n| n.contains("f-2-and-398"))
+            })
+        },
+    )
+    .await;
+    let back = wait_for(&h.tuples(), "f-2-and-398", tuple_ready).await;
+    assert_ne!(back.metadata.uid, before.metadata.uid);
+    let warnings = events_of(&h, "f", "ChildConflict");
+    assert_eq!(
+        warnings.len(),
+        1,
+        "the Warning was republished: {warnings:#?}"
+    );
 }
 
 /// A child created, then deleted while its kind's watch was relisting (closed, compacted,
