@@ -7,6 +7,10 @@
 //! that settles. So a refused step waits for a backoff of its own (1 s, doubling to 5 min,
 //! as client-go's per-item rate limiter grows) while the parent's other steps and its status
 //! go on; a change of the parent's spec (a new generation) retries at once.
+//!
+//! Refusals are remembered by the parent's UID (a parent deleted and made again starts
+//! clean), each step on its own clock, and hold only while the current plan still has that
+//! step: a refusal whose cause went away by other means blocks nothing.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
