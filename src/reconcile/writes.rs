@@ -461,8 +461,9 @@ pub async fn apply<P: Kind, C: Child>(
     applied
 }
 
-/// A spec as JSON for an Event's note; a spec that cannot be written as JSON (none can: they
-/// are integers) is said so rather than failing the reconcile that corrected it.
+/// A spec as JSON for an Event's note. Specs are integers and lists of them, so this does
+/// not fail; if it ever did, the note says so rather than failing the reconcile that did
+/// the correction.
 fn spec_text<S: Serialize>(spec: &S) -> String {
     serde_json::to_string(spec).unwrap_or_else(|e| format!("(unprintable: {e})"))
 }
