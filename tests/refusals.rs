@@ -152,11 +152,37 @@ async fn a_blocked_parent_writes_its_status_and_warns_once() {
     );
     // The first report, and the counts now and then (every 5 s, once 100 more are ready).
     assert!(fermat_statuses <= 4, "{fermat_statuses} status writes");
-    assert_eq!(events_of(&h, "f", "ChildConflict").len(), 1);
-    let event_patches = h
-        .server
-        .count(&RequestFilter::new().verb(Verb::Patch).resource("events"));
-    assert_eq!(event_patches, 0, "the Warning was not republished");
+    let warnings = events_of(&h, "f", "ChildConflict");
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert_eq!(warnings[0]["type"], "Warning");
+    assert_eq!(warnings[0]["related"]["name"], "f-1-and-399");
+    // More reconciles while the conflict stays true (a Tuple of f deleted by hand and put
+    // back, announced by a Created Event) publish no second Warning.
+    let before = h.tuples().get("f-2-and-398").await.expect("a Tuple of f");
+    h.tuples()
+        .delete("f-2-and-398", &DeleteParams::default())
+        .await
+        .expect("delete a Tuple of f");
+    eventually(
+        "f to announce the re-created Tuple",
+        || async { Some(events_of(&h, "f", "Created")) },
+        |events| {
+            events.iter().any(|e| {
+                e["note"]
+                    .as_str()
+                    .is_some_and(|n| n.contains("f-2-and-398"))
+            })
+        },
+    )
+    .await;
+    let back = wait_for(&h.tuples(), "f-2-and-398", tuple_ready).await;
+    assert_ne!(back.metadata.uid, before.metadata.uid);
+    let warnings = events_of(&h, "f", "ChildConflict");
+    assert_eq!(
+        warnings.len(),
+        1,
+        "the Warning was republished: {warnings:#?}"
+    );
 }
 
 /// A child created, then deleted while its kind's watch was relisting (closed, compacted,
@@ -501,4 +527,219 @@ async fn a_namespace_being_deleted_is_left_alone() {
         "{} lines for {parents} parents: {during:#?}",
         during.len()
     );
+}
+
+/// Requests matching `verb` on Tuples that the API server refused with 403.
+fn refused_tuple_requests(h: &Harness, verb: Verb) -> usize {
+    h.server
+        .requests()
+        .iter()
+        .filter(|r| r.verb == verb && r.resource == "tuples" && r.status == 403)
+        .count()
+}
+
+/// The Fermat `name` as the test API server stores it, if it is Ready for its generation.
+fn stored_ready_fermat(h: &Harness, name: &str) -> Option<Fermat> {
+    let stored = h
+        .server
+        .object("math.example.com", "fermats", Some("default"), name)?;
+    let fermat: Fermat = serde_json::from_value(stored).ok()?;
+    fermat_ready(&fermat).then_some(fermat)
+}
+
+/// How long a parent may take to become Ready once nothing blocks it, in the tests below
+/// whose old code waited for a refusal's retry of at least 8 s. Well above a healthy
+/// convergence (well under a second), well below that retry.
+const PROMPTLY: Duration = Duration::from_secs(4);
+
+/// Issue 25 item 1: a Fermat refused by a quota of 0 Tuples until its retry is 8 s away
+/// (four refused creates: 1, 2, 4, then 8 s apart), the quota raised, the Fermat deleted and applied again. The
+/// new object (a new UID, generation 1 again) starts clean: Ready with exactly its Tuples
+/// within [`PROMPTLY`]. Before: refusals were remembered by namespace/name and generation, so
+/// the new Fermat showed the old quota message and created nothing until the old retry
+/// (123 s on the real control plane after 130 s of refusals).
+#[tokio::test]
+async fn a_recreated_parent_does_not_inherit_the_old_ones_refusal() {
+    use k8s_openapi::api::core::v1::ResourceQuota;
+    let h = Harness::start().await;
+    // No room at all: each attempt is one refused create (the first create goes alone).
+    quota_on_tuples(&h, 0).await;
+    h.create_fermat("f", 10).await;
+    eventually(
+        "four refused Tuple creates",
+        || async { Some(refused_tuple_requests(&h, Verb::Create)) },
+        |refused| *refused >= 4,
+    )
+    .await;
+    let quotas: Api<ResourceQuota> = Api::default_namespaced(h.client.clone());
+    let key = "count/tuples.math.example.com";
+    quotas
+        .patch(
+            "tq",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"hard": {key: "100"}}})),
+        )
+        .await
+        .expect("raise the quota");
+    wait_for(&quotas, "tq", |q| {
+        q.status
+            .as_ref()
+            .and_then(|s| s.hard.as_ref())
+            .and_then(|hard| hard.get(key))
+            .is_some_and(|hard| hard.0 == "100")
+    })
+    .await;
+    h.fermats()
+        .delete("f", &DeleteParams::default())
+        .await
+        .expect("delete f");
+    wait_gone(&h.fermats(), "f").await;
+    eventually(
+        "the old Fermat's Tuples to be collected",
+        || async { Some(tuple_names(&h)) },
+        |names| names.is_empty(),
+    )
+    .await;
+    h.create_fermat("f", 10).await;
+    eventually_within(PROMPTLY, "the new Fermat to be Ready", || {
+        stored_ready_fermat(&h, "f")
+    })
+    .await
+    .expect("the new Fermat is Ready promptly");
+    assert_eq!(
+        tuple_names(&h),
+        [
+            "f-1-and-9",
+            "f-2-and-8",
+            "f-3-and-7",
+            "f-4-and-6",
+            "f-5-and-5"
+        ]
+    );
+}
+
+/// Issue 25 item 2: a Fermat of 10 moves to 8 while every Tuple delete is refused (403) until
+/// the delete's retry is 8 s away; then a person deletes the 5 old Tuples by hand. The
+/// delete is no longer needed, so nothing blocks the Fermat: Ready for generation 2 with
+/// exactly its 4 Tuples within [`PROMPTLY`]. Before: the held refusal was added to every
+/// plan, needed or not, and the Fermat stayed `ChildDeleteRefused` until the retry.
+#[tokio::test]
+async fn a_refusal_no_longer_needed_does_not_block_the_parent() {
+    let h = Harness::start().await;
+    h.create_fermat("f", 10).await;
+    wait_for(&h.fermats(), "f", fermat_ready).await;
+    let old = tuple_names(&h);
+    assert_eq!(old.len(), 5, "{old:?}");
+    let tuple_deletes = RequestFilter::new().verb(Verb::Delete).resource("tuples");
+    h.server.fail_next(tuple_deletes, 1_000_000, 403);
+    h.fermats()
+        .patch(
+            "f",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"number": 8}})),
+        )
+        .await
+        .expect("patch f");
+    eventually(
+        "four refused Tuple deletes",
+        || async { Some(refused_tuple_requests(&h, Verb::Delete)) },
+        |refused| *refused >= 4,
+    )
+    .await;
+    let blocked = h.fermats().get("f").await.expect("f");
+    let (_, reason, _) = ready_condition(&blocked).expect("Ready");
+    assert_eq!(reason, "ChildDeleteRefused");
+    h.server.clear_faults();
+    for name in &old {
+        h.tuples()
+            .delete(name, &DeleteParams::default())
+            .await
+            .expect("delete an old Tuple by hand");
+    }
+    let f = eventually_within(PROMPTLY, "f to be Ready for generation 2", || {
+        stored_ready_fermat(&h, "f").filter(|f| f.metadata.generation == Some(2))
+    })
+    .await
+    .expect("f is Ready promptly once the old Tuples are gone");
+    assert_eq!(
+        tuple_names(&h),
+        ["f-1-and-7", "f-2-and-6", "f-3-and-5", "f-4-and-4"]
+    );
+    let s = f.status.expect("status");
+    assert_eq!(s.decompositions, Some(vec!["2²+2²".to_string()]));
+}
+
+/// Issue 25 item 3: one reconcile meets a quota refusal (room for 4 Tuples: the unowned
+/// `f-1-and-9` a person made, and 3 of the Fermat's 4 creates) and another error (every
+/// adoption patch answered 409). The refusal is still recorded and reported: the status
+/// says `ChildCreateRefused` with the quota's words, one Warning, and the refused create is
+/// retried on the refusal's backoff (1, 2, 4 s), not at the error policy's (50, 100, 200 ms,
+/// …). Before: the error threw the refusal away: no status, no Warning, a create every retry.
+#[tokio::test]
+async fn another_error_does_not_throw_away_what_a_refusal_learned() {
+    let h = Harness::start().await;
+    quota_on_tuples(&h, 4).await;
+    h.create_tuple("f-1-and-9", vec![1, 9]).await;
+    let adoptions = RequestFilter::new()
+        .verb(Verb::Patch)
+        .resource("tuples")
+        .main_resource();
+    h.server.fail_next(adoptions, 1_000_000, 409);
+    h.create_fermat("f", 10).await;
+    let f = wait_for(&h.fermats(), "f", |f| {
+        ready_condition(f).is_some_and(|(_, reason, _)| reason == "ChildCreateRefused")
+    })
+    .await;
+    let (status, _, message) = ready_condition(&f).expect("Ready");
+    assert_eq!(status, "False");
+    assert!(message.contains("exceeded quota: tq"), "{message}");
+    let first = refused_tuple_requests(&h, Verb::Create);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let later = refused_tuple_requests(&h, Verb::Create) - first;
+    // 1, 2, 4 s apart: at most 3 in 6 s; one more for scheduling.
+    assert!(later <= 4, "{later} refused creates in 6 s");
+    assert_eq!(events_of(&h, "f", "ChildCreateRefused").len(), 1);
+}
+
+/// Issue 25 item 12: a Fermat's Tuple whose Number is deleted, and put back, before the
+/// Tuple's first status (every Tuple status write fails meanwhile) says so: a deleted child
+/// re-created is news, whatever the cache shows of the parent's status. Before: the Tuple,
+/// still without a status in the cache, announced nothing.
+#[tokio::test]
+async fn a_child_recreated_before_its_parents_first_status_is_announced() {
+    let h = Harness::start().await;
+    let tuple_statuses = RequestFilter::new()
+        .verb(Verb::Patch)
+        .resource("tuples")
+        .subresource("status");
+    h.server.fail_next(tuple_statuses.clone(), 1_000_000, 500);
+    h.create_fermat("f", 2).await;
+    let first = wait_for(&h.numbers(), "f-1-and-1-0", number_ready).await;
+    eventually(
+        "a refused Tuple status write",
+        || async { Some(h.server.count(&tuple_statuses)) },
+        |refused| *refused >= 1,
+    )
+    .await;
+    h.numbers()
+        .delete("f-1-and-1-0", &DeleteParams::default())
+        .await
+        .expect("delete a Number");
+    wait_for(&h.numbers(), "f-1-and-1-0", |n| {
+        n.metadata.uid != first.metadata.uid
+    })
+    .await;
+    h.server.clear_faults();
+    wait_for(&h.fermats(), "f", fermat_ready).await;
+    let created = eventually(
+        "the Tuple's Created Event",
+        || async { Some(events_of(&h, "f-1-and-1", "Created")) },
+        |events| !events.is_empty(),
+    )
+    .await;
+    let notes: Vec<_> = created
+        .iter()
+        .filter_map(|e| e.get("note").and_then(|n| n.as_str()))
+        .collect();
+    assert_eq!(notes, ["created 1 Number: f-1-and-1-0"]);
 }

@@ -17,6 +17,8 @@ pub mod plan;
 pub mod status;
 pub mod writes;
 
+use std::time::Instant;
+
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use tracing::{debug, info};
@@ -36,7 +38,9 @@ use status::{ParentStatus, Standing};
 /// what frees a quota that refused a create. A write the API server refuses (a quota, an
 /// admission policy, RBAC) ends up in the status (Ready=False, its words) and in one Warning
 /// Event, and is tried again after a backoff of its own ([`crate::runtime::refusals`]),
-/// not on every reconcile. In a namespace that is being deleted nothing is created and
+/// not on every reconcile. Another failure (a 409 on a correction, a 5xx) does not throw
+/// that away: the refusals are recorded and the status written first, then the error goes
+/// to the retry policy. In a namespace that is being deleted nothing is created and
 /// nothing is retried: the parent goes with it.
 pub async fn parent<P: Parent, S: ParentStatus>(
     ctx: &Context,
@@ -50,7 +54,7 @@ pub async fn parent<P: Parent, S: ParentStatus>(
         // children; recreating them would fight it.
         return Ok(Outcome::DONE);
     }
-    let planning = std::time::Instant::now();
+    let planning = Instant::now();
     let desired = parent.desired_children();
     let cached = ctx.children(children, parent, &desired);
     let owner_uid = parent.meta().uid.clone().unwrap_or_default();
@@ -63,17 +67,28 @@ pub async fn parent<P: Parent, S: ParentStatus>(
     );
     let mut planned_in = planning.elapsed();
     narrate(parent, &plan);
-    let held = ctx.refusals.held(parent);
-    let applied = writes::apply(ctx, parent, &plan, &held.steps).await?;
-    if applied.terminating {
+    let held = ctx.refusals.held(parent, &plan.steps(), Instant::now());
+    let writes::Applied {
+        refused,
+        terminating,
+        mut error,
+    } = writes::apply(ctx, parent, &plan, &held.steps).await;
+    if terminating {
+        // Whatever else failed: nothing is retried in a namespace that is going away.
         ctx.refusals.note_terminating(parent);
         return Ok(Outcome::DONE);
     }
-    let retry_in = ctx.refusals.record(parent, &held, &applied.refused);
-    plan.refused = applied.refused;
+    // What the refusals taught is kept before any other error is returned: the refused
+    // steps wait for their own backoff, not the error policy's.
+    let retry_in = ctx.refusals.record(parent, &held, &refused, Instant::now());
+    if let Some(error) = error.take_if(|e| e.is_unreachable()) {
+        // No status write could get through either; the outage is reported once.
+        return Err(error);
+    }
+    plan.refused = refused;
     plan.refused.extend(held.refusals);
     let now = Timestamp::now();
-    let deciding = std::time::Instant::now();
+    let deciding = Instant::now();
     let known = ctx.known_status(parent, current);
     let (desired_status, progress) = status(&plan, known.as_ref(), now);
     planned_in += deciding.elapsed();
@@ -88,19 +103,24 @@ pub async fn parent<P: Parent, S: ParentStatus>(
         (Progress::Pending, Some(pace)) => Standing::Waiting(pace),
         _ => Standing::Answer,
     };
-    let requeue_after =
-        writes::write_status(ctx, parent, known.as_ref(), &desired_status, standing).await?;
+    let written =
+        writes::write_status(ctx, parent, known.as_ref(), &desired_status, standing).await;
     if let Some(retry_in) = retry_in {
         writes::report_refusals(ctx, parent, &plan.refused, retry_in).await;
     }
+    // Now the error, for the retry policy; a held step still waits for its own time.
+    if let Some(error) = error {
+        return Err(error);
+    }
     let outcome = Outcome {
-        requeue_after,
+        requeue_after: written?,
         progress,
         planned_in,
     };
     Ok(outcome
         .requeue_within(cached.recheck_in)
-        .requeue_within(held.retry_in.or(retry_in)))
+        .requeue_within(held.retry_in)
+        .requeue_within(retry_in))
 }
 
 /// Log, in words, what a parent wants, what it found and what it is about to do.

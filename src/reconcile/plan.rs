@@ -84,6 +84,21 @@ impl<C: Child> Plan<C> {
             && self.delete.is_empty())
     }
 
+    /// The steps this plan has work for: the only ones a remembered refusal may still hold
+    /// back (a refused delete whose child is gone blocks nothing).
+    pub fn steps(&self) -> HashSet<Step> {
+        [
+            (Step::Create, self.create.is_empty()),
+            (Step::Correct, self.correct.is_empty()),
+            (Step::Adopt, self.adopt.is_empty()),
+            (Step::Delete, self.delete.is_empty()),
+        ]
+        .into_iter()
+        .filter(|(_, empty)| !empty)
+        .map(|(step, _)| step)
+        .collect()
+    }
+
     /// Every desired child is done: the parent may give its final answer.
     pub fn all_ready(&self) -> bool {
         self.ready.len() == self.desired

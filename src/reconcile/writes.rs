@@ -102,7 +102,9 @@ fn adopted_references<C: Resource>(child: &C, ours: &OwnerReference) -> Vec<Owne
     references
 }
 
-/// What became of a plan's writes, besides the children written.
+/// What became of a plan's writes, besides the children written: everything the caller must
+/// learn from, whatever else failed. A refusal next to a 409 is still a refusal, and the
+/// status and the refusal backoff must hear of it (an error alone would throw it away).
 #[derive(Debug, Default)]
 pub struct Applied {
     /// Steps the API server refused, with its words (one per step: the first refusal stops
@@ -110,6 +112,18 @@ pub struct Applied {
     pub refused: Vec<Refusal>,
     /// A create was refused because the namespace is being deleted.
     pub terminating: bool,
+    /// The first failure that was neither (the server unreachable, a 5xx, a 409 on a
+    /// conditional patch): for the error policy, once the rest is recorded.
+    pub error: Option<Error>,
+}
+
+impl Applied {
+    fn failed(error: Error) -> Applied {
+        Applied {
+            error: Some(error),
+            ..Applied::default()
+        }
+    }
 }
 
 /// How a failed write is taken.
@@ -153,25 +167,28 @@ fn classify(error: kube::Error) -> Failed {
 /// step whatever the others got, except the steps in `held` (refused recently: their retry
 /// waits for its backoff). Each kind of action becomes one log line and one Event on the
 /// parent (not the first children of a controller's object: [`events::announces_created`]).
+/// What went wrong is in the answer with what went right ([`Applied`]), never instead of it.
 /// An object that vanished meanwhile (404) or a create that lost a race (409) is not an error
 /// worth reporting: the watch brings the news and the next reconcile starts from it.
 ///
-/// Errors other than refusals (see [`Failed`]) end the reconcile once every step has had
-/// its turn; an unreachable server ends it at once.
+/// Errors other than refusals (see [`Failed`]) are reported in [`Applied::error`] once every
+/// step has had its turn; an unreachable server ends the steps at once.
 pub async fn apply<P: Kind, C: Child>(
     ctx: &Context,
     parent: &P,
     plan: &Plan<C>,
     held: &HashSet<Step>,
-) -> Result<Applied> {
+) -> Applied {
     let namespace = parent.namespace().unwrap_or_default();
     let api: Api<C> = Api::namespaced(ctx.client.clone(), &namespace);
-    let owner = owner_reference(parent)?;
+    let owner = match owner_reference(parent) {
+        Ok(owner) => owner,
+        Err(error) => return Applied::failed(error),
+    };
     let controller = P::CONTROLLER;
     let mut applied = Applied::default();
-    let mut error: Option<Error> = None;
     // Sorts one failed write: true when its step should stop here.
-    let mut failed = |step: Step, name: &str, e: kube::Error, applied: &mut Applied| {
+    let failed = |step: Step, name: &str, e: kube::Error, applied: &mut Applied| {
         let unreachable = is_unreachable(&e);
         match classify(e) {
             Failed::Refused(message) => applied.refused.push(Refusal {
@@ -181,7 +198,7 @@ pub async fn apply<P: Kind, C: Child>(
             }),
             Failed::Terminating => applied.terminating = true,
             Failed::Other(source) => {
-                error.get_or_insert(Error::Kube {
+                applied.error.get_or_insert(Error::Kube {
                     action: step.verb(),
                     kind: C::KIND,
                     namespace: namespace.clone(),
@@ -295,11 +312,11 @@ pub async fn apply<P: Kind, C: Child>(
                 "spec": spec,
             });
             match patch_child(child, patch).await {
-                Ok(true) => {
-                    let was = serde_json::to_string(child.child_spec())?;
-                    let now = serde_json::to_string(spec)?;
-                    corrected.push(format!("{name} (spec {was} back to {now})"))
-                }
+                Ok(true) => corrected.push(format!(
+                    "{name} (spec {} back to {})",
+                    spec_text(child.child_spec()),
+                    spec_text(spec)
+                )),
                 Ok(false) => {}
                 Err(e) => {
                     unreachable |= failed(Step::Correct, &name, e, &mut applied);
@@ -382,8 +399,14 @@ pub async fn apply<P: Kind, C: Child>(
         ("Adopted", "Adopt", &adopted, "adopted"),
         ("Deleted", "Delete", &deleted, "deleted the unwanted"),
     ];
+    let has_controller = controller_uid(parent).is_some();
+    let uid = parent.uid().unwrap_or_default();
+    let created_before = ctx.events.created_children_of(&uid);
     let announce_created =
-        events::announces_created(controller_uid(parent).is_some(), parent.has_status());
+        events::announces_created(has_controller, parent.has_status(), created_before);
+    if !created.is_empty() && !announce_created {
+        ctx.events.note_children_created(uid);
+    }
     for (reason, action, names, verb) in reports {
         if names.is_empty() {
             continue;
@@ -437,10 +460,14 @@ pub async fn apply<P: Kind, C: Child>(
         )
         .await;
     }
-    match error {
-        Some(error) => Err(error),
-        None => Ok(applied),
-    }
+    applied
+}
+
+/// A spec as JSON for an Event's note. Specs are integers and lists of them, so this does
+/// not fail; if it ever did, the note says so rather than failing the reconcile that did
+/// the correction.
+fn spec_text<S: Serialize>(spec: &S) -> String {
+    serde_json::to_string(spec).unwrap_or_else(|e| format!("(unprintable: {e})"))
 }
 
 /// Write an object's status if [`status::decide`] says it is due; answers when to look

@@ -66,8 +66,17 @@ pub struct Note {
 /// first children of an object a person made (`kubectl describe tuple` on one's own Tuple),
 /// a deleted child re-created, children for a changed spec, corrections, adoptions,
 /// deletions, conflicts and refusals.
-pub fn announces_created(parent_has_controller: bool, parent_has_status: bool) -> bool {
-    !parent_has_controller || parent_has_status
+///
+/// First children are the ones created before the parent has a status (`parent_has_status`,
+/// as the cache shows it) *and* before this manager created any for it
+/// (`created_before`, [`Publisher::created_children_of`]): a Number deleted and put back
+/// before its Tuple's first status is a repair, though the cache shows no status yet.
+pub fn announces_created(
+    parent_has_controller: bool,
+    parent_has_status: bool,
+    created_before: bool,
+) -> bool {
+    !parent_has_controller || parent_has_status || created_before
 }
 
 /// Writes Events; see the module documentation.
@@ -76,6 +85,8 @@ pub struct Publisher {
     reporter: Reporter,
     /// Warnings published lately, by object UID, reason and note.
     said: Expiring<()>,
+    /// Parents (by UID) whose first children this manager created, unannounced, lately.
+    first_created: Expiring<()>,
 }
 
 impl Publisher {
@@ -83,8 +94,20 @@ impl Publisher {
         Publisher {
             client,
             reporter,
-            said: Expiring::new("warnings_said", metrics, REPEAT_AFTER),
+            said: Expiring::new("warnings_said", metrics.clone(), REPEAT_AFTER),
+            first_created: Expiring::new("first_children_created", metrics, REPEAT_AFTER),
         }
+    }
+
+    /// Whether this manager created the first children of the parent `uid` lately: any more
+    /// it creates are news (a repair, a change), whatever the parent's status says.
+    pub fn created_children_of(&self, uid: &str) -> bool {
+        self.first_created.get(uid).is_some()
+    }
+
+    /// The first children of the parent `uid` were created, unannounced.
+    pub fn note_children_created(&self, uid: String) {
+        self.first_created.insert(uid, ());
     }
 
     /// Publish `note` about `regarding`. Answers `Ok(false)` for a Warning that was said
@@ -154,6 +177,7 @@ impl Publisher {
     /// Forget Warnings said longer ago than [`REPEAT_AFTER`].
     pub fn expire(&self) {
         self.said.expire();
+        self.first_created.expire();
     }
 }
 
@@ -193,11 +217,27 @@ mod tests {
 
     #[test]
     fn only_the_first_children_of_a_controllers_object_go_unannounced() {
-        // (has a controller, has a status) → announced
-        assert!(announces_created(false, false), "a person's new object");
-        assert!(announces_created(false, true), "a person's object repaired");
-        assert!(!announces_created(true, false), "a Fermat's new Tuple");
-        assert!(announces_created(true, true), "a Fermat's Tuple repaired");
+        // (has a controller, has a status, created some before) → announced
+        assert!(
+            announces_created(false, false, false),
+            "a person's new object"
+        );
+        assert!(
+            announces_created(false, true, false),
+            "a person's object repaired"
+        );
+        assert!(
+            !announces_created(true, false, false),
+            "a Fermat's new Tuple"
+        );
+        assert!(
+            announces_created(true, true, false),
+            "a Fermat's Tuple repaired"
+        );
+        assert!(
+            announces_created(true, false, true),
+            "a Fermat's Tuple repaired before its first status"
+        );
     }
 
     #[test]
