@@ -520,7 +520,8 @@ mod tests {
         parent.meta_mut().namespace = Some("default".into());
         parent.meta_mut().uid = Some("uid-t".into());
         const CHILDREN: usize = 20_000;
-        // The child the watch is about to deliver, and whether it has been expected yet.
+        // One more than the child the watch is about to deliver (0: none expected yet; a
+        // looker that starts before the first create has nothing to find).
         let current = Arc::new(AtomicUsize::new(0));
         let done = Arc::new(AtomicBool::new(false));
         let looker = std::thread::spawn({
@@ -528,7 +529,9 @@ mod tests {
             move || {
                 let mut neither = Vec::new();
                 while !done.load(Ordering::Acquire) {
-                    let i = current.load(Ordering::Acquire);
+                    let Some(i) = current.load(Ordering::Acquire).checked_sub(1) else {
+                        continue;
+                    };
                     let name = format!("n-{i}");
                     let seen = ctx.children(&ctx.numbers, &parent, &desired(&name));
                     if !seen.found.contains_key(&name) && !seen.in_flight.contains(&name) {
@@ -541,7 +544,7 @@ mod tests {
         for i in 0..CHILDREN {
             let name = format!("n-{i}");
             ctx.expect_change::<Number>("default", &name, None);
-            current.store(i, Ordering::Release);
+            current.store(i + 1, Ordering::Release);
             let mut child = Number::new(&name, NumberSpec { value: 1 });
             child.meta_mut().namespace = Some("default".into());
             child.meta_mut().resource_version = Some(i.to_string());
