@@ -833,6 +833,96 @@ async fn the_probe_port_cannot_be_held_shut() -> Result<()> {
     outcome.with_context(|| String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
+/// The Fermat's status says Ready for its current generation.
+fn fermat_converged(server: &TestServer, name: &str) -> bool {
+    server
+        .object("math.example.com", "fermats", Some(NS), name)
+        .is_some_and(|f| {
+            f.pointer("/status/observedGeneration") == f.pointer("/metadata/generation")
+                && f.pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|conditions| {
+                        conditions
+                            .iter()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                    })
+        })
+}
+
+fn renew_time(server: &TestServer, lease: &str) -> Option<Value> {
+    server
+        .object("coordination.k8s.io", "leases", Some(NS), lease)?
+        .pointer("/spec/renewTime")
+        .cloned()
+}
+
+/// The manager's one worker thread writes no log line itself: with its stderr a pipe nobody
+/// reads (a stuck log shipper), at debug level, it still answers its probes, converges a
+/// Fermat, renews its lease and counts the lines it had to drop. (A Fermat 1000 logs some
+/// 15 000 lines at debug, more than the writer queues: some must be dropped.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_log_pipe_nobody_reads_stalls_neither_probes_nor_work_nor_the_lease() -> Result<()> {
+    const LOG_LEASE: &str = "stalled-log-lease";
+    let server = server().await?;
+    let probes = free_port()?;
+    let metrics = free_port()?;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_math-controller"))
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig_path())
+        .args([
+            "--leader-elect",
+            "--leader-election-namespace",
+            NS,
+            "--leader-election-id",
+            LOG_LEASE,
+        ])
+        .arg(format!("--metrics-bind-address={metrics}"))
+        .arg(format!("--health-probe-bind-address={probes}"))
+        .env("POD_NAME", "stalled-log")
+        .env("RUST_LOG", "debug")
+        .stdout(Stdio::null())
+        // Piped and never read until the end: the pipe's 64 KiB fill within moments.
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let outcome = async {
+        healthz_within(probes, Duration::from_secs(20)).await?;
+        let fermat = "apiVersion: math.example.com/v1beta1\nkind: Fermat\nmetadata:\n  name: logged\n  namespace: default\nspec:\n  number: 1000\n";
+        try_kubectl(&server, &["apply", "-f", "-"], Some(fermat)).await?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !fermat_converged(&server, "logged") {
+            let (status, _) = http_get(probes, "/healthz")
+                .await
+                .context("/healthz while the manager converges with its log pipe full")?;
+            ensure!(status == 200, "/healthz answered {status}");
+            ensure!(Instant::now() < deadline, "the Fermat never became Ready");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let before = renew_time(&server, LOG_LEASE).context("no lease")?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while renew_time(&server, LOG_LEASE).as_ref() == Some(&before) {
+            ensure!(Instant::now() < deadline, "the lease was not renewed");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let (status, text) = http_get(metrics, "/metrics").await?;
+        ensure!(status == 200, "/metrics answered {status}");
+        let dropped: u64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("math_controller_log_lines_dropped_total "))
+            .and_then(|v| v.trim().parse().ok())
+            .context("no math_controller_log_lines_dropped_total")?;
+        ensure!(dropped > 0, "no log line was dropped: the pipe never filled?");
+        Ok(())
+    }
+    .await;
+    let _ = child.kill();
+    let out = child.wait_with_output()?;
+    outcome.with_context(|| {
+        let logs = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<_> = logs.lines().rev().take(20).collect();
+        format!("the last log lines, newest first:\n{}", tail.join("\n"))
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn leader_election_outside_a_cluster_needs_the_lease_namespace() -> Result<()> {
     let server = server().await?;
