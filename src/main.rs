@@ -77,7 +77,10 @@ async fn client(
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
-    telemetry::init(args.log_format);
+    // Kept until `run` returns, so that the queued log lines are written before the exit.
+    let logging = telemetry::init(args.log_format);
+    let metrics = Metrics::new();
+    metrics.count_dropped_log_lines(logging.dropped_counter());
     // Checked before connecting: a missing Lease namespace is a mistake on the command line.
     let leader_election = if args.leader_elect {
         Some(LeaderElectionConfig::from_env(
@@ -108,7 +111,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     // answer and watch event woke it from another thread. On a real kube-apiserver (v1.24,
     // same 2 cores) a Fermat 10000 took 8.2–8.6 s of the manager's CPU that way, 6.4–6.6 s
     // spawned on two workers, 4.9 s on one (docs/benchmark.md).
-    tokio::spawn(manager::run(client, options, Metrics::new(), shutdown)).await?
+    tokio::spawn(manager::run(client, options, metrics, shutdown)).await?
 }
 
 /// Resolves on the first SIGINT or SIGTERM: the manager then drains (for at most

@@ -9,12 +9,15 @@
 //! Every series lives in a private [`Registry`] owned by [`Metrics`], never in a global one, so
 //! tests can run several managers in one process and read each one's numbers separately.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
-use prometheus_client::metrics::counter::Counter;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeLabelSet, EncodeLabelValue, EncodeMetric,
+};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
@@ -173,6 +176,32 @@ struct Inner {
     remembered: Family<MemoryLabels, Gauge>,
     put_off: Family<ControllerLabels, Counter>,
     write_total: AtomicU64,
+    log_lines_dropped: Arc<LogLinesDropped>,
+}
+
+/// Read at each scrape from the log writer (`crate::ops::telemetry`), which counts the lines it
+/// dropped; 0 until [`Metrics::count_dropped_log_lines`] is given that count.
+#[derive(Default)]
+struct LogLinesDropped(OnceLock<Box<dyn Fn() -> u64 + Send + Sync>>);
+
+impl std::fmt::Debug for LogLinesDropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("LogLinesDropped").finish_non_exhaustive()
+    }
+}
+
+impl Collector for LogLinesDropped {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let dropped = ConstCounter::new(self.0.get().map_or(0, |count| count()));
+        let metric = encoder.encode_descriptor(
+            "log_lines_dropped",
+            "Log lines dropped because stderr was not read fast enough (the log writer's queue \
+             was full); the manager never waits for its log",
+            None,
+            dropped.metric_type(),
+        )?;
+        dropped.encode(metric)
+    }
 }
 
 /// The manager's metrics. Cheap to clone (an `Arc`); create one per process and hand clones to
@@ -261,6 +290,8 @@ impl Metrics {
              controller",
             put_off.clone(),
         );
+        let log_lines_dropped = Arc::new(LogLinesDropped::default());
+        registry.register_collector(Box::new(log_lines_dropped.clone()));
         registry.register(
             "build",
             "Version of the running manager",
@@ -297,6 +328,7 @@ impl Metrics {
                 remembered,
                 put_off,
                 write_total: AtomicU64::new(0),
+                log_lines_dropped,
             }),
         }
     }
@@ -351,6 +383,12 @@ impl Metrics {
             .remembered
             .get_or_create(&MemoryLabels { memory })
             .set(entries);
+    }
+
+    /// Where `math_controller_log_lines_dropped_total` is read from; the first call counts,
+    /// later ones are ignored (one log writer per process).
+    pub fn count_dropped_log_lines(&self, dropped: impl Fn() -> u64 + Send + Sync + 'static) {
+        let _ = self.inner.log_lines_dropped.0.set(Box::new(dropped));
     }
 
     /// The total of write requests counted so far, over all labels; tests use it to check that a
@@ -426,6 +464,32 @@ impl Drop for ReconcileTimer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dropped_log_lines_are_read_from_the_log_writer_at_each_scrape() {
+        let metrics = Metrics::new();
+        assert!(
+            metrics
+                .encode()
+                .contains("\nmath_controller_log_lines_dropped_total 0\n"),
+            "{}",
+            metrics.encode()
+        );
+        let dropped = Arc::new(AtomicU64::new(3));
+        let source = dropped.clone();
+        metrics.count_dropped_log_lines(move || source.load(Ordering::Relaxed));
+        assert!(
+            metrics
+                .encode()
+                .contains("\nmath_controller_log_lines_dropped_total 3\n")
+        );
+        dropped.store(8, Ordering::Relaxed);
+        assert!(
+            metrics
+                .encode()
+                .contains("\nmath_controller_log_lines_dropped_total 8\n")
+        );
+    }
 
     /// The value of the sample line that starts with `series` (name and labels), if any.
     fn sample(text: &str, series: &str) -> Option<f64> {

@@ -1,7 +1,8 @@
 //! Operations, against the test API server: leader election (one writer, takeover after a crash
 //! within the lease duration, at once after a release), metrics and probes over HTTP, SIGTERM to
 //! the real binary, the deploy/ manifests, and RBAC rules compared with the requests a full
-//! manager run issues.
+//! manager run issues. Every test runs on one worker thread, as the manager does in production
+//! (`src/main.rs`): what would only work with a second thread to run it fails here.
 
 mod common;
 
@@ -104,7 +105,7 @@ async fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String)> {
 // ---------------------------------------------------------------------------------------------
 // The leader module on its own
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn lease_is_exclusive_released_at_once_and_lost_when_taken() -> Result<()> {
     let server = server().await?;
     let client = server.client();
@@ -200,7 +201,7 @@ async fn impossible_timings_are_an_error_not_a_hang() -> Result<()> {
 // ---------------------------------------------------------------------------------------------
 // Two managers
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn two_managers_only_the_leader_writes_and_a_standby_takes_over_after_a_crash() -> Result<()>
 {
     let server = server().await?;
@@ -251,7 +252,7 @@ async fn two_managers_only_the_leader_writes_and_a_standby_takes_over_after_a_cr
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_gracefully_stopped_leader_hands_over_at_once() -> Result<()> {
     let server = server().await?;
     // Long enough that "at once" cannot be an expiry.
@@ -311,7 +312,7 @@ async fn number_reconcile_in_flight(metrics: &Metrics) -> Result<()> {
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_leader_that_loses_the_lease_stops_at_once_without_waiting_for_its_writes() -> Result<()>
 {
     let server = server().await?;
@@ -364,7 +365,7 @@ async fn a_leader_that_loses_the_lease_stops_at_once_without_waiting_for_its_wri
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_shutdown_waits_for_the_reconciles_in_flight_at_most_the_shutdown_timeout() -> Result<()>
 {
     let server = server().await?;
@@ -403,7 +404,7 @@ async fn a_shutdown_waits_for_the_reconciles_in_flight_at_most_the_shutdown_time
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_hung_request_is_cut_by_the_read_timeout_and_watches_end_before_it() -> Result<()> {
     let server = server().await?;
     // Watches with nothing to say stay silent for longer than the read timeout.
@@ -467,7 +468,7 @@ async fn a_hung_request_is_cut_by_the_read_timeout_and_watches_end_before_it() -
 // ---------------------------------------------------------------------------------------------
 // Metrics and probes
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn metrics_and_probes_answer_over_http() -> Result<()> {
     let server = server().await?;
     let metrics_address = free_port()?;
@@ -548,7 +549,7 @@ async fn metrics_and_probes_answer_over_http() -> Result<()> {
 // ---------------------------------------------------------------------------------------------
 // The real binary
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn sigterm_exits_zero_and_releases_the_lease() -> Result<()> {
     let server = server().await?;
     let probes = free_port()?;
@@ -641,7 +642,7 @@ async fn stalled_clients(
     Ok(held)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn sigterm_does_not_wait_for_clients_that_never_finish_a_request() -> Result<()> {
     let server = server().await?;
     let probes = free_port()?;
@@ -696,7 +697,233 @@ async fn sigterm_does_not_wait_for_clients_that_never_finish_a_request() -> Resu
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// The real binary with its probes on a free port, logging at `rust_log` to a pipe.
+fn spawn_binary(
+    server: &TestServer,
+    probes: SocketAddr,
+    metrics: &str,
+    rust_log: &str,
+) -> Result<std::process::Child> {
+    Ok(Command::new(env!("CARGO_BIN_EXE_math-controller"))
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig_path())
+        .arg(format!("--metrics-bind-address={metrics}"))
+        .arg(format!("--health-probe-bind-address={probes}"))
+        .env("RUST_LOG", rust_log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?)
+}
+
+async fn healthz_within(probes: SocketAddr, within: Duration) -> Result<()> {
+    let deadline = Instant::now() + within;
+    while http_get(probes, "/healthz")
+        .await
+        .map(|(s, _)| s)
+        .unwrap_or(0)
+        != 200
+    {
+        ensure!(Instant::now() < deadline, "/healthz never answered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+/// A client that pipelines probes and never reads the answers; the task ends when the server
+/// cuts the connection (the write fails).
+async fn pipelining_client(addr: SocketAddr) -> Result<tokio::task::JoinHandle<std::io::Error>> {
+    use tokio::io::AsyncWriteExt;
+    // Small buffers, so that the client stalls after a few answers rather than after the
+    // megabytes loopback would buffer.
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.set_recv_buffer_size(4096)?;
+    socket.set_send_buffer_size(4096)?;
+    let mut client = socket.connect(addr).await?;
+    Ok(tokio::spawn(async move {
+        let requests = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".repeat(256);
+        loop {
+            if let Err(error) = client.write_all(&requests).await {
+                return error;
+            }
+        }
+    }))
+}
+
+/// Whether the server closed `stream` (reading it ends or fails) within `within`.
+async fn closed_within(stream: &mut tokio::net::TcpStream, within: Duration) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 1024];
+    let closed = async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    };
+    tokio::time::timeout(within, closed).await.is_ok()
+}
+
+/// An attacker that holds 300 silent connections (the bound is 256) and re-opens each one the
+/// server closes, and a client that pipelines requests and never reads the answers: the probe
+/// is answered throughout, and the attackers' connections are the ones closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn the_probe_port_cannot_be_held_shut() -> Result<()> {
+    let server = server().await?;
+    let probes = free_port()?;
+    let mut child = spawn_binary(&server, probes, "0", "info")?;
+    let outcome = async {
+        healthz_within(probes, Duration::from_secs(20)).await?;
+        let pipeliner = pipelining_client(probes).await?;
+        let mut idle = std::collections::VecDeque::new();
+        let mut first_idle = None;
+        let mut probes_answered = 0;
+        // Bounded: a server that never closes the pipelining client fails after 60 s. It
+        // stalls only once the kernel holds megabytes of its answers (several seconds of
+        // answering in a debug build); from then on it is idle, soon longer than any of the
+        // silent connections, and the next newcomer closes it.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut opened = 0;
+        while Instant::now() < deadline {
+            opened += 1;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let stream = tokio::net::TcpStream::connect(probes).await?;
+            if first_idle.is_none() {
+                first_idle = Some(stream);
+            } else {
+                idle.push_back(stream);
+            }
+            if idle.len() >= 300 {
+                idle.pop_front();
+            }
+            if opened % 100 == 0 {
+                // A probe as the kubelet sends it; `http_get` gives up after 5 s (the
+                // header-read timeout, which used to free a slot, is 32 s).
+                let (status, _) = http_get(probes, "/healthz")
+                    .await
+                    .with_context(|| format!("/healthz after {opened} connections"))?;
+                ensure!(
+                    status == 200,
+                    "/healthz answered {status} after {opened} connections"
+                );
+                probes_answered += 1;
+            }
+            if opened >= 300 && pipeliner.is_finished() {
+                break;
+            }
+        }
+        ensure!(
+            probes_answered >= 3,
+            "only {probes_answered} probes were sent"
+        );
+        ensure!(
+            pipeliner.is_finished(),
+            "a client that pipelines and never reads is still connected after {opened} others came"
+        );
+        let mut first_idle = first_idle.context("no idle connection")?;
+        ensure!(
+            closed_within(&mut first_idle, Duration::from_secs(20)).await,
+            "the oldest idle connection is still open"
+        );
+        Ok(())
+    }
+    .await;
+    let _ = child.kill();
+    let out = child.wait_with_output()?;
+    outcome.with_context(|| String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The Fermat's status says Ready for its current generation.
+fn fermat_converged(server: &TestServer, name: &str) -> bool {
+    server
+        .object("math.example.com", "fermats", Some(NS), name)
+        .is_some_and(|f| {
+            f.pointer("/status/observedGeneration") == f.pointer("/metadata/generation")
+                && f.pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|conditions| {
+                        conditions
+                            .iter()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                    })
+        })
+}
+
+fn renew_time(server: &TestServer, lease: &str) -> Option<Value> {
+    server
+        .object("coordination.k8s.io", "leases", Some(NS), lease)?
+        .pointer("/spec/renewTime")
+        .cloned()
+}
+
+/// The manager's one worker thread writes no log line itself: with its stderr a pipe nobody
+/// reads (a stuck log shipper), at debug level, it still answers its probes, converges a
+/// Fermat, renews its lease and counts the lines it had to drop. (A Fermat 1000 logs some
+/// 15 000 lines at debug, more than the writer queues: some must be dropped.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_log_pipe_nobody_reads_stalls_neither_probes_nor_work_nor_the_lease() -> Result<()> {
+    const LOG_LEASE: &str = "stalled-log-lease";
+    let server = server().await?;
+    let probes = free_port()?;
+    let metrics = free_port()?;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_math-controller"))
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig_path())
+        .args([
+            "--leader-elect",
+            "--leader-election-namespace",
+            NS,
+            "--leader-election-id",
+            LOG_LEASE,
+        ])
+        .arg(format!("--metrics-bind-address={metrics}"))
+        .arg(format!("--health-probe-bind-address={probes}"))
+        .env("POD_NAME", "stalled-log")
+        .env("RUST_LOG", "debug")
+        .stdout(Stdio::null())
+        // Piped and never read until the end: the pipe's 64 KiB fill within moments.
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let outcome = async {
+        healthz_within(probes, Duration::from_secs(20)).await?;
+        let fermat = "apiVersion: math.example.com/v1beta1\nkind: Fermat\nmetadata:\n  name: logged\n  namespace: default\nspec:\n  number: 1000\n";
+        try_kubectl(&server, &["apply", "-f", "-"], Some(fermat)).await?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !fermat_converged(&server, "logged") {
+            let (status, _) = http_get(probes, "/healthz")
+                .await
+                .context("/healthz while the manager converges with its log pipe full")?;
+            ensure!(status == 200, "/healthz answered {status}");
+            ensure!(Instant::now() < deadline, "the Fermat never became Ready");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let before = renew_time(&server, LOG_LEASE).context("no lease")?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while renew_time(&server, LOG_LEASE).as_ref() == Some(&before) {
+            ensure!(Instant::now() < deadline, "the lease was not renewed");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let (status, text) = http_get(metrics, "/metrics").await?;
+        ensure!(status == 200, "/metrics answered {status}");
+        let dropped: u64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("math_controller_log_lines_dropped_total "))
+            .and_then(|v| v.trim().parse().ok())
+            .context("no math_controller_log_lines_dropped_total")?;
+        ensure!(dropped > 0, "no log line was dropped: the pipe never filled?");
+        Ok(())
+    }
+    .await;
+    let _ = child.kill();
+    let out = child.wait_with_output()?;
+    outcome.with_context(|| {
+        let logs = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<_> = logs.lines().rev().take(20).collect();
+        format!("the last log lines, newest first:\n{}", tail.join("\n"))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn leader_election_outside_a_cluster_needs_the_lease_namespace() -> Result<()> {
     let server = server().await?;
     // `cargo run -- --leader-elect` on a laptop: no pod namespace to default to, and the
@@ -778,7 +1005,7 @@ fn signal(child: &std::process::Child, signal: &str) -> Result<()> {
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_second_ctrl_c_stops_at_once() -> Result<()> {
     let server = server().await?;
     // A reconcile that would hold a graceful shutdown for a minute.
@@ -1022,7 +1249,7 @@ fn the_dockerfile_exposes_the_ports_deploy_uses() -> Result<()> {
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn deploy_manifests_pass_a_server_dry_run() -> Result<()> {
     let server = server().await?;
     // A dry run creates nothing, so the namespaced objects need the namespace for real.
@@ -1134,7 +1361,7 @@ fn granted(docs: &[Value]) -> Result<BTreeSet<Grant>> {
     Ok(grants)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn cluster_role_grants_exactly_the_requests_of_a_full_manager_run() -> Result<()> {
     let server = server().await?;
     // As on OpenShift and hardened clusters: blockOwnerDeletion on a child's ownerReference

@@ -358,9 +358,12 @@ mod tests {
         }
     }
 
-    fn short(header_read_timeout: Duration) -> HttpLimits {
+    /// Every timeout from `timeout` (the total deadline 4 times it).
+    fn short(timeout: Duration) -> HttpLimits {
         HttpLimits {
-            header_read_timeout,
+            header_read_timeout: timeout,
+            idle_timeout: timeout,
+            max_connection_age: timeout * 4,
             shutdown_grace: Duration::from_millis(200),
             ..HttpLimits::default()
         }
@@ -433,36 +436,123 @@ mod tests {
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     }
 
+    /// One probe on a fresh connection, as the kubelet sends it; its answer, or a panic if none
+    /// came within [`NEVER`].
+    async fn probe(addr: SocketAddr) -> String {
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        client
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        one_response(&mut client).await
+    }
+
+    /// A client that pipelines requests and never reads an answer: it writes until the server
+    /// stops reading (its socket buffers full), then its write waits. The task ends only when
+    /// the server cuts the connection (the write fails).
+    async fn pipeliner(addr: SocketAddr) -> tokio::task::JoinHandle<std::io::Error> {
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        tokio::spawn(async move {
+            let requests = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".repeat(256);
+            loop {
+                if let Err(error) = client.write_all(&requests).await {
+                    return error;
+                }
+            }
+        })
+    }
+
     #[tokio::test]
-    async fn connections_beyond_the_bound_wait_for_a_free_one() {
+    async fn many_idle_connections_do_not_keep_the_probe_out() {
+        let limits = HttpLimits {
+            max_connections: 8,
+            ..short(Duration::from_secs(3600))
+        };
+        let (addr, _stop, _server) = probes_with(limits).await;
+        // Many clients that connect and say nothing, far more than the bound.
+        let mut idle = Vec::new();
+        for _ in 0..64 {
+            idle.push(TcpStream::connect(addr).await.unwrap());
+        }
+        // The probe is answered while they are all still connected.
+        let answer = probe(addr).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        // It was made room for by closing the oldest idle connection.
+        assert!(
+            until_closed(&mut idle[0]).await.is_some(),
+            "the oldest idle connection is still held"
+        );
+        // Again, with the attackers re-opening what was closed.
+        for _ in 0..64 {
+            idle.push(TcpStream::connect(addr).await.unwrap());
+        }
+        let answer = probe(addr).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+
+    #[tokio::test]
+    async fn clients_that_pipeline_and_never_read_do_not_keep_the_probe_out() {
         let limits = HttpLimits {
             max_connections: 4,
             ..short(Duration::from_secs(3600))
         };
         let (addr, _stop, _server) = probes_with(limits).await;
-        // Many clients that connect and say nothing: only the first 4 are taken on.
-        let mut idle = Vec::new();
-        for _ in 0..64 {
-            idle.push(TcpStream::connect(addr).await.unwrap());
+        let mut attackers = Vec::new();
+        for _ in 0..8 {
+            attackers.push(pipeliner(addr).await);
         }
-        let mut late = TcpStream::connect(addr).await.unwrap();
-        late.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .await
-            .unwrap();
-        let mut buf = [0u8; 64];
-        let early = tokio::time::timeout(Duration::from_millis(500), late.read(&mut buf)).await;
+        let answer = probe(addr).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        // The first attacker's connection was closed to make room.
+        let first = attackers.remove(0);
         assert!(
-            early.is_err(),
-            "served while 64 idle connections are open: the server holds them all"
+            tokio::time::timeout(NEVER, first).await.is_ok(),
+            "the oldest pipelining client is still held"
         );
-        drop(idle);
-        let answer = until_closed(&mut late)
-            .await
-            .expect("served once the idle clients left");
+    }
+
+    #[tokio::test]
+    async fn a_client_that_never_reads_its_answers_is_cut_off() {
+        // hyper's header-read timer runs only while it reads a head; this client's requests
+        // were all read, and the server waits to write the answers.
+        let (addr, _stop, _server) = probes_with(short(Duration::from_millis(300))).await;
+        let attacker = pipeliner(addr).await;
+        let error = tokio::time::timeout(NEVER, attacker).await;
+        assert!(error.is_ok(), "a client that never reads is held for ever");
+    }
+
+    #[tokio::test]
+    async fn a_busy_keep_alive_connection_ends_at_its_total_deadline() {
+        let limits = HttpLimits {
+            shutdown_grace: Duration::from_millis(300),
+            ..short(Duration::from_millis(300))
+        };
+        let (addr, _stop, _server) = probes_with(limits).await;
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        // Never idle: a request every 50 ms, each answered; only a total deadline ends it.
+        let mut answered = 0;
+        let mut buf = [0u8; 4096];
+        let closed = loop {
+            if answered >= 400 {
+                break false;
+            }
+            if client
+                .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await
+                .is_err()
+            {
+                break true;
+            }
+            match tokio::time::timeout(NEVER, client.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => break true,
+                Ok(Ok(_)) => answered += 1,
+                Err(_) => break false,
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
         assert!(
-            answer.starts_with("HTTP/1.1 200")
-                || String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 200"),
-            "{answer}"
+            closed,
+            "a connection in use is held for ever ({answered} answers)"
         );
     }
 

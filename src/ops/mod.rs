@@ -8,10 +8,11 @@
 //! - `shutdown.rs`: how the manager stops: a bounded drain, at once on a lost lease.
 //! - `client.rs`: the client's read timeout, the watch timeout that stays below it,
 //!   `Retry-After` capped at 1 s.
-//! - `telemetry.rs`: logging (text or JSON, `RUST_LOG`).
+//! - `telemetry.rs`: logging (text or JSON, `RUST_LOG`), written by a thread of its own.
 //! - `health.rs`: the `/healthz`, `/readyz` and plain `/metrics` routes and their servers.
-//! - `serving.rs`: the accept loop behind every endpoint: header-read timeout, head size,
-//!   connection bound, TLS handshake, shutdown.
+//! - `serving.rs`: the accept loop behind every endpoint: header-read, idle and total
+//!   deadlines, head size, connection bound with slots kept free (`serving/slots.rs`: who
+//!   gives way to a newcomer), TLS handshake, shutdown.
 //! - `secure_metrics/`: `--metrics-secure`: TokenReview and SubjectAccessReview, their
 //!   caches, single flight and bounds; `tls.rs` the certificate (a directory, reloaded on
 //!   change, or self-signed).

@@ -245,11 +245,18 @@ impl<V: Clone + Send + Sync + 'static> Answers<V> {
                 Found::Known(answer) => return Ok(answer),
                 Found::Asking(pending) => pending,
                 Found::Nothing => {
-                    let answers = self.clone();
+                    let flight = Flight {
+                        answers: self.clone(),
+                        key,
+                        settled: false,
+                    };
                     let task = tokio::spawn(async move {
+                        // Declared before the turn, so dropped after it: the turn is free
+                        // by the time the next request finds no flight and asks again.
+                        let mut flight = flight;
+                        let _turn = turn;
                         let answer = ask.await;
-                        drop(turn);
-                        answers.settle(key, &answer, ttl);
+                        flight.settle(&answer, ttl);
                         answer
                     });
                     let pending = task
@@ -296,6 +303,32 @@ impl<V: Clone + Send + Sync + 'static> Answers<V> {
     fn remembered(&self) -> (usize, usize) {
         let state = self.state();
         (state.yes.len(), state.no.len())
+    }
+}
+
+/// A review in flight, ended however its task ends: a review that panics (or a task that is
+/// cancelled) would otherwise leave its entry in `asking` for good, and every later request
+/// for that token would await the same failed answer instead of asking again.
+struct Flight<V: Clone + Send + Sync + 'static> {
+    answers: Arc<Answers<V>>,
+    key: Key,
+    settled: bool,
+}
+
+impl<V: Clone + Send + Sync + 'static> Flight<V> {
+    /// Remembers the answer and ends the flight.
+    fn settle(&mut self, answer: &Result<V, ReviewError>, ttl: (Duration, Duration)) {
+        self.settled = true;
+        self.answers.settle(self.key, answer, ttl);
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> Drop for Flight<V> {
+    fn drop(&mut self) {
+        if !self.settled {
+            // Nothing is remembered: the next request asks again.
+            self.answers.state().asking.remove(&self.key);
+        }
     }
 }
 

@@ -174,3 +174,26 @@ async fn no_turn_within_the_wait_is_an_error() {
         .await;
     assert_eq!(waited, Err(ReviewError::Busy(Duration::from_millis(10))));
 }
+
+#[tokio::test]
+async fn a_review_that_panics_ends_its_flight_and_frees_its_turn() {
+    let answers = answers(4);
+    let turns = Arc::new(Semaphore::new(1));
+    let panicked = answers
+        .get_or_ask(key(&[b"k"]), &turns, TTL, WAIT, async {
+            panic!("a review that panics")
+        })
+        .await;
+    assert!(
+        matches!(panicked, Err(ReviewError::Failed { .. })),
+        "{panicked:?}"
+    );
+    // The next request for the same token asks again, and gets its turn.
+    assert_eq!(
+        answers
+            .get_or_ask(key(&[b"k"]), &turns, TTL, WAIT, async { Ok(true) })
+            .await,
+        Ok(true)
+    );
+    assert_eq!(answers.remembered(), (1, 0));
+}
