@@ -88,7 +88,7 @@ workshop-check: ## Workshop: check stage STAGE on a fresh test API server (CLUST
 workshop-watch: ## Workshop: rebuild and check stage STAGE on every save of an exercise, then the next stage (CLUSTER=1 as above).
 	$(TOOLS) watch --stage $(STAGE) $(if $(CLUSTER),--cluster $(if $(PARTICIPANT),--participant $(PARTICIPANT)))
 
-workshop-skip: ## Workshop: catch up: the reference solution of stage STAGE replaces yours (kept as <file>.mine).
+workshop-skip: ## Workshop: catch up: the reference solution of stage STAGE replaces yours (kept as <file>.rs.mine).
 	$(TOOLS) skip $(STAGE)
 
 workshop-verify: ## Workshop: every stage's check passes on the solutions, and fails (without crashing) on the starter.

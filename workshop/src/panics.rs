@@ -44,7 +44,7 @@ pub fn install_hook(quiet: bool) {
     }));
 }
 
-/// "not yet implemented: … (at workshop/src/exercises/number.rs:80)". kube-runtime runs each
+/// "not yet implemented: … (at workshop/src/exercises/number.rs:<line>)". kube-runtime runs each
 /// reconcile in a task of its own and re-panics with that task's `JoinError`, whose text
 /// quotes the original message: the original panic (the one in your code) is the one named.
 pub fn describe(payload: &(dyn Any + Send)) -> String {

@@ -45,7 +45,7 @@ enum Command {
         timeout: Option<u64>,
     },
     /// Catch up: put the reference solution of stage N in workshop/src/exercises/ (yours is
-    /// kept beside it as <file>.mine), to go on with stage N+1 in your own code.
+    /// kept beside it as <file>.rs.mine), to go on with stage N+1 in your own code.
     Skip {
         /// The stage to take the reference solution of (1 Number, 2 Tuple, 3 Fermat).
         #[arg(value_parser = clap::value_parser!(u8).range(1..=3))]
