@@ -61,7 +61,7 @@ PARTICIPANT ?=
 FORCE ?=
 ROOM_FLAGS = $(if $(PARTICIPANT),--participant $(PARTICIPANT)) $(if $(FORCE),--force)
 
-.PHONY: workshop-prepare workshop-skip workshop-watch
+.PHONY: workshop-prepare workshop-skip workshop-watch workshop-snippets
 
 workshop-prepare: ## Workshop: fetch and build everything the day needs, once, with network (then none is needed).
 	$(CARGO) fetch --locked
@@ -90,6 +90,9 @@ workshop-watch: ## Workshop: rebuild and check stage STAGE on every save of an e
 
 workshop-skip: ## Workshop: catch up: the reference solution of stage STAGE replaces yours (kept as <file>.rs.mine).
 	$(TOOLS) skip $(STAGE)
+
+workshop-snippets: ## Workshop (for the project): regenerate workshop/tests/snippets/generated.rs from the guides' ```rust blocks; a test compiles it.
+	$(TOOLS) snippets
 
 workshop-verify: ## Workshop: every stage's check passes on the solutions, and fails (without crashing) on the starter.
 	@for stage in 1 2 3; do \

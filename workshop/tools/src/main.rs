@@ -5,6 +5,7 @@
 //! build, and these are the tools they need then.
 
 mod skip;
+mod snippets;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -51,6 +52,9 @@ enum Command {
         #[arg(value_parser = clap::value_parser!(u8).range(1..=3))]
         stage: u8,
     },
+    /// For the project: write workshop/tests/snippets/generated.rs from the guides' and cheat
+    /// sheets' ```rust blocks (make workshop-snippets), which a test compiles.
+    Snippets,
 }
 
 fn main() -> ExitCode {
@@ -80,7 +84,40 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Snippets => match write_snippets(&repository) {
+            Ok(path) => {
+                println!("wrote {path}");
+                ExitCode::SUCCESS
+            }
+            Err(errors) => {
+                for error in errors {
+                    eprintln!("error: {error}");
+                }
+                ExitCode::FAILURE
+            }
+        },
     }
+}
+
+/// Extracts every marked Rust block of the guides and writes the file that compiles them.
+fn write_snippets(repository: &Path) -> Result<&'static str, Vec<String>> {
+    let mut all = Vec::new();
+    let mut errors = Vec::new();
+    for file in snippets::FILES {
+        let markdown = std::fs::read_to_string(repository.join(file))
+            .map_err(|e| vec![format!("{file}: {e}")])?;
+        match snippets::extract(file, &markdown) {
+            Ok(found) => all.extend(found),
+            Err(wrong) => errors.extend(wrong),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let path = repository.join(snippets::GENERATED);
+    std::fs::write(&path, snippets::render(&all))
+        .map_err(|e| vec![format!("{}: {e}", snippets::GENERATED)])?;
+    Ok(snippets::GENERATED)
 }
 
 /// The repository these tools were built from (they live in `workshop/tools/`).
