@@ -4,6 +4,10 @@
 //! `math-workshop` crate on purpose: a participant who is stuck often has code that does not
 //! build, and these are the tools they need then.
 
+// The learner track's one message catalogue, shared with the math-workshop crate.
+#[allow(dead_code)]
+#[path = "../../src/messages.rs"]
+mod messages;
 mod skip;
 mod snippets;
 mod watch;
@@ -26,6 +30,10 @@ pub const STAGES: [(&str, &str); 3] = [
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// The language of the messages, en or ja (default: ja when LC_ALL, LC_MESSAGES or LANG
+    /// starts with ja).
+    #[arg(long, global = true, value_parser = ["en", "ja"])]
+    lang: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -59,7 +67,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let repository = repository();
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    messages::choose(cli.lang.as_deref());
+    match cli.command {
         Command::Watch {
             stage,
             cluster,
@@ -71,6 +81,7 @@ fn main() -> ExitCode {
                 cluster,
                 participant,
                 timeout,
+                lang: cli.lang.clone(),
             },
             &repository,
         ),
@@ -80,7 +91,7 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln!("{}", t!(messages::ERROR, message = e));
                 ExitCode::FAILURE
             }
         },
