@@ -61,7 +61,7 @@ PARTICIPANT ?=
 FORCE ?=
 ROOM_FLAGS = $(if $(PARTICIPANT),--participant $(PARTICIPANT)) $(if $(FORCE),--force)
 
-.PHONY: workshop-prepare workshop-skip workshop-watch workshop-snippets
+.PHONY: workshop-prepare workshop-skip workshop-watch workshop-snippets workshop-guide-outputs
 
 workshop-prepare: ## Workshop: fetch and build everything the day needs, once, with network (then none is needed).
 	$(CARGO) fetch --locked
@@ -93,6 +93,9 @@ workshop-skip: ## Workshop: catch up: the reference solution of stage STAGE repl
 
 workshop-snippets: ## Workshop (for the project): regenerate workshop/tests/snippets/generated.rs from the guides' ```rust blocks; a test compiles it.
 	$(TOOLS) snippets
+
+workshop-guide-outputs: ## Workshop (for the project): write what the tools print now into the guides' marked output blocks (both languages).
+	GUIDE_OUTPUTS=write $(CARGO) test --locked -p math-workshop --test guide
 
 workshop-verify: ## Workshop: every stage's check passes on the solutions, and fails (without crashing) on the starter.
 	@for stage in 1 2 3; do \

@@ -271,9 +271,9 @@ messages! {
         "decompositions には、allSquares が true の子の Tuple [x², y²] ごとに x²+y² を小さい順に並べます。{hint}";
 
     // The runner (`make workshop-run`).
-    RUNNING: "controllers running in {scope}; Ctrl-C stops them", "コントローラーを {scope} で実行中です。Ctrl-C で止まります";
-    SCOPE_NAMESPACE: "namespace {namespace}", "Namespace {namespace} 内";
-    SCOPE_ALL: "every namespace", "すべての Namespace";
+    RUNNING: "controllers running in {scope}; Ctrl-C stops them", "{scope}コントローラーを実行中です。Ctrl-C で止まります";
+    SCOPE_NAMESPACE: "namespace {namespace}", "Namespace {namespace} を対象に";
+    SCOPE_ALL: "every namespace", "すべての Namespace を対象に";
     TEST_SERVER_STARTED: "test API server on {url} with your CRDs installed; in another terminal:\n  export KUBECONFIG={kubeconfig}",
         "テスト用 API サーバーを {url} で起動し、自分の CRD をインストールしました。別のターミナルで:\n  export KUBECONFIG={kubeconfig}";
     RUN_WITHOUT_CLUSTER: "or run against a test API server of your own (ARGS=--test-server)",
