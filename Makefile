@@ -95,7 +95,7 @@ workshop-snippets: ## Workshop (for the project): regenerate workshop/tests/snip
 	$(TOOLS) snippets
 
 workshop-guide-outputs: ## Workshop (for the project): write what the tools print now into the guides' marked output blocks (both languages).
-	GUIDE_OUTPUTS=write $(CARGO) test --locked -p math-workshop --test guide
+	GUIDE_OUTPUTS=write $(CARGO) test --locked -p math-workshop --test guide -- --test-threads=1
 
 workshop-verify: ## Workshop: every stage's check passes on the solutions, and fails (without crashing) on the starter.
 	@for stage in 1 2 3; do \

@@ -7,6 +7,16 @@
 //! their name as the participant's. `make workshop-guide-outputs` writes the current outputs
 //! into both guides (`GUIDE_OUTPUTS=write`).
 //!
+//! The kubectl sessions run too (`the_guides_sessions_print_what_the_guide_shows`): per guide, a
+//! fresh test API server with the CRDs installed and the reference solutions' controllers,
+//! started and stopped where the guide tells the participant to (`<!-- guide: controllers N -->`,
+//! `<!-- guide: controllers off -->`); every ```` ```sh ```` block marked `<!-- run -->` runs in
+//! order (bash, in the repository, kubectl-math on the PATH), and the block marked
+//! `<!-- output: run -->` after it is compared with what it printed (`<!-- output: rerun -->`:
+//! its `kubectl get`/`explain`/`math tree` lines once more). The reads are repeated for up to
+//! 30 s until they match: the controllers converge in their own time. Ages, times, UIDs and
+//! resourceVersions match any value; the namespace is written `<your namespace>`.
+//!
 //! A small matcher of our own rather than trycmd/snapbox: the blocks are excerpts of a few
 //! commands the test runs itself, their only variable part is the excerpt (`…`), and the guide's
 //! readers see the same `…` they already know; a dependency would add nothing here.
@@ -89,6 +99,11 @@ fn blocks(markdown: &str) -> Result<Vec<Block>, String> {
             i += 1;
             continue;
         };
+        // `run` and `rerun` are the sessions' (below), not a command of their own.
+        if matches!(marker.trim(), "run" | "rerun") {
+            i += 1;
+            continue;
+        }
         let recipe = recipe(marker.trim()).map_err(|e| format!("line {}: {e}", i + 1))?;
         if !lines
             .get(i + 1)
@@ -238,4 +253,331 @@ fn an_excerpt_keeps_the_lines_asked_for_and_marks_the_rest() {
         ["…", "2", "3", "4", "5", "6"]
     );
     assert!(recipe("check 1 | nonsense").is_err());
+}
+
+/// One step of a guide's session.
+#[derive(Debug)]
+enum Step {
+    Controllers(Option<u8>),
+    Run {
+        script: String,
+    },
+    Output {
+        rerun: bool,
+        lines: Vec<String>,
+        first_line: usize,
+    },
+}
+
+/// The session steps of a guide, in order.
+fn steps(markdown: &str) -> Vec<Step> {
+    let lines: Vec<&str> = markdown.lines().collect();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i].trim();
+        let fenced = |from: usize| {
+            let mut end = from;
+            while end < lines.len() && !lines[end].trim_start().starts_with("```") {
+                end += 1;
+            }
+            let indent = lines[from - 1].len() - lines[from - 1].trim_start().len();
+            let body: Vec<String> = lines[from..end]
+                .iter()
+                .map(|l| l.get(indent..).unwrap_or(l.trim_start()).to_string())
+                .collect();
+            (body, end)
+        };
+        if let Some(n) = line
+            .strip_prefix("<!-- guide: controllers ")
+            .and_then(|r| r.strip_suffix(" -->"))
+        {
+            found.push(Step::Controllers(n.parse().ok()));
+        } else if line == "<!-- run -->" {
+            let (body, end) = fenced(i + 2);
+            found.push(Step::Run {
+                script: body.join("\n"),
+            });
+            i = end;
+        } else if line == "<!-- output: run -->" || line == "<!-- output: rerun -->" {
+            let (body, end) = fenced(i + 2);
+            found.push(Step::Output {
+                rerun: line.contains("rerun"),
+                lines: body,
+                first_line: i + 2,
+            });
+            i = end;
+        }
+        i += 1;
+    }
+    found
+}
+
+/// The script's reading commands at its end (`kubectl get`, `explain`, `math tree`): what is
+/// repeated until the controllers have converged.
+fn split_reads(script: &str) -> (String, String) {
+    let lines: Vec<&str> = script.lines().collect();
+    let read = |l: &str| {
+        let l = l.trim_start();
+        l.starts_with("kubectl get ")
+            || l.starts_with("kubectl explain ")
+            || l.starts_with("kubectl math tree ")
+    };
+    let mut at = lines.len();
+    while at > 0 && read(lines[at - 1]) {
+        at -= 1;
+    }
+    (lines[..at].join("\n"), lines[at..].join("\n"))
+}
+
+/// Runs a script with bash, stdout and stderr together.
+fn bash(script: &str, kubeconfig: &Path) -> String {
+    if script.trim().is_empty() {
+        return String::new();
+    }
+    let bin = Path::new(env!("CARGO_BIN_EXE_math-workshop"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new("bash")
+        .arg("-c")
+        .arg(format!("exec 2>&1\n{script}"))
+        .current_dir(repository())
+        .env("KUBECONFIG", kubeconfig)
+        .env("PATH", path)
+        .output()
+        .expect("bash runs");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The output as the guide writes it: the namespace is the participant's.
+fn as_written(output: &str) -> Vec<String> {
+    let mut lines: Vec<String> = output
+        .replace("namespace default", "namespace <your namespace>")
+        .replace(
+            "\"namespace\":\"default\"",
+            "\"namespace\":\"<your namespace>\"",
+        )
+        .replace("namespace: default", "namespace: <your namespace>")
+        .replace("in default namespace", "in <your namespace> namespace")
+        .lines()
+        .map(|l| l.trim_end().to_string())
+        .collect();
+    while lines.last().is_some_and(String::is_empty) {
+        lines.pop();
+    }
+    lines
+}
+
+/// A line with what varies from run to run made alike: times, UIDs, ages, resourceVersions,
+/// and the width of columns.
+fn normal(line: &str) -> String {
+    let words: Vec<String> = line
+        .split_whitespace()
+        .map(|word| {
+            let bare = word.trim_matches(|c: char| matches!(c, '"' | ',' | '[' | ']' | '{' | '}'));
+            let age = bare.len() > 1
+                && bare.ends_with(['s', 'm', 'h', 'd'])
+                && bare[..bare.len() - 1]
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c == 'm');
+            if age {
+                "[AGE]".to_string()
+            } else {
+                masked(word)
+            }
+        })
+        .collect();
+    words.join(" ")
+}
+
+/// Times (2026-11-24T01:30:38.239200Z), UIDs and quoted numbers after resourceVersion masked.
+fn masked(word: &str) -> String {
+    let chars: Vec<char> = word.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let rest: String = chars[i..].iter().collect();
+        if let Some(len) = time_len(&rest) {
+            out.push_str("[TIME]");
+            i += len;
+        } else if uid_len(&rest) {
+            out.push_str("[UID]");
+            i += 36;
+        } else {
+            out.push(chars[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn time_len(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| r.clone().all(|i| b.get(i).is_some_and(u8::is_ascii_digit));
+    let shape = digits(0..4)
+        && b.get(4) == Some(&b'-')
+        && digits(5..7)
+        && b.get(7) == Some(&b'-')
+        && digits(8..10)
+        && b.get(10) == Some(&b'T')
+        && digits(11..13)
+        && digits(14..16)
+        && digits(17..19);
+    if !shape {
+        return None;
+    }
+    let mut end = 19;
+    if b.get(end) == Some(&b'.') {
+        end += 1;
+        while b.get(end).is_some_and(u8::is_ascii_digit) {
+            end += 1;
+        }
+    }
+    (b.get(end) == Some(&b'Z')).then_some(end + 1)
+}
+
+fn uid_len(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.len() >= 36
+        && (0..36).all(|i| match i {
+            8 | 13 | 18 | 23 => b[i] == b'-',
+            _ => b[i].is_ascii_hexdigit(),
+        })
+}
+
+fn alike(guide: &[String], now: &[String]) -> bool {
+    guide.len() == now.len()
+        && guide.iter().zip(now).all(|(g, n)| {
+            let (g, n) = (normal(g), normal(n));
+            g == n || (g.contains("resourceVersion") && n.contains("resourceVersion"))
+        })
+}
+
+/// The solutions' controllers of stages 1..=N, as `make workshop-run STAGE=N` runs them.
+fn controllers(stage: u8, kubeconfig: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_math-workshop"))
+        .args(["run", "--stage", &stage.to_string(), "--solution"])
+        .env("KUBECONFIG", kubeconfig)
+        .env("LC_ALL", "C.UTF-8")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("math-workshop run starts")
+}
+
+#[test]
+fn the_guides_sessions_print_what_the_guide_shows() {
+    let write = std::env::var("GUIDE_OUTPUTS").is_ok_and(|v| v == "write");
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let mut wrong = Vec::new();
+    let mut compared = 0;
+    for (file, _) in GUIDES {
+        let server = runtime
+            .block_on(test_apiserver::TestServer::start())
+            .expect("the test API server starts");
+        let kubeconfig = server.kubeconfig_path();
+        let install = Command::new(env!("CARGO_BIN_EXE_math-workshop"))
+            .args(["install", "--solution"])
+            .current_dir(repository())
+            .env("KUBECONFIG", &kubeconfig)
+            .output()
+            .expect("math-workshop install runs");
+        assert!(
+            install.status.success(),
+            "{}",
+            String::from_utf8_lossy(&install.stderr)
+        );
+        let path = repository().join(file);
+        let markdown = std::fs::read_to_string(&path).unwrap_or_default();
+        let mut lines: Vec<String> = markdown.lines().map(str::to_string).collect();
+        let mut rewrites: Vec<(usize, usize, Vec<String>)> = Vec::new();
+        let mut running: Option<std::process::Child> = None;
+        let mut last = (String::new(), String::new());
+        let mut mutated = String::new();
+        let mut printed = String::new();
+        for step in steps(&markdown) {
+            match step {
+                Step::Controllers(stage) => {
+                    if let Some(mut child) = running.take() {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                    }
+                    running = stage.map(|n| controllers(n, &kubeconfig));
+                    // Their first list and watch, before the next command.
+                    std::thread::sleep(std::time::Duration::from_millis(800));
+                }
+                Step::Run { script } => {
+                    last = split_reads(&script);
+                    mutated = bash(&last.0, &kubeconfig);
+                    printed = format!("{mutated}{}", bash(&last.1, &kubeconfig));
+                }
+                Step::Output {
+                    rerun,
+                    lines: guide,
+                    first_line,
+                } => {
+                    compared += 1;
+                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                    let mut now = if rerun {
+                        as_written(&bash(&last.1, &kubeconfig))
+                    } else {
+                        as_written(&printed)
+                    };
+                    while !alike(&guide, &now)
+                        && std::time::Instant::now() < deadline
+                        && !last.1.is_empty()
+                    {
+                        std::thread::sleep(std::time::Duration::from_millis(300));
+                        let reads = bash(&last.1, &kubeconfig);
+                        now = if rerun {
+                            as_written(&reads)
+                        } else {
+                            as_written(&format!("{mutated}{reads}"))
+                        };
+                    }
+                    if !alike(&guide, &now) {
+                        if write {
+                            rewrites.push((first_line, guide.len(), now));
+                        } else {
+                            wrong.push(format!(
+                                "{file}:{}: the guide shows\n{}\n--- the session printed\n{}",
+                                first_line + 1,
+                                guide.join("\n"),
+                                now.join("\n")
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(mut child) = running.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        runtime.block_on(server.shutdown());
+        if write && !rewrites.is_empty() {
+            for (first, len, now) in rewrites.into_iter().rev() {
+                lines.splice(first..first + len, now);
+            }
+            let mut text = lines.join("\n");
+            text.push('\n');
+            std::fs::write(&path, text).expect("the guide is writable");
+        }
+    }
+    assert!(
+        compared >= 10,
+        "only {compared} session outputs: are the markers gone?"
+    );
+    assert!(
+        wrong.is_empty(),
+        "{}\n\n(make workshop-guide-outputs writes the sessions' outputs into the guides)",
+        wrong.join("\n\n")
+    );
 }
