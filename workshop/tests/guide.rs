@@ -39,6 +39,10 @@ struct Recipe {
     args: Vec<String>,
     keep: Option<Vec<(usize, Option<usize>)>>,
     as_yours: bool,
+    /// `no-kubeconfig`: KUBECONFIG unset and no ~/.kube/config; `dead-server`: the kubeconfig
+    /// of a test API server that has stopped (port 8010, at /tmp/math.kubeconfig as the guide
+    /// starts it).
+    env: Option<String>,
 }
 
 /// `check 1 --solution | lines=1-5,9,13- | as-yours`.
@@ -55,9 +59,12 @@ fn recipe(marker: &str) -> Result<Recipe, String> {
     }
     let mut keep = None;
     let mut as_yours = false;
+    let mut env = None;
     for part in parts {
         if part == "as-yours" {
             as_yours = true;
+        } else if part == "no-kubeconfig" || part == "dead-server" {
+            env = Some(part.to_string());
         } else if let Some(ranges) = part.strip_prefix("lines=") {
             let mut kept = Vec::new();
             for range in ranges.split(',') {
@@ -82,6 +89,7 @@ fn recipe(marker: &str) -> Result<Recipe, String> {
         args,
         keep,
         as_yours,
+        env,
     })
 }
 
@@ -145,9 +153,35 @@ fn produce(recipe: &Recipe, japanese: bool) -> Vec<String> {
         .env_remove("LC_MESSAGES")
         .env_remove("RUST_LOG")
         .env("LANG", if japanese { "ja_JP.UTF-8" } else { "C.UTF-8" });
+    let scratch = tempfile::tempdir().expect("a temporary directory");
+    let kubeconfig = scratch.path().join("math.kubeconfig");
+    let mut dead_port = None;
+    match recipe.env.as_deref() {
+        Some("no-kubeconfig") => {
+            cmd.env_remove("KUBECONFIG").env("HOME", scratch.path());
+        }
+        Some(_) => {
+            // A port nothing listens on any more: the server "stopped".
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map(|a| a.port())
+                .expect("a free port");
+            dead_port = Some(port);
+            let dead = DEAD_KUBECONFIG.replace("PORT", &port.to_string());
+            std::fs::write(&kubeconfig, dead).expect("a kubeconfig is written");
+            cmd.env("KUBECONFIG", &kubeconfig);
+        }
+        None => {}
+    }
     let output = cmd.output().expect("math-workshop runs");
     let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&output.stderr));
+    text = text.replace(&kubeconfig.display().to_string(), "/tmp/math.kubeconfig");
+    if let Some(port) = dead_port {
+        text = text
+            .replace(&format!(":{port}"), ":8010")
+            .replace(&format!("--port {port}"), "--port 8010");
+    }
     if recipe.as_yours {
         text = text
             .replace("workshop/src/solutions/", "workshop/src/exercises/")
@@ -157,6 +191,25 @@ fn produce(recipe: &Recipe, japanese: bool) -> Vec<String> {
     let all: Vec<String> = text.lines().map(|l| l.trim_end().to_string()).collect();
     excerpt(&all, recipe.keep.as_deref())
 }
+
+/// The kubeconfig `cargo run -p test-apiserver -- --port 8010` writes, once that server is gone.
+const DEAD_KUBECONFIG: &str = "apiVersion: v1
+kind: Config
+clusters:
+- name: test-apiserver
+  cluster:
+    server: http://127.0.0.1:PORT
+contexts:
+- name: test-apiserver
+  context:
+    cluster: test-apiserver
+    user: test-user
+    namespace: default
+current-context: test-apiserver
+users:
+- name: test-user
+  user: {}
+";
 
 /// The kept lines, with `…` where lines were left out.
 fn excerpt(all: &[String], keep: Option<&[(usize, Option<usize>)]>) -> Vec<String> {
@@ -579,5 +632,43 @@ fn the_guides_sessions_print_what_the_guide_shows() {
         wrong.is_empty(),
         "{}\n\n(make workshop-guide-outputs writes the sessions' outputs into the guides)",
         wrong.join("\n\n")
+    );
+}
+
+/// Every block that shows output (a fence without a language, or `yaml`) is either run by
+/// these tests (`<!-- output: … -->`) or says why not (`<!-- not run: … -->`): a guide output no
+/// command produced cannot slip in unnoticed.
+#[test]
+fn every_output_block_is_run_or_says_why_not() {
+    let mut unmarked = Vec::new();
+    for (file, _) in GUIDES {
+        let markdown = std::fs::read_to_string(repository().join(file)).unwrap_or_default();
+        let lines: Vec<&str> = markdown.lines().collect();
+        let mut i = 0;
+        let mut previous = "";
+        while i < lines.len() {
+            let line = lines[i].trim();
+            if let Some(info) = line.strip_prefix("```") {
+                let shows_output = info.is_empty() || info == "yaml";
+                let marked =
+                    previous.starts_with("<!-- output:") || previous.starts_with("<!-- not run:");
+                if shows_output && !marked {
+                    unmarked.push(format!("{file}:{}", i + 1));
+                }
+                i += 1;
+                while i < lines.len() && !lines[i].trim_start().starts_with("```") {
+                    i += 1;
+                }
+                previous = "";
+            } else if !line.is_empty() {
+                previous = line;
+            }
+            i += 1;
+        }
+    }
+    assert!(
+        unmarked.is_empty(),
+        "output blocks that no test runs and that do not say why: {}",
+        unmarked.join(", ")
     );
 }
