@@ -143,6 +143,7 @@ messages! {
 
     // The check: what the stages share.
     NONE: "none", "なし";
+    LIST_SEPARATOR: ", ", "、";
     MISSING: "missing: {names}", "{names} がありません";
     HAS_SPEC: "{name} has spec {spec}", "{name} の spec が {spec} です";
     CHILDREN: "{parent_kind} {parent} has its {count} {child_kind}s ({names}) with the desired specs",

@@ -40,7 +40,7 @@ pub(crate) fn number_crd(s: &mut Session) {
         m::NUMBER_CRD_STATUS.text(),
         t!(
             m::NUMBER_CRD_STATUS_HINT,
-            missing = missing.join(", "),
+            missing = missing.join(&m::LIST_SEPARATOR.text()),
             file = file
         ),
     );
