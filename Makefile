@@ -61,7 +61,7 @@ PARTICIPANT ?=
 FORCE ?=
 ROOM_FLAGS = $(if $(PARTICIPANT),--participant $(PARTICIPANT)) $(if $(FORCE),--force)
 
-.PHONY: workshop-prepare workshop-skip workshop-watch
+.PHONY: workshop-prepare workshop-skip workshop-watch workshop-snippets workshop-guide-outputs
 
 workshop-prepare: ## Workshop: fetch and build everything the day needs, once, with network (then none is needed).
 	$(CARGO) fetch --locked
@@ -88,8 +88,14 @@ workshop-check: ## Workshop: check stage STAGE on a fresh test API server (CLUST
 workshop-watch: ## Workshop: rebuild and check stage STAGE on every save of an exercise, then the next stage (CLUSTER=1 as above).
 	$(TOOLS) watch --stage $(STAGE) $(if $(CLUSTER),--cluster $(if $(PARTICIPANT),--participant $(PARTICIPANT)))
 
-workshop-skip: ## Workshop: catch up: the reference solution of stage STAGE replaces yours (kept as <file>.mine).
+workshop-skip: ## Workshop: catch up: the reference solution of stage STAGE replaces yours (kept as <file>.rs.mine).
 	$(TOOLS) skip $(STAGE)
+
+workshop-snippets: ## Workshop (for the project): regenerate workshop/tests/snippets/generated.rs from the guides' ```rust blocks; a test compiles it.
+	$(TOOLS) snippets
+
+workshop-guide-outputs: ## Workshop (for the project): write what the tools print now into the guides' marked output blocks (both languages).
+	GUIDE_OUTPUTS=write $(CARGO) test --locked -p math-workshop --test guide -- --test-threads=1
 
 workshop-verify: ## Workshop: every stage's check passes on the solutions, and fails (without crashing) on the starter.
 	@for stage in 1 2 3; do \

@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+use crate::messages as m;
+use crate::t;
+
 /// A client of the current kubeconfig that has answered once.
 pub struct Cluster {
     pub client: kube::Client,
@@ -26,8 +29,12 @@ pub async fn connect(instead: &str) -> anyhow::Result<Cluster> {
     let kubeconfig = match Kubeconfig::read() {
         Ok(kubeconfig) => kubeconfig,
         Err(e) => anyhow::bail!(
-            "{}: start minikube or kind (they write one), {instead}",
-            missing_kubeconfig(&e)
+            "{}",
+            t!(
+                m::START_A_CLUSTER,
+                missing = missing_kubeconfig(&e),
+                instead = instead
+            )
         ),
     };
     let context = kubeconfig.current_context.clone();
@@ -39,9 +46,13 @@ pub async fn connect(instead: &str) -> anyhow::Result<Cluster> {
     {
         Ok(config) => config,
         Err(e) => anyhow::bail!(
-            "the kubeconfig ({}) cannot be used: {}; {instead}",
-            kubeconfig_paths(),
-            root_cause(&e)
+            "{}",
+            t!(
+                m::KUBECONFIG_UNUSABLE,
+                paths = kubeconfig_paths(),
+                cause = root_cause(&e),
+                instead = instead
+            )
         ),
     };
     let described = match &context {
@@ -50,8 +61,12 @@ pub async fn connect(instead: &str) -> anyhow::Result<Cluster> {
     };
     let namespace = config.default_namespace.clone();
     let port = config.cluster_url.port_u16();
-    let client = kube::Client::try_from(config)
-        .map_err(|e| anyhow::anyhow!("cannot make a client for {described}: {}", root_cause(&e)))?;
+    let client = kube::Client::try_from(config).map_err(|e| {
+        anyhow::anyhow!(
+            "{}",
+            t!(m::NO_CLIENT, described = described, cause = root_cause(&e))
+        )
+    })?;
     let start = what_to_start(context.as_deref(), port);
     match tokio::time::timeout(Duration::from_secs(10), client.apiserver_version()).await {
         Ok(Ok(_)) => Ok(Cluster {
@@ -60,11 +75,23 @@ pub async fn connect(instead: &str) -> anyhow::Result<Cluster> {
             described,
         }),
         Ok(Err(e)) => anyhow::bail!(
-            "the cluster of your kubeconfig ({described}) does not answer: {}. {start}, {instead}",
-            root_cause(&e)
+            "{}",
+            t!(
+                m::DOES_NOT_ANSWER,
+                described = described,
+                cause = root_cause(&e),
+                start = start,
+                instead = instead
+            )
         ),
         Err(_) => anyhow::bail!(
-            "the cluster of your kubeconfig ({described}) did not answer within 10 s. {start}, {instead}"
+            "{}",
+            t!(
+                m::DID_NOT_ANSWER,
+                described = described,
+                start = start,
+                instead = instead
+            )
         ),
     }
 }
@@ -77,16 +104,14 @@ fn what_to_start(context: Option<&str>, port: Option<u16>) -> String {
             let kubeconfig = kubeconfig_var()
                 .map(|k| format!(" --kubeconfig {}", PathBuf::from(k).display()))
                 .unwrap_or_default();
-            format!(
-                "Is the test API server still running? Start it again (cargo run -p test-apiserver --{port}{kubeconfig})"
-            )
+            let command = format!("cargo run -p test-apiserver --{port}{kubeconfig}");
+            t!(m::START_TEST_SERVER, command = command)
         }
-        Some(name) if name.contains("minikube") => "Start it (minikube start)".to_string(),
-        Some(name) if name.starts_with("kind-") => format!(
-            "Start it (docker start {}-control-plane)",
-            name.trim_start_matches("kind-")
-        ),
-        _ => "Start it (minikube start, or docker start <name>-control-plane for kind)".to_string(),
+        Some(name) if name.contains("minikube") => m::START_MINIKUBE.text(),
+        Some(name) if name.starts_with("kind-") => {
+            t!(m::START_KIND, name = name.trim_start_matches("kind-"))
+        }
+        _ => m::START_ANY.text(),
     }
 }
 
@@ -106,12 +131,12 @@ fn kubeconfig_var() -> Option<std::ffi::OsString> {
 /// "no kubeconfig (KUBECONFIG is unset and ~/.kube/config does not exist)" or the like.
 fn missing_kubeconfig(e: &kube::config::KubeconfigError) -> String {
     match kubeconfig_var() {
-        Some(paths) => format!(
-            "no usable kubeconfig at KUBECONFIG={} ({})",
-            PathBuf::from(paths).display(),
-            root_cause(e)
+        Some(paths) => t!(
+            m::NO_USABLE_KUBECONFIG,
+            path = PathBuf::from(paths).display(),
+            cause = root_cause(e)
         ),
-        None => "no kubeconfig (KUBECONFIG is unset and ~/.kube/config does not exist)".to_string(),
+        None => m::NO_KUBECONFIG.text(),
     }
 }
 

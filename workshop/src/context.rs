@@ -84,7 +84,7 @@ where
 {
     let kind = K::kind(&()).to_string();
     let name = object.meta().name.clone().unwrap_or_default();
-    tracing::warn!(%kind, %name, %error, "reconcile failed; retrying in 1 s");
+    tracing::warn!(%kind, %name, %error, "{}", crate::messages::RECONCILE_FAILED.text());
     ctx.errors
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -99,7 +99,12 @@ pub async fn log<K>(
     K: Resource<DynamicType = ()>,
 {
     match result {
-        Ok((object, _)) => tracing::info!(kind = %K::kind(&()), name = %object.name, "reconciled"),
+        Ok((object, _)) => tracing::info!(
+            kind = %K::kind(&()),
+            name = %object.name,
+            "{}",
+            crate::messages::RECONCILED.text()
+        ),
         // Reconcile errors were logged by error_policy already.
         Err(controller::Error::ReconcilerFailed(..)) => {}
         // A change of a child woke a parent that is gone (it was deleted, its children went

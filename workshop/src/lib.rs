@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod context;
 pub mod crds;
 pub mod exercises;
+pub mod messages;
 pub mod panics;
 pub mod room;
 pub mod runner;

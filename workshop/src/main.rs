@@ -8,9 +8,10 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use math_workshop::check::{self, Target};
 use math_workshop::context::Context;
+use math_workshop::messages as m;
 use math_workshop::runner::Controllers;
 use math_workshop::track::Track;
-use math_workshop::{cluster, crds, panics, room};
+use math_workshop::{cluster, crds, panics, room, t};
 use test_apiserver::TestServer;
 
 /// The kubebuilder hands-on, written by you: stage 1 Number, stage 2 Tuple owns Numbers,
@@ -20,6 +21,10 @@ use test_apiserver::TestServer;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// The language of the messages, en or ja (default: ja when LC_ALL, LC_MESSAGES or LANG
+    /// starts with ja).
+    #[arg(long, global = true, value_parser = ["en", "ja"])]
+    lang: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -100,6 +105,7 @@ fn logging(default: &str) {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    m::choose(cli.lang.as_deref());
     let result = match cli.command {
         Command::Crds { dir, solution } => print_crds(&Track::select(solution), dir),
         Command::Install { force, solution } => install(&Track::select(solution), force).await,
@@ -156,7 +162,7 @@ async fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("{}", t!(m::ERROR, message = format!("{e:#}")));
             ExitCode::FAILURE
         }
     }
@@ -166,7 +172,7 @@ fn print_crds(track: &Track, dir: Option<PathBuf>) -> anyhow::Result<()> {
     match dir {
         Some(dir) => {
             for name in crds::write(track, &dir)? {
-                println!("wrote {}", dir.join(name).display());
+                println!("{}", t!(m::WROTE, path = dir.join(name).display()));
             }
         }
         None => print!("{}", crds::yaml(track)?),
@@ -188,9 +194,12 @@ async fn run(track: &Track, stage: u8, test_server: bool, scope: Scope) -> anyho
         let server = TestServer::start().await?;
         server.apply_crd_yaml(&crds::yaml(track)?)?;
         println!(
-            "test API server on {} with your CRDs installed; in another terminal:\n  export KUBECONFIG={}",
-            server.url(),
-            server.kubeconfig_path().display()
+            "{}",
+            t!(
+                m::TEST_SERVER_STARTED,
+                url = server.url(),
+                kubeconfig = server.kubeconfig_path().display()
+            )
         );
         Some(server)
     } else {
@@ -199,10 +208,7 @@ async fn run(track: &Track, stage: u8, test_server: bool, scope: Scope) -> anyho
     let (client, context_namespace) = match &server {
         Some(server) => (server.client(), "default".to_string()),
         None => {
-            let cluster = cluster::connect(
-                "or run against a test API server of your own (ARGS=--test-server)",
-            )
-            .await?;
+            let cluster = cluster::connect(&m::RUN_WITHOUT_CLUSTER.text()).await?;
             (cluster.client, cluster.namespace)
         }
     };
@@ -215,21 +221,22 @@ async fn run(track: &Track, stage: u8, test_server: bool, scope: Scope) -> anyho
         Scope::All => None,
     };
     let watching = match &namespace {
-        Some(namespace) => format!("namespace {namespace}"),
-        None => "every namespace".to_string(),
+        Some(namespace) => t!(m::SCOPE_NAMESPACE, namespace = namespace),
+        None => m::SCOPE_ALL.text(),
     };
     let mut controllers = Controllers::start(track, stage, &Context::new(client, namespace));
     tracing::info!(
         stage,
         code = track.dir,
-        "controllers running in {watching}; Ctrl-C stops them"
+        "{}",
+        t!(m::RUNNING, scope = watching)
     );
     loop {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => break,
             _ = tokio::time::sleep(Duration::from_millis(500)) => {
                 if !controllers.any_running() {
-                    tracing::error!("every controller stopped: fix the code and run again");
+                    tracing::error!("{}", m::EVERY_CONTROLLER_STOPPED.text());
                     break;
                 }
             }
@@ -243,8 +250,8 @@ async fn run(track: &Track, stage: u8, test_server: bool, scope: Scope) -> anyho
     let names: Vec<&str> = stopped.keys().map(|kind| kind.name()).collect();
     anyhow::ensure!(
         stopped.is_empty(),
-        "stopped: the {} controller (see above)",
-        names.join(" and ")
+        "{}",
+        t!(m::STOPPED, kinds = names.join(&m::AND.text()))
     );
     Ok(())
 }
@@ -255,11 +262,9 @@ async fn install(track: &Track, force: bool) -> anyhow::Result<()> {
     let repository = check::repository();
     let dir = "workshop/crds";
     for name in crds::write(track, &repository.join(dir))? {
-        println!("wrote {dir}/{name}");
+        println!("{}", t!(m::WROTE, path = format!("{dir}/{name}")));
     }
-    let cluster =
-        cluster::connect("or use a test API server (make testserver, in a terminal of its own)")
-            .await?;
+    let cluster = cluster::connect(&m::INSTALL_WITHOUT_CLUSTER.text()).await?;
     let install = room::may_install(
         &cluster.client,
         &crds::generate(track),
@@ -277,10 +282,8 @@ async fn install(track: &Track, force: bool) -> anyhow::Result<()> {
         .args(["apply", "-f", &format!("{dir}/")])
         .current_dir(&repository)
         .status()
-        .map_err(|e| {
-            anyhow::anyhow!("could not run {kubectl}: {e} (is kubectl installed and on PATH?)")
-        })?;
-    anyhow::ensure!(status.success(), "kubectl apply failed (see above)");
+        .map_err(|e| anyhow::anyhow!("{}", t!(m::COULD_NOT_RUN, program = kubectl, error = e)))?;
+    anyhow::ensure!(status.success(), "{}", m::KUBECTL_APPLY_FAILED.text());
     Ok(())
 }
 
@@ -297,10 +300,7 @@ async fn crds_installed(client: &kube::Client, track: &Track, stage: u8) -> anyh
             .await
             .map_err(|e| anyhow::anyhow!(room::said(&e)))?
         else {
-            anyhow::bail!(
-                "the CRD {name} is not installed in the cluster of your kubeconfig: run `make workshop-install` \
-                 (or use --test-server)"
-            );
+            anyhow::bail!("{}", t!(m::CRD_NOT_INSTALLED, name = name));
         };
         let digest = |crd: &CustomResourceDefinition| {
             crd.metadata
@@ -311,8 +311,8 @@ async fn crds_installed(client: &kube::Client, track: &Track, stage: u8) -> anyh
         };
         if digest(&installed) != digest(&crd) {
             tracing::warn!(
-                "the CRD {name} in the cluster is not the one {} generate now: run `make workshop-install` again",
-                track.name
+                "{}",
+                t!(m::CRD_OUTDATED, name = name, track = track.called())
             );
         }
     }

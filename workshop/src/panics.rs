@@ -44,7 +44,7 @@ pub fn install_hook(quiet: bool) {
     }));
 }
 
-/// "not yet implemented: … (at workshop/src/exercises/number.rs:80)". kube-runtime runs each
+/// "not yet implemented: … (at workshop/src/exercises/number.rs:<line>)". kube-runtime runs each
 /// reconcile in a task of its own and re-panics with that task's `JoinError`, whose text
 /// quotes the original message: the original panic (the one in your code) is the one named.
 pub fn describe(payload: &(dyn Any + Send)) -> String {
@@ -54,7 +54,48 @@ pub fn describe(payload: &(dyn Any + Send)) -> String {
         .iter()
         .find(|(message, _)| *message == outer || outer.contains(&format!("{message:?}")));
     match original {
-        Some((message, at)) => format!("{message} (at {at})"),
-        None => outer,
+        Some((message, at)) => crate::t!(
+            crate::messages::PANIC_AT,
+            message = in_words(message),
+            at = at
+        ),
+        None => in_words(&outer),
+    }
+}
+
+/// A `todo!("EXERCISE 1b: … in workshop/src/exercises/number.rs")` said in the tools'
+/// language (the exercises' own text is English); any other panic as it is.
+fn in_words(message: &str) -> String {
+    if crate::messages::lang() == crate::messages::Lang::En {
+        return message.to_string();
+    }
+    match todo_exercise(message) {
+        Some((exercise, file)) => crate::t!(
+            crate::messages::EXERCISE_TODO,
+            exercise = exercise,
+            file = file
+        ),
+        None => message.to_string(),
+    }
+}
+
+/// ("1b", "workshop/src/exercises/number.rs") from an exercise's `todo!` message.
+fn todo_exercise(message: &str) -> Option<(&str, &str)> {
+    let rest = message.strip_prefix("not yet implemented: EXERCISE ")?;
+    let (exercise, text) = rest.split_once(':')?;
+    let (_, file) = text.rsplit_once(" in ")?;
+    Some((exercise.trim(), file.trim()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_exercises_todo_names_its_exercise_and_file() {
+        let message = "not yet implemented: EXERCISE 2a: create or update the child Numbers, in workshop/src/exercises/tuple.rs";
+        assert_eq!(
+            super::todo_exercise(message),
+            Some(("2a", "workshop/src/exercises/tuple.rs"))
+        );
+        assert_eq!(super::todo_exercise("index out of bounds"), None);
     }
 }

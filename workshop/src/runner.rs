@@ -8,7 +8,9 @@ use futures::FutureExt;
 use tokio::task::JoinHandle;
 
 use crate::context::Context;
+use crate::messages as m;
 use crate::panics;
+use crate::t;
 use crate::track::{Kind, Track};
 
 /// The running controllers of one track.
@@ -60,20 +62,25 @@ impl Controllers {
             }
             let why = match (&mut task).now_or_never() {
                 Some(Err(e)) if e.is_panic() => panics::describe(e.into_panic().as_ref()),
-                _ => "it returned (the controller's stream ended)".to_string(),
+                _ => m::STREAM_ENDED.text(),
             };
             stopped.push((kind, why));
         }
         self.running = still;
         for (kind, why) in stopped {
             let others = if self.running.is_empty() {
-                ""
+                String::new()
             } else {
-                "; the other controllers keep running"
+                m::OTHERS_KEEP_RUNNING.text()
             };
             tracing::error!(
-                "the {} controller stopped: {why}{others}. Fix it, then run again",
-                kind.name()
+                "{}",
+                t!(
+                    m::CONTROLLER_STOPPED,
+                    kind = kind.name(),
+                    why = why,
+                    others = others
+                )
             );
             self.stopped.insert(kind, why);
         }

@@ -85,6 +85,15 @@ impl Track {
         }
     }
 
+    /// "your exercises" or "the reference solutions", in the tools' language.
+    pub fn called(&self) -> String {
+        if self.dir.ends_with("solutions") {
+            crate::messages::TRACK_SOLUTIONS.text()
+        } else {
+            crate::messages::TRACK_EXERCISES.text()
+        }
+    }
+
     /// `workshop/src/exercises/number.rs`.
     pub fn file(&self, kind: Kind) -> String {
         format!("{}/{}", self.dir, kind.file())

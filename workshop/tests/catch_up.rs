@@ -96,6 +96,7 @@ fn renamed(manifest: &[u8], name: &str) -> Vec<u8> {
 fn make(copy: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new("make");
     cmd.args(args)
+        .env("LC_ALL", "C.UTF-8")
         .current_dir(copy)
         .env("CARGO_TARGET_DIR", target_dir())
         .env_remove("RUST_LOG")

@@ -115,17 +115,18 @@ fn check(
     more: &[&str],
 ) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_math-workshop"));
-    cmd.args([
-        "check",
-        &stage.to_string(),
-        "--cluster",
-        "--solution",
-        "--participant",
-        participant,
-    ])
-    .args(more)
-    .env("KUBECONFIG", server.kubeconfig_path())
-    .env_remove("RUST_LOG");
+    cmd.env("LC_ALL", "C.UTF-8")
+        .args([
+            "check",
+            &stage.to_string(),
+            "--cluster",
+            "--solution",
+            "--participant",
+            participant,
+        ])
+        .args(more)
+        .env("KUBECONFIG", server.kubeconfig_path())
+        .env_remove("RUST_LOG");
     cmd
 }
 
@@ -305,6 +306,7 @@ async fn crds_that_others_use_are_not_replaced_unless_forced() {
 async fn no_cluster_and_a_cluster_that_is_gone_are_said_in_one_line() {
     let home = tempfile::tempdir().expect("a temporary directory");
     let none = Command::new(env!("CARGO_BIN_EXE_math-workshop"))
+        .env("LC_ALL", "C.UTF-8")
         .args(["check", "1", "--cluster"])
         .env_remove("KUBECONFIG")
         .env("HOME", home.path())
@@ -332,6 +334,7 @@ async fn no_cluster_and_a_cluster_that_is_gone_are_said_in_one_line() {
         .to_string();
     server.shutdown().await;
     let gone = Command::new(env!("CARGO_BIN_EXE_math-workshop"))
+        .env("LC_ALL", "C.UTF-8")
         .args(["run", "--stage", "1"])
         .env("KUBECONFIG", &kubeconfig)
         .env_remove("RUST_LOG")

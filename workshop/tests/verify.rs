@@ -13,7 +13,8 @@ struct Ran {
 
 fn check(stage: u8, solution: bool) -> Ran {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_math-workshop"));
-    cmd.args(["check", &stage.to_string()]);
+    cmd.args(["check", &stage.to_string()])
+        .env("LC_ALL", "C.UTF-8");
     if solution {
         // Generous: only a failing expectation waits this long.
         cmd.args(["--solution", "--timeout", "60"]);
@@ -163,6 +164,7 @@ fn the_install_hint_names_a_command_that_works_on_the_test_server() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let output = Command::new(env!("CARGO_BIN_EXE_math-workshop"))
+        .env("LC_ALL", "C.UTF-8")
         .args(["check", "1", "--solution", "--timeout", "3"])
         .env("KUBECTL", &fake)
         .output()
@@ -212,6 +214,7 @@ fn run_reports_a_todo_once_and_keeps_the_others_running() {
         return;
     }
     let mut child = Command::new(env!("CARGO_BIN_EXE_math-workshop"))
+        .env("LC_ALL", "C.UTF-8")
         .args(["run", "--stage", "2", "--test-server"])
         .env_remove("RUST_LOG")
         .env_remove("RUST_BACKTRACE")

@@ -84,9 +84,10 @@ impl Kubectl {
                 return Ran {
                     ok: false,
                     stdout: String::new(),
-                    stderr: format!(
-                        "could not run {}: {e} (is kubectl installed and on PATH?)",
-                        Self::program()
+                    stderr: crate::t!(
+                        crate::messages::COULD_NOT_RUN,
+                        program = Self::program(),
+                        error = e
                     ),
                 };
             }
@@ -104,7 +105,7 @@ impl Kubectl {
             Err(_) => Ran {
                 ok: false,
                 stdout: String::new(),
-                stderr: "kubectl did not answer within 60 s".into(),
+                stderr: crate::messages::KUBECTL_TIMEOUT.text(),
             },
         }
     }

@@ -15,7 +15,9 @@ use serde_json::Value;
 use test_apiserver::TestServer;
 
 use crate::context::Context;
+use crate::messages as m;
 use crate::runner::Controllers;
+use crate::t;
 use crate::track::{Kind, Track};
 use crate::{cluster, room};
 pub use kubectl::{Kubectl, Ran};
@@ -108,7 +110,7 @@ impl Outcome {
     }
     /// `N passed, M failed`.
     pub fn summary(&self) -> String {
-        format!("{} passed, {} failed", self.passed(), self.failed())
+        t!(m::SUMMARY, passed = self.passed(), failed = self.failed())
     }
     /// Whether some ✗ line contains `text` (its description or its hint).
     pub fn has_failure(&self, text: &str) -> bool {
@@ -129,8 +131,8 @@ pub fn repository() -> PathBuf {
 pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
     anyhow::ensure!(
         (1..=3).contains(&opts.stage),
-        "there are stages 1, 2 and 3, not {}",
-        opts.stage
+        "{}",
+        t!(m::NO_SUCH_STAGE, stage = opts.stage)
     );
     let server = match opts.target {
         Target::TestServer => Some(TestServer::start().await?),
@@ -139,11 +141,9 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
     let client = match &server {
         Some(server) => server.client(),
         None => {
-            cluster::connect(
-                "or leave out CLUSTER=1 (the check then brings a test API server of its own)",
-            )
-            .await?
-            .client
+            cluster::connect(&m::CHECK_WITHOUT_CLUSTER.text())
+                .await?
+                .client
         }
     };
     let kubeconfig = server.as_ref().map(TestServer::kubeconfig_path);
@@ -167,18 +167,23 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
     let kind = Kind::ALL[usize::from(opts.stage - 1)];
     if opts.print {
         let on = match opts.target {
-            Target::TestServer => "the test API server".to_string(),
-            Target::Cluster => format!(
-                "the current cluster, namespace {} (participant {})",
-                opts.namespace, opts.participant
+            Target::TestServer => m::ON_TEST_SERVER.text(),
+            Target::Cluster => t!(
+                m::ON_CLUSTER,
+                namespace = opts.namespace,
+                participant = opts.participant
             ),
         };
         println!(
-            "Stage {}: {} — {}, {}, on {on}",
-            opts.stage,
-            kind.name(),
-            track.name,
-            track.file(kind)
+            "{}",
+            t!(
+                m::STAGE_HEADER,
+                stage = opts.stage,
+                kind = kind.name(),
+                track = track.called(),
+                file = track.file(kind),
+                on = on
+            )
         );
     }
     let claimed = session.install().await;
@@ -244,7 +249,7 @@ impl Session {
                 let mut hint = hint.into();
                 for kind in kinds {
                     if let Some(error) = self.ctx.last_error(kind.name()) {
-                        hint.push_str(&format!(" (last {} reconcile error: {error})", kind.name()));
+                        hint.push_str(&t!(m::LAST_ERROR, kind = kind.name(), error = error));
                     }
                 }
                 hint
@@ -277,10 +282,11 @@ impl Session {
         let controllers = self.controllers.as_mut()?;
         kinds.iter().find_map(|kind| {
             controllers.stopped(*kind).map(|why| {
-                format!(
-                    "the {} controller panicked: {why}; fill in the exercise in {}, then run the check again",
-                    kind.name(),
-                    self.track.file(*kind)
+                t!(
+                    m::CONTROLLER_PANICKED,
+                    kind = kind.name(),
+                    why = why,
+                    file = self.track.file(*kind)
                 )
             })
         })
@@ -317,7 +323,7 @@ impl Session {
 
     /// "after 10 s", for messages.
     fn after(&self) -> String {
-        format!("after {} s", self.opts.timeout.as_secs())
+        t!(m::AFTER, seconds = self.opts.timeout.as_secs())
     }
 
     /// `kubectl ARGS`, recorded as a ✓ when it succeeds, a ✗ (with its error) when not.
@@ -328,7 +334,11 @@ impl Session {
             self.pass(shown);
         } else {
             let said = self.kubectl.said(&ran);
-            self.fail(kinds, format!("{shown} failed: {said}"), hint.to_string());
+            self.fail(
+                kinds,
+                t!(m::COMMAND_FAILED, command = shown, said = said),
+                hint.to_string(),
+            );
         }
         ran.ok
     }
@@ -340,7 +350,7 @@ impl Session {
         let ns = self.opts.namespace.clone();
         let client = self.reader.client.clone();
         if let Err(why) = room::claim_namespace(&client, &ns, &self.opts.participant).await {
-            self.fail(&[], format!("create the check's namespace {ns}"), why);
+            self.fail(&[], t!(m::CREATE_CHECK_NAMESPACE, namespace = ns), why);
             return false;
         }
         let crds = crate::crds::generate(&self.track);
@@ -350,7 +360,7 @@ impl Session {
         let install = match room::may_install(&client, &crds, &ns, self.opts.force).await {
             Ok(install) => install,
             Err(why) => {
-                self.fail(&[], "install the CRDs generated from your types", why);
+                self.fail(&[], m::INSTALL_CRDS.text(), why);
                 return false;
             }
         };
@@ -370,7 +380,7 @@ impl Session {
             match serde_yaml::to_string(crd) {
                 Ok(text) => yaml.push_str(&format!("---\n{text}")),
                 Err(e) => {
-                    self.fail(&[], "generate the CRDs from your types", e.to_string());
+                    self.fail(&[], m::GENERATE_CRDS.text(), e.to_string());
                     return false;
                 }
             }
@@ -387,8 +397,8 @@ impl Session {
         if let Some(ran) = ran.as_ref().filter(|ran| !ran.ok) {
             self.fail(
                 &[],
-                format!("kubectl apply of the CRDs generated from your types failed: {}", ran.said()),
-                "is the cluster reachable (kubectl get namespaces)? Does the CRD generate (cargo run -p math-workshop -- crds)?",
+                t!(m::CRD_APPLY_FAILED, said = ran.said()),
+                m::CRD_APPLY_HINT.text(),
             );
             return false;
         }
@@ -404,23 +414,14 @@ impl Session {
             ])
             .await;
         if !established.ok {
-            self.fail(
-                &[],
-                "install the CRDs generated from your types",
-                established.said(),
-            );
+            self.fail(&[], m::INSTALL_CRDS.text(), established.said());
             return false;
         }
+        let track = self.track.called();
         self.pass(if ran.is_some() {
-            format!(
-                "installed the CRDs generated from {} (kubectl apply), namespace {ns}",
-                self.track.name
-            )
+            t!(m::CRDS_INSTALLED, track = track, namespace = ns)
         } else {
-            format!(
-                "the CRDs generated from {} are installed already, namespace {ns}",
-                self.track.name
-            )
+            t!(m::CRDS_ALREADY, track = track, namespace = ns)
         });
         true
     }

@@ -4,7 +4,12 @@
 //! `math-workshop` crate on purpose: a participant who is stuck often has code that does not
 //! build, and these are the tools they need then.
 
+// The learner track's one message catalogue, shared with the math-workshop crate.
+#[allow(dead_code)]
+#[path = "../../src/messages.rs"]
+mod messages;
 mod skip;
+mod snippets;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -25,6 +30,10 @@ pub const STAGES: [(&str, &str); 3] = [
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// The language of the messages, en or ja (default: ja when LC_ALL, LC_MESSAGES or LANG
+    /// starts with ja).
+    #[arg(long, global = true, value_parser = ["en", "ja"])]
+    lang: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -45,17 +54,22 @@ enum Command {
         timeout: Option<u64>,
     },
     /// Catch up: put the reference solution of stage N in workshop/src/exercises/ (yours is
-    /// kept beside it as <file>.mine), to go on with stage N+1 in your own code.
+    /// kept beside it as <file>.rs.mine), to go on with stage N+1 in your own code.
     Skip {
         /// The stage to take the reference solution of (1 Number, 2 Tuple, 3 Fermat).
         #[arg(value_parser = clap::value_parser!(u8).range(1..=3))]
         stage: u8,
     },
+    /// For the project: write workshop/tests/snippets/generated.rs from the guides' and cheat
+    /// sheets' ```rust blocks (make workshop-snippets), which a test compiles.
+    Snippets,
 }
 
 fn main() -> ExitCode {
     let repository = repository();
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    messages::choose(cli.lang.as_deref());
+    match cli.command {
         Command::Watch {
             stage,
             cluster,
@@ -67,6 +81,7 @@ fn main() -> ExitCode {
                 cluster,
                 participant,
                 timeout,
+                lang: cli.lang.clone(),
             },
             &repository,
         ),
@@ -76,11 +91,44 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln!("{}", t!(messages::ERROR, message = e));
+                ExitCode::FAILURE
+            }
+        },
+        Command::Snippets => match write_snippets(&repository) {
+            Ok(path) => {
+                println!("wrote {path}");
+                ExitCode::SUCCESS
+            }
+            Err(errors) => {
+                for error in errors {
+                    eprintln!("error: {error}");
+                }
                 ExitCode::FAILURE
             }
         },
     }
+}
+
+/// Extracts every marked Rust block of the guides and writes the file that compiles them.
+fn write_snippets(repository: &Path) -> Result<&'static str, Vec<String>> {
+    let mut all = Vec::new();
+    let mut errors = Vec::new();
+    for file in snippets::FILES {
+        let markdown = std::fs::read_to_string(repository.join(file))
+            .map_err(|e| vec![format!("{file}: {e}")])?;
+        match snippets::extract(file, &markdown) {
+            Ok(found) => all.extend(found),
+            Err(wrong) => errors.extend(wrong),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let path = repository.join(snippets::GENERATED);
+    std::fs::write(&path, snippets::render(&all))
+        .map_err(|e| vec![format!("{}: {e}", snippets::GENERATED)])?;
+    Ok(snippets::GENERATED)
 }
 
 /// The repository these tools were built from (they live in `workshop/tools/`).

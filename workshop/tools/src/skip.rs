@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::STAGES;
+use crate::messages as m;
+use crate::t;
 
 /// Puts `workshop/src/solutions/<kind>.rs` of `stage` in place of
 /// `workshop/src/exercises/<kind>.rs` under `repository`, keeping the learner's file as
@@ -13,7 +15,8 @@ use crate::STAGES;
 pub fn skip(repository: &Path, stage: u8) -> anyhow::Result<String> {
     anyhow::ensure!(
         (1..=3).contains(&stage),
-        "there are stages 1, 2 and 3, not {stage}"
+        "{}",
+        t!(m::NO_SUCH_STAGE, stage = stage)
     );
     let (kind, file) = STAGES[usize::from(stage - 1)];
     let exercises = repository.join("workshop/src/exercises");
@@ -25,54 +28,68 @@ pub fn skip(repository: &Path, stage: u8) -> anyhow::Result<String> {
     };
     let mine = exercises.join(file);
     let solution = repository.join("workshop/src/solutions").join(file);
-    let reference = std::fs::read_to_string(&solution)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", relative(&solution)))?;
-    let yours = std::fs::read_to_string(&mine)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", relative(&mine)))?;
+    let reference = std::fs::read_to_string(&solution).map_err(|e| {
+        anyhow::anyhow!(
+            "{}",
+            t!(m::SKIP_CANNOT_READ, path = relative(&solution), error = e)
+        )
+    })?;
+    let yours = std::fs::read_to_string(&mine).map_err(|e| {
+        anyhow::anyhow!(
+            "{}",
+            t!(m::SKIP_CANNOT_READ, path = relative(&mine), error = e)
+        )
+    })?;
     let mut said = String::new();
     if yours == reference {
-        said.push_str(&format!(
-            "Stage {stage} ({kind}): {} is the reference solution already.\n",
-            relative(&mine)
+        said.push_str(&t!(
+            m::SKIP_ALREADY,
+            stage = stage,
+            kind = kind,
+            path = relative(&mine)
         ));
     } else {
         let kept = free_name(&mine);
-        std::fs::write(&kept, &yours)
-            .map_err(|e| anyhow::anyhow!("cannot keep your file as {}: {e}", relative(&kept)))?;
-        std::fs::write(&mine, &reference)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", relative(&mine)))?;
-        said.push_str(&format!(
-            "Stage {stage} ({kind}): {} is now the reference solution.\n\
-             Yours is kept beside it as {} (to take it back: mv {} {}).\n",
-            relative(&mine),
-            relative(&kept),
-            relative(&kept),
-            relative(&mine),
+        std::fs::write(&kept, &yours).map_err(|e| {
+            anyhow::anyhow!(
+                "{}",
+                t!(m::SKIP_CANNOT_KEEP, path = relative(&kept), error = e)
+            )
+        })?;
+        std::fs::write(&mine, &reference).map_err(|e| {
+            anyhow::anyhow!(
+                "{}",
+                t!(m::SKIP_CANNOT_WRITE, path = relative(&mine), error = e)
+            )
+        })?;
+        said.push_str(&t!(
+            m::SKIP_DONE,
+            stage = stage,
+            kind = kind,
+            path = relative(&mine),
+            kept = relative(&kept)
         ));
     }
     for (earlier, (kind, file)) in (1..stage).zip(STAGES) {
         let path = exercises.join(file);
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         if !done(earlier, &text) {
-            said.push_str(&format!(
-                "Note: {} still has an exercise to fill in, and the checks of stage {stage} and later run your \
-                 {kind} controller too: `make workshop-skip STAGE={earlier}` takes the reference for it as well.\n",
-                relative(&path),
+            said.push_str(&t!(
+                m::SKIP_EARLIER,
+                path = relative(&path),
+                stage = stage,
+                kind = kind,
+                earlier = earlier
             ));
         }
     }
     match STAGES.get(usize::from(stage)) {
-        Some((_, next)) => said.push_str(&format!(
-            "Go on with stage {} in {}: make workshop-check STAGE={} (or make workshop-watch STAGE={}).\n",
-            stage + 1,
-            relative(&exercises.join(next)),
-            stage + 1,
-            stage + 1
+        Some((_, next)) => said.push_str(&t!(
+            m::SKIP_NEXT,
+            next = stage + 1,
+            path = relative(&exercises.join(next))
         )),
-        None => said.push_str(
-            "That was the last stage: make workshop-check STAGE=3 shows it passing; the guide goes on with \
-             the mathematics.\n",
-        ),
+        None => said.push_str(&m::SKIP_LAST.text()),
     }
     Ok(said)
 }

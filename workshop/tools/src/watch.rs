@@ -16,6 +16,8 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::Value;
 
 use crate::STAGES;
+use crate::messages as m;
+use crate::t;
 
 /// How to watch.
 #[derive(Debug, Clone)]
@@ -28,6 +30,8 @@ pub struct Options {
     pub participant: Option<String>,
     /// Seconds each expectation of a check may take.
     pub timeout: Option<u64>,
+    /// `--lang`, passed on to the check.
+    pub lang: Option<String>,
 }
 
 /// Compile errors shown per round; the rest are counted.
@@ -37,10 +41,8 @@ const SHOWN: usize = 8;
 pub fn watch(opts: &Options, repository: &Path) -> ExitCode {
     let exercises = repository.join("workshop/src/exercises");
     if !exercises.is_dir() {
-        eprintln!(
-            "error: {} is not there: run this from the repository (make workshop-watch)",
-            exercises.display()
-        );
+        let message = t!(m::NOT_THERE, path = exercises.display());
+        eprintln!("{}", t!(m::ERROR, message = message));
         return ExitCode::FAILURE;
     }
     // Enter asks for a round without a save (the cluster changed, a flaky moment).
@@ -61,17 +63,13 @@ pub fn watch(opts: &Options, repository: &Path) -> ExitCode {
             stage += 1;
             let (kind, file) = STAGES[usize::from(stage - 1)];
             println!(
-                "Next: stage {stage} ({kind}, workshop/src/exercises/{file}), in the guide's \"Stage {stage}\". \
-                 The watch checks stage {stage} from now on: save an exercise file, or press Enter."
+                "{}",
+                t!(m::WATCH_NEXT, stage = stage, kind = kind, file = file)
             );
         } else if passed {
-            println!(
-                "That was the last stage. The guide goes on with the mathematics; Ctrl-C stops the watch."
-            );
+            println!("{}", m::WATCH_LAST.text());
         } else {
-            println!(
-                "Watching workshop/src/exercises/: save to check again, Enter to check now, Ctrl-C to stop."
-            );
+            println!("{}", m::WATCH_WAITING.text());
         }
         let _ = std::io::stdout().flush();
         // Wait for a save (or Enter); then for the editor to finish writing.
@@ -97,33 +95,37 @@ fn round(cli: &Options, repository: &Path, stage: u8, since: Instant) -> bool {
         print!("\x1b[2J\x1b[H");
     }
     let (kind, file) = STAGES[usize::from(stage - 1)];
-    println!("━━ workshop-watch: stage {stage} ({kind}), workshop/src/exercises/{file} ━━");
-    println!("building (cargo build -p math-workshop) …");
+    println!(
+        "{}",
+        t!(m::WATCH_HEADER, stage = stage, kind = kind, file = file)
+    );
+    println!("{}", m::WATCH_BUILDING.text());
     let _ = std::io::stdout().flush();
     let build_started = Instant::now();
     let built = match build(repository) {
         Ok(built) => built,
         Err(e) => {
-            println!("✗ cannot run cargo: {e}");
+            println!("{}", t!(m::WATCH_NO_CARGO, error = e));
             return false;
         }
     };
     let build_time = build_started.elapsed();
     let Some(executable) = built.executable.filter(|_| built.errors.is_empty()) else {
         let count = built.errors.len();
-        println!(
-            "✗ does not compile ({count} error{}, {:.1} s):",
-            if count == 1 { "" } else { "s" },
-            build_time.as_secs_f64()
-        );
+        let seconds = format!("{:.1}", build_time.as_secs_f64());
+        if count == 1 {
+            println!("{}", t!(m::WATCH_NO_COMPILE_ONE, seconds = seconds));
+        } else {
+            println!(
+                "{}",
+                t!(m::WATCH_NO_COMPILE, count = count, seconds = seconds)
+            );
+        }
         for error in built.errors.iter().take(SHOWN) {
             println!("  {error}");
         }
         if count > SHOWN {
-            println!(
-                "  … and {} more (cargo build -p math-workshop shows them all, in full)",
-                count - SHOWN
-            );
+            println!("{}", t!(m::WATCH_MORE_ERRORS, count = count - SHOWN));
         }
         if count == 0 {
             // No diagnostic: cargo itself failed (a lock file, the network, …).
@@ -136,7 +138,7 @@ fn round(cli: &Options, repository: &Path, stage: u8, since: Instant) -> bool {
                 println!("  {line}");
             }
         }
-        println!("Fix it and save: the watch builds again.");
+        println!("{}", m::WATCH_FIX_IT.text());
         return false;
     };
     // What a save costs is what it recompiles: normally the workshop crate alone.
@@ -147,11 +149,18 @@ fn round(cli: &Options, repository: &Path, stage: u8, since: Instant) -> bool {
         .filter_map(|rest| rest.split_whitespace().next())
         .collect();
     let recompiled = if compiled.is_empty() {
-        "nothing to recompile".to_string()
+        m::WATCH_NOTHING_RECOMPILED.text()
     } else {
-        format!("recompiled: {}", compiled.join(", "))
+        t!(m::WATCH_RECOMPILED, crates = compiled.join(", "))
     };
-    println!("built in {:.1} s ({recompiled})", build_time.as_secs_f64());
+    println!(
+        "{}",
+        t!(
+            m::WATCH_BUILT,
+            seconds = format!("{:.1}", build_time.as_secs_f64()),
+            recompiled = recompiled
+        )
+    );
     for warning in built.warnings.iter().take(3) {
         println!("  {warning}");
     }
@@ -162,6 +171,9 @@ fn round(cli: &Options, repository: &Path, stage: u8, since: Instant) -> bool {
         .arg("check")
         .arg(stage.to_string())
         .current_dir(repository);
+    if let Some(lang) = &cli.lang {
+        check.args(["--lang", lang]);
+    }
     if cli.cluster {
         check.arg("--cluster");
     }
@@ -174,16 +186,31 @@ fn round(cli: &Options, repository: &Path, stage: u8, since: Instant) -> bool {
     let passed = match check.status() {
         Ok(status) => status.success(),
         Err(e) => {
-            println!("✗ cannot run {}: {e}", executable.display());
+            println!(
+                "{}",
+                t!(
+                    m::WATCH_CANNOT_RUN,
+                    program = executable.display(),
+                    error = e
+                )
+            );
             false
         }
     };
+    let verdict = if passed {
+        m::WATCH_PASSED
+    } else {
+        m::WATCH_NOT_YET
+    };
     println!(
-        "{} stage {stage} in {:.1} s after the save (build {:.1} s, check {:.1} s)",
-        if passed { "✓ passed" } else { "✗ not yet:" },
-        since.elapsed().as_secs_f64(),
-        build_time.as_secs_f64(),
-        check_started.elapsed().as_secs_f64()
+        "{}",
+        t!(
+            verdict,
+            stage = stage,
+            total = format!("{:.1}", since.elapsed().as_secs_f64()),
+            build = format!("{:.1}", build_time.as_secs_f64()),
+            check = format!("{:.1}", check_started.elapsed().as_secs_f64())
+        )
     );
     passed
 }

@@ -4,6 +4,8 @@ use serde_json::{Value, json};
 
 use super::{FERMAT, Seen, children, exist, foreground, generation_matches, gone, heal};
 use crate::check::Session;
+use crate::messages as m;
+use crate::t;
 use crate::track::Kind;
 
 /// Stage 3: a Fermat owns its Tuples, heals them, follows a new number, reports what it found.
@@ -13,7 +15,7 @@ pub(crate) async fn fermat(s: &mut Session) {
         s.kubectl(
             FERMAT,
             &["apply", "-f", &format!("samples/{sample}")],
-            "is the Fermat CRD installed?",
+            &m::FERMAT_CRD_HINT.text(),
         )
         .await;
     }
@@ -27,14 +29,8 @@ pub(crate) async fn fermat(s: &mut Session) {
             })
             .collect()
     };
-    let create_hint = format!(
-        "create one Tuple [a, n-a] per a in 1..=n/2, named <fermat>-<a>-and-<n-a>, with Api::patch and \
-         Patch::Apply (EXERCISE 3a in {file})"
-    );
-    let owner_hint = format!(
-        "set tuple.metadata.owner_references to the Fermat's controller_owner_ref(&()), with block_owner_deletion: \
-         Some(true) (EXERCISE 3a in {file})"
-    );
+    let create_hint = t!(m::FERMAT_CREATE_HINT, file = file);
+    let owner_hint = t!(m::FERMAT_OWNER_HINT, file = file);
     children(
         s,
         FERMAT,
@@ -45,17 +41,11 @@ pub(crate) async fn fermat(s: &mut Session) {
         &owner_hint,
     )
     .await;
-    let status_hint = format!(
-        "once every child Tuple's status describes its current spec, write FermatStatus with patch_status \
-         (EXERCISE 3c in {file}); are you woken when a Tuple changes (.owns, EXERCISE 3d)? Do the Tuples get \
-         allSquares (stage 2)?"
-    );
+    let status_hint = t!(m::FERMAT_STATUS_HINT, file = file);
     fermat_status(s, "fermat-sample", 5, &status_hint).await;
     fermat_status(s, "fermat-19", 19, &status_hint).await;
 
-    let owns_hint = format!(
-        "add .owns(ctx.watched::<Tuple>(), watcher::Config::default()) to the Fermat's Controller (EXERCISE 3d in {file})"
-    );
+    let owns_hint = t!(m::FERMAT_OWNS_HINT, file = file);
     heal(s, FERMAT, "Tuple", "fermat-sample-2-and-3", &owns_hint).await;
 
     let change = [
@@ -70,7 +60,7 @@ pub(crate) async fn fermat(s: &mut Session) {
     if exist(
         s,
         FERMAT,
-        "change fermat-sample to 13",
+        &m::STEP_CHANGE_FERMAT.text(),
         "Tuple",
         &extras,
         &create_hint,
@@ -78,9 +68,7 @@ pub(crate) async fn fermat(s: &mut Session) {
     .await
         && s.kubectl(FERMAT, &change, "").await
     {
-        let hint = format!(
-            "delete the Tuples the Fermat owns that its spec no longer asks for (EXERCISE 3b in {file})"
-        );
+        let hint = t!(m::FERMAT_EXTRAS_HINT, file = file);
         children(
             s,
             FERMAT,
@@ -94,7 +82,7 @@ pub(crate) async fn fermat(s: &mut Session) {
         gone(
             s,
             FERMAT,
-            "after changing fermat-sample to 13",
+            &m::WHEN_FERMAT_CHANGED.text(),
             "Tuple",
             &extras,
             &hint,
@@ -111,7 +99,7 @@ pub(crate) async fn fermat(s: &mut Session) {
     if exist(
         s,
         FERMAT,
-        "delete Fermat fermat-19",
+        &m::STEP_DELETE_FERMAT.text(),
         "Tuple",
         &doomed,
         &create_hint,
@@ -128,36 +116,14 @@ pub(crate) async fn fermat(s: &mut Session) {
             .iter()
             .flat_map(|t| [format!("{t}-0"), format!("{t}-1")])
             .collect();
-        let hint = format!(
-            "the garbage collector deletes a Tuple whose controller ownerReference names the deleted Fermat's uid \
-             (EXERCISE 3a in {file}), then the Tuple's Numbers the same way (stage 2)"
-        );
+        let hint = t!(m::FERMAT_GC_HINT, file = file);
+        let when = m::WHEN_FERMAT_DELETED.text();
         let tuples: Vec<&str> = tuples.iter().map(String::as_str).collect();
-        gone(
-            s,
-            FERMAT,
-            "after deleting Fermat fermat-19 (garbage collection)",
-            "Tuple",
-            &tuples,
-            &hint,
-        )
-        .await;
+        gone(s, FERMAT, &when, "Tuple", &tuples, &hint).await;
         let numbers: Vec<&str> = numbers.iter().map(String::as_str).collect();
-        gone(
-            s,
-            FERMAT,
-            "after deleting Fermat fermat-19 (garbage collection)",
-            "Number",
-            &numbers,
-            &hint,
-        )
-        .await;
+        gone(s, FERMAT, &when, "Number", &numbers, &hint).await;
     }
-    let hint = format!(
-        "a Fermat being deleted has a metadata.deletionTimestamp, and the given reconcile returns at once for it \
-         (`if fermat.metadata.deletion_timestamp.is_some()` in {file}): applying its Tuples again re-creates \
-         each one the garbage collector deletes"
-    );
+    let hint = t!(m::FERMAT_FOREGROUND_HINT, file = file);
     foreground(
         s,
         FERMAT,
@@ -184,8 +150,8 @@ async fn fermat_status(s: &mut Session, name: &str, n: i64, hint: &str) {
     if r.get("Fermat", name).await.is_none() {
         return s.fail(
             FERMAT,
-            format!("Fermat {name} does not exist"),
-            "its kubectl apply failed above",
+            t!(m::NOT_EXIST, kind = "Fermat", name = name),
+            m::APPLY_FAILED_ABOVE.text(),
         );
     }
     let seen = s
@@ -193,7 +159,7 @@ async fn fermat_status(s: &mut Session, name: &str, n: i64, hint: &str) {
             let fermat = r
                 .get("Fermat", name)
                 .await
-                .ok_or_else(|| Seen::Missing(format!("Fermat {name} does not exist")))?;
+                .ok_or_else(|| Seen::Missing(t!(m::NOT_EXIST, kind = "Fermat", name = name)))?;
             let status = &fermat["status"];
             if status["twoSquaresFound"].is_null() {
                 return Err(Seen::NoStatus);
@@ -205,9 +171,10 @@ async fn fermat_status(s: &mut Session, name: &str, n: i64, hint: &str) {
                 "oneModFour": status["oneModFour"],
             });
             if got != want || !generation_matches(&fermat) {
-                return Err(Seen::Wrong(format!(
-                    "its status says {got} for observedGeneration {}",
-                    status["observedGeneration"]
+                return Err(Seen::Wrong(t!(
+                    m::FERMAT_SAYS,
+                    got = got,
+                    observed = status["observedGeneration"]
                 )));
             }
             Ok(())
@@ -216,12 +183,22 @@ async fn fermat_status(s: &mut Session, name: &str, n: i64, hint: &str) {
     let after = s.after();
     match seen {
         Ok(()) => s.pass(format!("Fermat {name} ({n}): {want}")),
-        Err(Seen::Missing(what)) => s.fail(FERMAT, what, "its kubectl apply failed above"),
-        Err(Seen::NoStatus) => s.fail(FERMAT, format!("Fermat {name} ({n}) has no status.twoSquaresFound {after}"), hint),
+        Err(Seen::Missing(what)) => s.fail(FERMAT, what, m::APPLY_FAILED_ABOVE.text()),
+        Err(Seen::NoStatus) => s.fail(
+            FERMAT,
+            t!(m::FERMAT_NO_STATUS, name = name, n = n, after = after),
+            hint,
+        ),
         Err(Seen::Wrong(what)) => s.fail(
             FERMAT,
-            format!("Fermat {name} ({n}): {what} {after}, expected {want} for generation of the current spec"),
-            format!("decompositions lists x²+y² for each child Tuple [x², y²] with allSquares, smallest first; {hint}"),
+            t!(
+                m::SEEN_EXPECTED,
+                subject = format!("Fermat {name} ({n})"),
+                what = what,
+                after = after,
+                expected = t!(m::FERMAT_EXPECTED, want = want)
+            ),
+            t!(m::FERMAT_WRONG_HINT, hint = hint),
         ),
     }
 }

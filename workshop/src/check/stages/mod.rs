@@ -17,6 +17,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Session;
+use crate::messages as m;
+use crate::t;
 use crate::track::Kind;
 
 pub(super) const NUMBER: &[Kind] = &[Kind::Number];
@@ -66,26 +68,30 @@ pub(super) async fn children(
                 match r.get(child_kind, name).await {
                     None => missing.push(name.clone()),
                     Some(child) if &child["spec"] != spec => {
-                        wrong.push(format!("{name} has spec {}", child["spec"]))
+                        wrong.push(t!(m::HAS_SPEC, name = name, spec = child["spec"]))
                     }
                     Some(child) => found.push(child),
                 }
             }
             match (missing.is_empty(), wrong.is_empty()) {
                 (true, true) => Ok(found),
-                (false, _) => Err(Seen::Missing(format!("missing: {}", missing.join(", ")))),
+                (false, _) => Err(Seen::Missing(t!(m::MISSING, names = missing.join(", ")))),
                 (true, false) => Err(Seen::Wrong(wrong.join("; "))),
             }
         })
         .await;
     let names = match want {
-        [] => "none".to_string(),
+        [] => m::NONE.text(),
         [only] => only.0.clone(),
         [first, .., last] => format!("{} … {}", first.0, last.0),
     };
-    let subject = format!(
-        "{parent_kind} {parent} has its {} {child_kind}s ({names}) with the desired specs",
-        want.len()
+    let subject = t!(
+        m::CHILDREN,
+        parent_kind = parent_kind,
+        parent = parent,
+        count = want.len(),
+        child_kind = child_kind,
+        names = names
     );
     let after = s.after();
     let found = match seen {
@@ -94,7 +100,11 @@ pub(super) async fn children(
             found
         }
         Err(Seen::Missing(what) | Seen::Wrong(what)) => {
-            s.fail(kinds, format!("{subject}: {what} {after}"), create_hint);
+            s.fail(
+                kinds,
+                t!(m::SEEN, subject = subject, what = what, after = after),
+                create_hint,
+            );
             return;
         }
         Err(Seen::NoStatus) => return,
@@ -122,26 +132,28 @@ pub(super) async fn children(
         .map(name)
         .collect();
     let hint = if strays.is_empty() {
-        format!(
-            "{}: the ownerReference lacks blockOwnerDeletion: true, which kubectl delete --cascade=foreground waits \
-             for; {owner_hint}",
-            unblocking.join(", ")
+        t!(
+            m::NO_BLOCK_OWNER_DELETION,
+            names = unblocking.join(", "),
+            hint = owner_hint
+        )
+    } else if strays.len() == 1 {
+        t!(
+            m::HAS_NO_OWNER,
+            names = strays.join(", "),
+            hint = owner_hint
         )
     } else {
-        format!(
-            "{} {}: {owner_hint}",
-            strays.join(", "),
-            if strays.len() == 1 {
-                "has none"
-            } else {
-                "have none"
-            }
+        t!(
+            m::HAVE_NO_OWNER,
+            names = strays.join(", "),
+            hint = owner_hint
         )
     };
     s.verdict(
         strays.is_empty() && unblocking.is_empty(),
         kinds,
-        format!("each of them has a controller ownerReference to {parent_kind} {parent}"),
+        t!(m::OWNED, parent_kind = parent_kind, parent = parent),
         hint,
     );
 }
@@ -150,11 +162,7 @@ pub(super) async fn children(
 pub(super) async fn heal(s: &mut Session, kinds: &[Kind], kind: &str, name: &str, hint: &str) {
     let r = s.reader.clone();
     let Some(before) = r.get(kind, name).await else {
-        return s.fail(
-            kinds,
-            format!("cannot delete {kind} {name} to see it come back: it never appeared"),
-            hint,
-        );
+        return s.fail(kinds, t!(m::CANNOT_HEAL, kind = kind, name = name), hint);
     };
     let lower = kind.to_lowercase();
     if !s.kubectl(kinds, &["delete", &lower, name], "").await {
@@ -168,7 +176,7 @@ pub(super) async fn heal(s: &mut Session, kinds: &[Kind], kind: &str, name: &str
             _ => Err(()),
         })
         .await;
-    let text = format!("{kind} {name} comes back after kubectl delete");
+    let text = t!(m::COMES_BACK, kind = kind, name = name);
     let after = s.after();
     match back {
         Ok(()) => s.pass(text),
@@ -177,7 +185,7 @@ pub(super) async fn heal(s: &mut Session, kinds: &[Kind], kind: &str, name: &str
                 .insert((kind.to_string(), name.to_string()), hint.to_string());
             s.fail(
                 kinds,
-                format!("{kind} {name} did not come back {after}"),
+                t!(m::NOT_BACK, kind = kind, name = name, after = after),
                 hint,
             )
         }
@@ -198,14 +206,18 @@ pub(super) async fn converge(
     let seen = s
         .wait(kinds, async || match r.get(kind, name).await {
             Some(now) if now["spec"] == spec => Ok(()),
-            Some(now) => Err(format!("its spec is still {}", now["spec"])),
-            None => Err("it does not exist".to_string()),
+            Some(now) => Err(t!(m::SPEC_STILL, spec = now["spec"])),
+            None => Err(m::DOES_NOT_EXIST.text()),
         })
         .await;
     let after = s.after();
     match seen {
         Ok(()) => s.pass(text),
-        Err(what) => s.fail(kinds, format!("{text}: {what} {after}"), hint),
+        Err(what) => s.fail(
+            kinds,
+            t!(m::SEEN, subject = text, what = what, after = after),
+            hint,
+        ),
     }
 }
 
@@ -234,7 +246,12 @@ pub(super) async fn exist(
     if !never.is_empty() {
         s.fail(
             kinds,
-            format!("cannot {step}: {kind}s {} never appeared", never.join(", ")),
+            t!(
+                m::NEVER_APPEARED,
+                step = step,
+                kind = kind,
+                names = never.join(", ")
+            ),
             hint,
         );
     }
@@ -244,9 +261,11 @@ pub(super) async fn exist(
         let names: Vec<&str> = not_back.iter().map(|(name, _)| *name).collect();
         s.fail(
             kinds,
-            format!(
-                "cannot {step}: {kind}s {} did not come back after the kubectl delete above",
-                names.join(", ")
+            t!(
+                m::DID_NOT_COME_BACK,
+                step = step,
+                kind = kind,
+                names = names.join(", ")
             ),
             heal_hint.clone(),
         );
@@ -281,13 +300,19 @@ pub(super) async fn gone(
             }
         })
         .await;
-    let text = format!("{when}: {} {kind}s are gone", names.len());
+    let text = t!(m::ARE_GONE, when = when, count = names.len(), kind = kind);
     let after = s.after();
     match seen {
         Ok(()) => s.pass(text),
         Err(present) => s.fail(
             kinds,
-            format!("{when}: {kind}s {} still exist {after}", present.join(", ")),
+            t!(
+                m::STILL_EXIST,
+                when = when,
+                kind = kind,
+                names = present.join(", "),
+                after = after
+            ),
             hint,
         ),
     }
@@ -328,14 +353,24 @@ pub(super) async fn foreground(
     let Some(before) = r.get(parent_kind, parent).await else {
         return s.fail(
             kinds,
-            format!("cannot delete {parent_kind} {parent} in the foreground: it does not exist"),
-            "its kubectl apply failed above",
+            t!(
+                m::FOREGROUND_NO_PARENT,
+                parent_kind = parent_kind,
+                parent = parent
+            ),
+            m::APPLY_FAILED_ABOVE.text(),
         );
     };
     if r.get(child_kind, held).await.is_none() {
         return s.fail(
             kinds,
-            format!("cannot delete {parent_kind} {parent} in the foreground: its {child_kind} {held} never appeared"),
+            t!(
+                m::FOREGROUND_NO_CHILD,
+                parent_kind = parent_kind,
+                parent = parent,
+                child_kind = child_kind,
+                held = held
+            ),
             hint,
         );
     }
@@ -426,17 +461,23 @@ pub(super) async fn foreground(
     if !ready {
         return s.fail(
             kinds,
-            format!(
-                "cannot watch the {child_kind}s to delete {parent_kind} {parent} in the foreground"
+            t!(
+                m::FOREGROUND_NO_WATCH,
+                child_kind = child_kind,
+                parent_kind = parent_kind,
+                parent = parent
             ),
-            "is the cluster reachable (kubectl get namespaces)?",
+            m::REACHABLE.text(),
         );
     }
     if !deleted {
         return;
     }
-    let subject = format!(
-        "while {parent_kind} {parent} waited for its {child_kind}s (foreground deletion), none was re-created"
+    let subject = t!(
+        m::FOREGROUND_NONE_RECREATED,
+        parent_kind = parent_kind,
+        parent = parent,
+        child_kind = child_kind
     );
     if recreated.is_empty() {
         s.pass(subject);
@@ -455,10 +496,12 @@ pub(super) async fn foreground(
         // written to a child that was just deleted) would only distract.
         s.fail(
             &kinds[..1],
-            format!(
-                "while {parent_kind} {parent} waited for its {child_kind}s (foreground deletion), the {parent_kind} \
-                 controller re-created {}",
-                names.join(", ")
+            t!(
+                m::FOREGROUND_RECREATED,
+                parent_kind = parent_kind,
+                parent = parent,
+                child_kind = child_kind,
+                names = names.join(", ")
             ),
             hint,
         );
@@ -467,9 +510,18 @@ pub(super) async fn foreground(
     s.verdict(
         parent_gone,
         kinds,
-        format!("{parent_kind} {parent} is gone after its {child_kind}s (foreground deletion)"),
-        format!(
-            "{parent_kind} {parent} still exists {after}: the garbage collector deletes it once no child blocks it; {hint}"
+        t!(
+            m::FOREGROUND_GONE,
+            parent_kind = parent_kind,
+            parent = parent,
+            child_kind = child_kind
+        ),
+        t!(
+            m::FOREGROUND_STILL,
+            parent_kind = parent_kind,
+            parent = parent,
+            after = after,
+            hint = hint
         ),
     );
 }
@@ -491,6 +543,10 @@ async fn release(s: &mut Session, kinds: &[Kind], child: &str, held: &str) {
     if ran.ok || ran.stderr.contains("NotFound") || ran.stderr.contains("not found") {
         s.pass(shown);
     } else {
-        s.fail(kinds, format!("{shown} failed: {}", ran.said()), "");
+        s.fail(
+            kinds,
+            t!(m::COMMAND_FAILED, command = shown, said = ran.said()),
+            "",
+        );
     }
 }

@@ -4,6 +4,8 @@ use serde_json::json;
 
 use super::{NUMBER, Seen, generation_matches};
 use crate::check::Session;
+use crate::messages as m;
+use crate::t;
 use crate::track::Kind;
 
 /// Stage 1, before anything runs: the CRD generated from the learner's Number type.
@@ -18,8 +20,8 @@ pub(crate) fn number_crd(s: &mut Session) {
     s.verdict(
         schema["spec"]["properties"]["value"]["type"] == json!("integer"),
         &[],
-        "the Number CRD generated from NumberSpec has spec.value, an integer",
-        format!("add `pub value: i64` to NumberSpec (EXERCISE 1a in {file})"),
+        m::NUMBER_CRD_VALUE.text(),
+        t!(m::NUMBER_CRD_VALUE_HINT, file = file),
     );
     let fields = [
         ("observedGeneration", "integer"),
@@ -35,19 +37,19 @@ pub(crate) fn number_crd(s: &mut Session) {
     s.verdict(
         missing.is_empty(),
         &[],
-        "the Number CRD generated from NumberStatus has status.observedGeneration, fizzBuzz, isSquare and isPrime",
-        format!(
-            "NumberStatus lacks {}: add `observed_generation: i64`, `fizz_buzz: String`, `is_square: bool`, \
-             `is_prime: bool`, keeping #[serde(rename_all = \"camelCase\")] (EXERCISE 1a in {file})",
-            missing.join(", ")
+        m::NUMBER_CRD_STATUS.text(),
+        t!(
+            m::NUMBER_CRD_STATUS_HINT,
+            missing = missing.join(&m::LIST_SEPARATOR.text()),
+            file = file
         ),
     );
 }
 
 /// Stage 1: Numbers get their status, and keep it current when the value changes.
 pub(crate) async fn number(s: &mut Session) {
-    let apply_hint =
-        "does NumberSpec have `pub value: i64` (EXERCISE 1a)? The CRD is generated from it";
+    let apply_hint = m::NUMBER_APPLY_HINT.text();
+    let apply_hint = apply_hint.as_str();
     for sample in [
         "number.yaml",
         "number-negative.yaml",
@@ -94,16 +96,21 @@ async fn number_status(
     if r.get("Number", name).await.is_none() {
         return s.fail(
             NUMBER,
-            format!("Number {name} does not exist"),
-            "its kubectl apply failed above",
+            t!(m::NOT_EXIST, kind = "Number", name = name),
+            m::APPLY_FAILED_ABOVE.text(),
         );
     }
     let want = json!({ "fizzBuzz": fizz, "isSquare": square, "isPrime": prime });
-    let expected = format!("fizzBuzz {fizz}, isSquare {square}, isPrime {prime}");
+    let expected = t!(
+        m::NUMBER_EXPECTED,
+        fizz = fizz,
+        square = square,
+        prime = prime
+    );
     let seen = s
         .wait(NUMBER, async || {
             let Some(number) = r.get("Number", name).await else {
-                return Err(Seen::Missing(format!("Number {name} does not exist")));
+                return Err(Seen::Missing(t!(m::NOT_EXIST, kind = "Number", name = name)));
             };
             let status = &number["status"];
             if status["fizzBuzz"].is_null() {
@@ -111,12 +118,13 @@ async fn number_status(
             }
             let got = json!({ "fizzBuzz": status["fizzBuzz"], "isSquare": status["isSquare"], "isPrime": status["isPrime"] });
             if got != want || number["spec"]["value"] != json!(value) {
-                return Err(Seen::Wrong(format!("its status says {got} for value {}", number["spec"]["value"])));
+                return Err(Seen::Wrong(t!(m::NUMBER_SAYS, got = got, value = number["spec"]["value"])));
             }
             if !generation_matches(&number) {
-                return Err(Seen::Wrong(format!(
-                    "status.observedGeneration is {}, not metadata.generation {}",
-                    status["observedGeneration"], number["metadata"]["generation"]
+                return Err(Seen::Wrong(t!(
+                    m::GENERATION_BEHIND,
+                    observed = status["observedGeneration"],
+                    generation = number["metadata"]["generation"]
                 )));
             }
             Ok(())
@@ -127,19 +135,22 @@ async fn number_status(
     let after = s.after();
     match seen {
         Ok(()) => s.pass(format!("{subject}: {expected}")),
-        Err(Seen::Missing(what)) => s.fail(NUMBER, what, "its kubectl apply failed above"),
+        Err(Seen::Missing(what)) => s.fail(NUMBER, what, m::APPLY_FAILED_ABOVE.text()),
         Err(Seen::NoStatus) => s.fail(
             NUMBER,
-            format!("{subject} has no status.fizzBuzz {after}"),
-            format!("did you patch the status subresource (Api::patch_status), not the object? (EXERCISE 1b in {file})"),
+            t!(m::NUMBER_NO_STATUS, subject = subject, after = after),
+            t!(m::NUMBER_NO_STATUS_HINT, file = file),
         ),
         Err(Seen::Wrong(what)) => s.fail(
             NUMBER,
-            format!("{subject}: {what} {after}, expected {expected}"),
-            format!(
-                "compute every field from the current spec.value on each reconcile (crate::math::fizzbuzz, is_square, \
-                 is_prime) and set observed_generation from metadata.generation (EXERCISE 1b in {file})"
+            t!(
+                m::SEEN_EXPECTED,
+                subject = subject,
+                what = what,
+                after = after,
+                expected = expected
             ),
+            t!(m::NUMBER_WRONG_HINT, file = file),
         ),
     }
 }

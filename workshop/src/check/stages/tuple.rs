@@ -4,6 +4,8 @@ use serde_json::{Value, json};
 
 use super::{Seen, TUPLE, children, converge, exist, foreground, generation_matches, gone, heal};
 use crate::check::Session;
+use crate::messages as m;
+use crate::t;
 use crate::track::Kind;
 
 /// Stage 2: a Tuple owns its Numbers, heals them, drops extras, and reports allSquares.
@@ -13,7 +15,7 @@ pub(crate) async fn tuple(s: &mut Session) {
         s.kubectl(
             TUPLE,
             &["apply", "-f", &format!("samples/{sample}")],
-            "is the Tuple CRD installed?",
+            &m::TUPLE_CRD_HINT.text(),
         )
         .await;
     }
@@ -24,14 +26,8 @@ pub(crate) async fn tuple(s: &mut Session) {
             .map(|(i, v)| (format!("{tuple}-{i}"), json!({ "value": v })))
             .collect()
     };
-    let create_hint = format!(
-        "create one Number per item, named <tuple>-<index>, with Api::patch(.., &PatchParams::apply(MANAGER).force(), \
-         &Patch::Apply(&number)) (EXERCISE 2a in {file})"
-    );
-    let owner_hint = format!(
-        "set number.metadata.owner_references to the Tuple's controller_owner_ref(&()), with block_owner_deletion: \
-         Some(true) (EXERCISE 2a in {file}): the garbage collector and .owns() follow it"
-    );
+    let create_hint = t!(m::TUPLE_CREATE_HINT, file = file);
+    let owner_hint = t!(m::TUPLE_OWNER_HINT, file = file);
     children(
         s,
         TUPLE,
@@ -42,18 +38,11 @@ pub(crate) async fn tuple(s: &mut Session) {
         &owner_hint,
     )
     .await;
-    let status_hint = format!(
-        "once every child Number's status describes its current spec (status.observedGeneration = \
-         metadata.generation), write TupleStatus with patch_status (EXERCISE 2c in {file}); are you woken when a \
-         Number's status changes (.owns, EXERCISE 2d)? Do the Numbers get a status (stage 1)?"
-    );
+    let status_hint = t!(m::TUPLE_STATUS_HINT, file = file);
     tuple_status(s, "tuple-sample", false, &status_hint).await;
     tuple_status(s, "tuple-squares", true, &status_hint).await;
 
-    let owns_hint = format!(
-        "add .owns(ctx.watched::<Number>(), watcher::Config::default()) to the Tuple's Controller (EXERCISE 2d in \
-         {file}): without it, nothing tells the Tuple that its Number changed"
-    );
+    let owns_hint = t!(m::TUPLE_OWNS_HINT, file = file);
     heal(s, TUPLE, "Number", "tuple-sample-1", &owns_hint).await;
     let edit = [
         "patch",
@@ -64,13 +53,11 @@ pub(crate) async fn tuple(s: &mut Session) {
         r#"{"spec":{"value":100}}"#,
     ];
     if s.kubectl(TUPLE, &edit, "").await {
-        let hint = format!(
-            "{owns_hint}; and apply the whole desired child with .force() on every reconcile (EXERCISE 2a)"
-        );
+        let hint = t!(m::FORCE_HINT, hint = owns_hint, exercise = "2a");
         converge(
             s,
             TUPLE,
-            "Number tuple-sample-2 is put back to value 2 after the hand edit",
+            &m::TUPLE_PUT_BACK.text(),
             "Number",
             "tuple-sample-2",
             json!({ "value": 2 }),
@@ -91,7 +78,7 @@ pub(crate) async fn tuple(s: &mut Session) {
     if exist(
         s,
         TUPLE,
-        "shrink tuple-sample to [4]",
+        &m::STEP_SHRINK.text(),
         "Number",
         &extras,
         &create_hint,
@@ -99,18 +86,8 @@ pub(crate) async fn tuple(s: &mut Session) {
     .await
         && s.kubectl(TUPLE, &shrink, "").await
     {
-        let hint = format!(
-            "delete the Numbers the Tuple owns that its spec no longer lists (EXERCISE 2b in {file})"
-        );
-        gone(
-            s,
-            TUPLE,
-            "after shrinking tuple-sample to [4]",
-            "Number",
-            &extras,
-            &hint,
-        )
-        .await;
+        let hint = t!(m::TUPLE_EXTRAS_HINT, file = file);
+        gone(s, TUPLE, &m::WHEN_SHRUNK.text(), "Number", &extras, &hint).await;
         children(
             s,
             TUPLE,
@@ -131,7 +108,7 @@ pub(crate) async fn tuple(s: &mut Session) {
     if exist(
         s,
         TUPLE,
-        "delete Tuple tuple-sample",
+        &m::STEP_DELETE_TUPLE.text(),
         "Number",
         &names,
         &create_hint,
@@ -139,14 +116,11 @@ pub(crate) async fn tuple(s: &mut Session) {
     .await
         && s.kubectl(TUPLE, &cascade, "").await
     {
-        let hint = format!(
-            "the garbage collector deletes a Number whose controller ownerReference names the deleted Tuple's uid: \
-             set it with controller_owner_ref (EXERCISE 2a in {file})"
-        );
+        let hint = t!(m::TUPLE_GC_HINT, file = file);
         gone(
             s,
             TUPLE,
-            "after deleting Tuple tuple-sample (garbage collection)",
+            &m::WHEN_TUPLE_DELETED.text(),
             "Number",
             &names,
             &hint,
@@ -155,11 +129,7 @@ pub(crate) async fn tuple(s: &mut Session) {
     }
 
     // Foreground deletion: the Tuple waits for its Numbers to go.
-    let hint = format!(
-        "a Tuple being deleted has a metadata.deletionTimestamp, and the given reconcile returns at once for it \
-         (`if tuple.metadata.deletion_timestamp.is_some()` in {file}): applying its children again re-creates \
-         each one the garbage collector deletes"
-    );
+    let hint = t!(m::TUPLE_FOREGROUND_HINT, file = file);
     foreground(
         s,
         TUPLE,
@@ -175,8 +145,8 @@ async fn tuple_status(s: &mut Session, name: &str, all_squares: bool, hint: &str
     if r.get("Tuple", name).await.is_none() {
         return s.fail(
             TUPLE,
-            format!("Tuple {name} does not exist"),
-            "its kubectl apply failed above",
+            t!(m::NOT_EXIST, kind = "Tuple", name = name),
+            m::APPLY_FAILED_ABOVE.text(),
         );
     }
     let seen = s
@@ -184,13 +154,15 @@ async fn tuple_status(s: &mut Session, name: &str, all_squares: bool, hint: &str
             let tuple = r
                 .get("Tuple", name)
                 .await
-                .ok_or_else(|| Seen::Missing(format!("Tuple {name} does not exist")))?;
+                .ok_or_else(|| Seen::Missing(t!(m::NOT_EXIST, kind = "Tuple", name = name)))?;
             match &tuple["status"]["allSquares"] {
                 Value::Null => Err(Seen::NoStatus),
                 got if got != &json!(all_squares) || !generation_matches(&tuple) => {
-                    Err(Seen::Wrong(format!(
-                        "status.allSquares is {got} for observedGeneration {} (generation {})",
-                        tuple["status"]["observedGeneration"], tuple["metadata"]["generation"]
+                    Err(Seen::Wrong(t!(
+                        m::TUPLE_SAYS,
+                        got = got,
+                        observed = tuple["status"]["observedGeneration"],
+                        generation = tuple["metadata"]["generation"]
                     )))
                 }
                 _ => Ok(()),
@@ -199,21 +171,27 @@ async fn tuple_status(s: &mut Session, name: &str, all_squares: bool, hint: &str
         .await;
     let after = s.after();
     match seen {
-        Ok(()) => s.pass(format!(
-            "Tuple {name}: allSquares {all_squares}, for its current generation"
+        Ok(()) => s.pass(t!(
+            m::TUPLE_ALL_SQUARES,
+            name = name,
+            all_squares = all_squares
         )),
-        Err(Seen::Missing(what)) => s.fail(TUPLE, what, "its kubectl apply failed above"),
+        Err(Seen::Missing(what)) => s.fail(TUPLE, what, m::APPLY_FAILED_ABOVE.text()),
         Err(Seen::NoStatus) => s.fail(
             TUPLE,
-            format!("Tuple {name} has no status.allSquares {after}"),
+            t!(m::TUPLE_NO_STATUS, name = name, after = after),
             hint,
         ),
         Err(Seen::Wrong(what)) => s.fail(
             TUPLE,
-            format!("Tuple {name}: {what} {after}, expected allSquares {all_squares}"),
-            format!(
-                "allSquares is true exactly when every child Number's status.isSquare is; {hint}"
+            t!(
+                m::SEEN_EXPECTED,
+                subject = format!("Tuple {name}"),
+                what = what,
+                after = after,
+                expected = t!(m::TUPLE_EXPECTED, all_squares = all_squares)
             ),
+            t!(m::TUPLE_WRONG_HINT, hint = hint),
         ),
     }
 }

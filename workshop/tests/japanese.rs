@@ -1,0 +1,149 @@
+//! A participant whose locale is Japanese reads the tools in Japanese: the real binary runs
+//! with `LANG=ja_JP.UTF-8`, as a learner's terminal would start it, and no English sentence may
+//! appear in what it prints. What stays in Latin letters is what the Japanese community writes
+//! so too: commands, identifiers, Kubernetes and Rust terms, and the words of kubectl and the
+//! API server (quoted 「…」).
+
+use std::process::Command;
+
+/// What `math-workshop ARGS` printed (stdout and stderr) in the locale `lang`.
+fn run(lang: &str, args: &[&str], kubeconfig: Option<&str>) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_math-workshop"));
+    cmd.args(args)
+        .env("LANG", lang)
+        .env_remove("LC_ALL")
+        .env_remove("LC_MESSAGES");
+    if let Some(path) = kubeconfig {
+        cmd.env("KUBECONFIG", path);
+    }
+    let output = cmd.output().expect("math-workshop runs");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Removes the spans that are not the tools' own words: `code`, 「quotes」 (kubectl's and the
+/// API server's words) and commands (`kubectl …`, `cargo …`, `make …`) up to the next Japanese
+/// character.
+fn own_words(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '`' => {
+                for d in chars.by_ref() {
+                    if d == '`' {
+                        break;
+                    }
+                }
+            }
+            '「' => {
+                for d in chars.by_ref() {
+                    if d == '」' {
+                        break;
+                    }
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    for command in ["kubectl ", "cargo ", "make ", "export "] {
+        while let Some(at) = out.find(command) {
+            let end = out[at..]
+                .char_indices()
+                .find(|(_, c)| japanese(*c) || matches!(c, '(' | ')'))
+                .map_or(out.len(), |(i, _)| at + i);
+            out.replace_range(at..end, " ");
+        }
+    }
+    out
+}
+
+fn japanese(c: char) -> bool {
+    matches!(c, '\u{3000}'..='\u{30ff}' | '\u{4e00}'..='\u{9fff}' | '\u{ff00}'..='\u{ffef}')
+}
+
+/// Three or more plain English words in a row: a sentence the tools should have translated.
+fn english_sentences(output: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for line in output.lines() {
+        let text = own_words(line);
+        let mut run: Vec<&str> = Vec::new();
+        for token in text.split(|c: char| c.is_whitespace() || japanese(c)) {
+            let word = token.trim_matches(|c: char| matches!(c, ',' | '.' | ':' | ';' | '?' | '!'));
+            // A word, not an identifier: letters only, no capital after the first (fizzBuzz,
+            // isSquare are field names).
+            let plain = !word.is_empty()
+                && word.chars().all(|c| c.is_ascii_alphabetic() || c == '\'')
+                && !word.chars().skip(1).any(|c| c.is_ascii_uppercase());
+            if plain {
+                run.push(word);
+                continue;
+            }
+            if run.len() >= 3 {
+                found.push(format!("{:?} in {line:?}", run.join(" ")));
+            }
+            run.clear();
+        }
+        if run.len() >= 3 {
+            found.push(format!("{:?} in {line:?}", run.join(" ")));
+        }
+    }
+    found
+}
+
+#[test]
+fn the_detector_finds_the_english_that_lang_c_prints() {
+    let english = run("C", &["check", "1", "--timeout", "1"], None);
+    assert!(
+        english_sentences(&english).len() >= 5,
+        "the same check in English should count as English:\n{english}"
+    );
+}
+
+#[test]
+fn a_japanese_locale_gets_the_checks_in_japanese() {
+    // The starter: every ✗ and its hint, stage 1's and (with a todo!() that panics) stage 2's.
+    for args in [
+        &["check", "1", "--timeout", "2"][..],
+        &["check", "2", "--timeout", "2"],
+        &["check", "2", "--solution"],
+    ] {
+        let output = run("ja_JP.UTF-8", args, None);
+        let english = english_sentences(&output);
+        assert!(
+            english.is_empty(),
+            "math-workshop {} printed English:\n{}\n\nall of it:\n{output}",
+            args.join(" "),
+            english.join("\n")
+        );
+        assert!(output.contains("合格"), "no summary in Japanese:\n{output}");
+    }
+}
+
+#[test]
+fn a_japanese_locale_gets_the_runners_one_line_errors_in_japanese() {
+    let output = run(
+        "ja_JP.UTF-8",
+        &["run", "--stage", "1"],
+        Some("/nonexistent/kubeconfig"),
+    );
+    assert!(output.starts_with("エラー: "), "{output}");
+    let english = english_sentences(&output);
+    assert!(english.is_empty(), "{}\n\n{output}", english.join("\n"));
+}
+
+#[test]
+fn lang_en_wins_over_a_japanese_locale() {
+    let output = run(
+        "ja_JP.UTF-8",
+        &["run", "--stage", "1", "--lang", "en"],
+        Some("/nonexistent/kubeconfig"),
+    );
+    assert!(
+        output.starts_with("error: no usable kubeconfig"),
+        "{output}"
+    );
+}
