@@ -144,7 +144,10 @@ fn every_relative_link_in_the_docs_leads_somewhere() {
     for file in &files {
         let text = std::fs::read_to_string(file).expect("a Markdown file of the repository");
         for why in broken(file, &text) {
-            bad.push(format!("{}: {why}", file.strip_prefix(root).unwrap_or(file).display()));
+            bad.push(format!(
+                "{}: {why}",
+                file.strip_prefix(root).unwrap_or(file).display()
+            ));
         }
     }
     assert!(bad.is_empty(), "broken links:\n{}", bad.join("\n"));
@@ -189,8 +192,16 @@ fn the_checker_finds_a_missing_file_and_a_missing_heading() {
 
 #[test]
 fn anchors_are_made_as_github_makes_them() {
-    let a = anchors("# See the tree: `kubectl math`\n## Stage 1 (v0.1): Number\n## A\n## A\n## ステージ 1\n");
-    for expected in ["see-the-tree-kubectl-math", "stage-1-v01-number", "a", "a-1", "ステージ-1"] {
+    let a = anchors(
+        "# See the tree: `kubectl math`\n## Stage 1 (v0.1): Number\n## A\n## A\n## ステージ 1\n",
+    );
+    for expected in [
+        "see-the-tree-kubectl-math",
+        "stage-1-v01-number",
+        "a",
+        "a-1",
+        "ステージ-1",
+    ] {
         assert!(a.contains(expected), "{expected} not in {a:?}");
     }
 }

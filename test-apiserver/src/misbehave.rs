@@ -4,7 +4,8 @@
 //! answered from an older snapshot) and resourceVersions a watch can no longer resume from
 //! (410). Each mode is off until a test turns it on; `clear_faults` turns them all off.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::RangeInclusive;
 use std::sync::Mutex;
 
 use http::HeaderMap;
@@ -40,8 +41,9 @@ struct Snapshot {
 pub(crate) struct Misbehaviour {
     expired_tokens: Mutex<HashSet<String>>,
     throttles: Mutex<Vec<Throttle>>,
-    lagging: Mutex<Option<Snapshot>>,
-    gone: Mutex<HashSet<u64>>,
+    /// By resource (plural): each resource has a watch cache of its own in kube-apiserver.
+    lagging: Mutex<HashMap<String, Snapshot>>,
+    gone: Mutex<Vec<RangeInclusive<u64>>>,
 }
 
 /// The bearer token of a request, if any.
@@ -65,7 +67,7 @@ impl Misbehaviour {
     pub(crate) fn clear(&self) {
         lock(&self.expired_tokens).clear();
         lock(&self.throttles).clear();
-        *lock(&self.lagging) = None;
+        lock(&self.lagging).clear();
         lock(&self.gone).clear();
     }
 
@@ -86,25 +88,26 @@ impl Misbehaviour {
         }
     }
 
-    pub(crate) fn lag_lists(&self, state: &State) -> u64 {
-        *lock(&self.lagging) = Some(Snapshot {
+    pub(crate) fn lag_lists(&self, resource: &str, state: &State) -> u64 {
+        let snapshot = Snapshot {
             rv: state.rv,
             objects: state.objects.clone(),
-        });
+        };
+        lock(&self.lagging).insert(resource.to_string(), snapshot);
         state.rv
     }
 
     pub(crate) fn catch_up_lists(&self) {
-        *lock(&self.lagging) = None;
+        lock(&self.lagging).clear();
     }
 
-    pub(crate) fn expire_resource_version(&self, rv: u64) {
-        lock(&self.gone).insert(rv);
+    pub(crate) fn expire_resource_versions(&self, rvs: RangeInclusive<u64>) {
+        lock(&self.gone).push(rvs);
     }
 
     /// Whether a watch from `rv` answers 410 because a test said so.
     pub(crate) fn is_gone(&self, rv: u64) -> bool {
-        lock(&self.gone).contains(&rv)
+        lock(&self.gone).iter().any(|r| r.contains(&rv))
     }
 
     /// The answer authentication or priority and fairness give before the request is
@@ -151,7 +154,7 @@ impl Misbehaviour {
             return None;
         }
         let lagging = lock(&self.lagging);
-        let snapshot = lagging.as_ref()?;
+        let snapshot = lagging.get(&rt.plural)?;
         let items = snapshot
             .objects
             .iter()
@@ -183,24 +186,26 @@ impl TestServer {
             .throttle(user, share, retry_after_seconds);
     }
 
-    /// The watch cache falls behind: from now on, lists at `resourceVersion=0` (what
-    /// informers ask for first) are answered from the objects as they are now, at today's
-    /// resourceVersion, which is returned, until [`TestServer::catch_up_lists`]. Consistent
-    /// lists (`resourceVersion` unset) and watches see the live store.
-    pub fn lag_lists(&self) -> u64 {
+    /// The watch cache of `resource` (a plural, `numbers`) falls behind: from now on, its
+    /// lists at `resourceVersion=0` (what informers ask for first) are answered from its
+    /// objects as they are now, at today's resourceVersion, which is returned, until
+    /// [`TestServer::catch_up_lists`]. Consistent lists (`resourceVersion` unset), watches
+    /// and other resources see the live store.
+    pub fn lag_lists(&self, resource: &str) -> u64 {
         let state = self.inner.shared.state();
-        self.inner.shared.misbehave.lag_lists(&state)
+        self.inner.shared.misbehave.lag_lists(resource, &state)
     }
 
-    /// Lists at `resourceVersion=0` see the live store again.
+    /// Lists at `resourceVersion=0` of every resource see the live store again.
     pub fn catch_up_lists(&self) {
         self.inner.shared.misbehave.catch_up_lists();
     }
 
-    /// A watch from `rv` answers one ERROR event, 410 Expired `too old resource version`,
-    /// as from a watch cache that no longer holds it.
-    pub fn expire_resource_version(&self, rv: u64) {
-        self.inner.shared.misbehave.expire_resource_version(rv);
+    /// A watch (of any resource) from a resourceVersion in `rvs` answers one ERROR event,
+    /// 410 Expired `too old resource version`, as from a watch cache that no longer holds
+    /// it; others resume as usual.
+    pub fn expire_resource_versions(&self, rvs: RangeInclusive<u64>) {
+        self.inner.shared.misbehave.expire_resource_versions(rvs);
     }
 }
 

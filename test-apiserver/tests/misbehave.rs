@@ -149,7 +149,7 @@ async fn a_lagging_cache_lists_an_old_snapshot_at_rv_0_and_etcd_lists_the_truth(
     api.create(&PostParams::default(), &cm("old"))
         .await
         .unwrap();
-    let lagging_at = s.lag_lists();
+    let lagging_at = s.lag_lists("configmaps");
     api.create(&PostParams::default(), &cm("new"))
         .await
         .unwrap();
@@ -180,7 +180,8 @@ async fn an_expired_resource_version_answers_410_to_watches() {
     let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     let a = api.create(&PostParams::default(), &cm("a")).await.unwrap();
     let rv = a.metadata.resource_version.clone().unwrap();
-    s.expire_resource_version(rv.parse().unwrap());
+    let at: u64 = rv.parse().unwrap();
+    s.expire_resource_versions(at..=at);
     let mut w = api
         .watch(&WatchParams::default().timeout(2), &rv)
         .await
