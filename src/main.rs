@@ -57,6 +57,7 @@ fn print_crds(dir: Option<std::path::PathBuf>) -> anyhow::Result<()> {
 async fn client(
     kubeconfig: Option<&std::path::Path>,
     read_timeout: std::time::Duration,
+    metrics: &Metrics,
 ) -> anyhow::Result<kube::Client> {
     let config = match kubeconfig {
         Some(path) => {
@@ -70,10 +71,10 @@ async fn client(
             )
         })?,
     };
-    Ok(client::build(client::with_read_timeout(
-        config,
-        read_timeout,
-    ))?)
+    Ok(client::build(
+        client::with_read_timeout(config, read_timeout),
+        metrics,
+    )?)
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
@@ -87,7 +88,8 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    let client = client(args.kubeconfig.as_deref(), args.api_read_timeout).await?;
+    let metrics = Metrics::new();
+    let client = client(args.kubeconfig.as_deref(), args.api_read_timeout, &metrics).await?;
     startup::wait_for_api_server(&client, &args.namespace, args.startup_timeout).await?;
     let options = Options {
         metrics_address: args.metrics_address(),
@@ -108,7 +110,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     // answer and watch event woke it from another thread. On a real kube-apiserver (v1.24,
     // same 2 cores) a Fermat 10000 took 8.2–8.6 s of the manager's CPU that way, 6.4–6.6 s
     // spawned on two workers, 4.9 s on one (docs/benchmark.md).
-    tokio::spawn(manager::run(client, options, Metrics::new(), shutdown)).await?
+    tokio::spawn(manager::run(client, options, metrics, shutdown)).await?
 }
 
 /// Resolves on the first SIGINT or SIGTERM: the manager then drains (for at most

@@ -172,6 +172,7 @@ struct Inner {
     leader: Gauge,
     remembered: Family<MemoryLabels, Gauge>,
     put_off: Family<ControllerLabels, Counter>,
+    throttled: Counter,
     write_total: AtomicU64,
 }
 
@@ -261,6 +262,14 @@ impl Metrics {
              controller",
             put_off.clone(),
         );
+        let throttled = Counter::default();
+        registry.register(
+            "api_throttled",
+            "Requests the API server answered 429 Too Many Requests (API Priority and \
+             Fairness over the manager's share), each then tried again by the client (at most \
+             three times, a second apart) or by the reconcile's backoff",
+            throttled.clone(),
+        );
         registry.register(
             "build",
             "Version of the running manager",
@@ -296,6 +305,7 @@ impl Metrics {
                 leader,
                 remembered,
                 put_off,
+                throttled,
                 write_total: AtomicU64::new(0),
             }),
         }
@@ -338,6 +348,11 @@ impl Metrics {
             .put_off
             .get_or_create(&ControllerLabels { controller })
             .inc();
+    }
+
+    /// The API server answered a request 429 Too Many Requests.
+    pub fn throttled(&self) {
+        self.inner.throttled.inc();
     }
 
     pub fn set_leader(&self, leader: bool) {

@@ -9,6 +9,10 @@ use std::time::Duration;
 
 use common::*;
 use kube::api::{Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use math_controller::metrics::Metrics;
+use math_controller::ops::client;
+use math_controller::ops::manager::Options;
 use serde_json::json;
 use test_apiserver::{RequestFilter, Verb};
 
@@ -158,4 +162,93 @@ async fn a_relist_after_a_410_does_not_create_children_again() {
         1,
         "Number creates after the relist: {creates:?}"
     );
+}
+
+/// A client of the manager's own making (its retry, its token file handling) on a kubeconfig
+/// whose user reads its bearer token from `token_file`.
+async fn manager_client(
+    server: &test_apiserver::TestServer,
+    token_file: &std::path::Path,
+    metrics: &Metrics,
+) -> kube::Client {
+    let yaml = format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: t
+  cluster: {{server: '{}'}}
+contexts:
+- name: t
+  context: {{cluster: t, user: u, namespace: default}}
+current-context: t
+users:
+- name: u
+  user: {{tokenFile: '{}'}}
+",
+        server.url(),
+        token_file.display()
+    );
+    let kubeconfig = Kubeconfig::from_yaml(&yaml).expect("a kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("a client configuration");
+    client::build(
+        client::with_read_timeout(config, client::DEFAULT_READ_TIMEOUT),
+        metrics,
+    )
+    .expect("a client")
+}
+
+/// The Events stored about object `name` with `reason`.
+fn events_of(h: &Harness, name: &str, reason: &str) -> usize {
+    h.server
+        .objects("events.k8s.io", "events", Some("default"))
+        .into_iter()
+        .filter(|e| {
+            e.pointer("/regarding/name").and_then(|n| n.as_str()) == Some(name)
+                && e.get("reason").and_then(|r| r.as_str()) == Some(reason)
+        })
+        .count()
+}
+
+/// Item 4: the manager's token is rotated (the file rewritten, the old token no longer
+/// accepted, as when a ServiceAccount token is revoked): the 401s are not refusals (no
+/// `ChildCreateRefused`, no five-minute backoff), the client reads the file again at the
+/// first 401 and the manager carries on with the new token.
+#[tokio::test]
+async fn a_rotated_token_is_read_again_and_the_manager_carries_on() {
+    let h = Harness::without_manager().await;
+    let user = test_apiserver::UserInfo {
+        username: "system:serviceaccount:default:math-controller".into(),
+        uid: "sa".into(),
+        groups: vec![],
+    };
+    h.server.add_token("token-1", user.clone());
+    h.server.add_token("token-2", user);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "token-1\n").expect("write the token");
+    let metrics = Metrics::new();
+    let client = manager_client(&h.server, &token_file, &metrics).await;
+    let manager = Running::with_client(client, Options::default());
+    h.create_tuple("t", vec![4]).await;
+    wait_for(&h.tuples(), "t", tuple_ready).await;
+
+    std::fs::write(&token_file, "token-2\n").expect("rotate the token");
+    h.server.expire_token("token-1");
+    h.server.reset_requests();
+    h.create_tuple("u", vec![9, 16]).await;
+    let u = wait_for(&h.tuples(), "u", tuple_ready).await;
+    assert_eq!(u.status.and_then(|s| s.ready_numbers), Some(2));
+    assert_eq!(events_of(&h, "u", "ChildCreateRefused"), 0);
+    let unauthorized = h
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.status == 401)
+        .count();
+    // One per request sent with the old token before the first 401 was seen (the watches'
+    // next requests, the first create): each is sent again once with the new token.
+    assert!(unauthorized <= 5, "{unauthorized} requests answered 401");
+    manager.shutdown().await.expect("the manager stops");
 }
