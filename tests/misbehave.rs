@@ -252,3 +252,57 @@ async fn a_rotated_token_is_read_again_and_the_manager_carries_on() {
     assert!(unauthorized <= 5, "{unauthorized} requests answered 401");
     manager.shutdown().await.expect("the manager stops");
 }
+
+/// Item 5: priority and fairness keeps the manager's flow over its share: a fifth of its
+/// requests are answered 429 with `Retry-After: 1`, the whole time. A Fermat 200 converges
+/// with exactly its children, each created once; every 429 is counted in
+/// `math_controller_api_throttled_total`; other flows (the test's own client) are served.
+#[tokio::test]
+async fn a_throttled_flow_converges_with_exact_children_and_counts_its_429s() {
+    let h = Harness::without_manager().await;
+    let flow = "system:serviceaccount:default:math-controller";
+    h.server.add_token(
+        "manager-token",
+        test_apiserver::UserInfo {
+            username: flow.into(),
+            uid: "sa".into(),
+            groups: vec![],
+        },
+    );
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "manager-token").expect("write the token");
+    let metrics = Metrics::new();
+    let client = manager_client(&h.server, &token_file, &metrics).await;
+    h.server.throttle_flow(flow, 0.2, 1);
+    let manager = Running::with_client(client, Options::default());
+    h.create_fermat("f", 200).await;
+    wait_for(&h.fermats(), "f", fermat_ready).await;
+    let tuples = h.tuples().list(&Default::default()).await.expect("tuples");
+    let numbers = h
+        .numbers()
+        .list(&Default::default())
+        .await
+        .expect("numbers");
+    assert_eq!((tuples.items.len(), numbers.items.len()), (100, 200));
+    let requests = h.server.requests();
+    let throttled = requests.iter().filter(|r| r.status == 429).count();
+    let created = |resource: &str| {
+        requests
+            .iter()
+            .filter(|r| r.verb == Verb::Create && r.resource == resource && r.status == 201)
+            .count()
+    };
+    assert_eq!((created("tuples"), created("numbers")), (100, 200));
+    let duplicates = requests
+        .iter()
+        .filter(|r| r.verb == Verb::Create && r.status == 409)
+        .count();
+    assert_eq!(duplicates, 0, "creates answered 409 AlreadyExists");
+    assert!(throttled > 0);
+    assert_eq!(
+        sample(&metrics.encode(), "math_controller_api_throttled_total"),
+        Some(throttled as f64)
+    );
+    manager.shutdown().await.expect("the manager stops");
+}

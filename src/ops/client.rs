@@ -221,6 +221,53 @@ mod tests {
         );
     }
 
+    /// A server that answers every request 429 with `Retry-After: 0` (priority and fairness
+    /// over the manager's share, sustained): the client tries 1 + [`MAX_RETRIES`] times, then
+    /// hands the 429 to the reconcile; each 429 is counted.
+    #[tokio::test]
+    async fn a_sustained_429_is_tried_four_times_and_counted() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        use tower::{Layer, ServiceExt};
+        let calls = std::sync::Arc::new(AtomicU32::new(0));
+        let counted = calls.clone();
+        let server = tower::service_fn(move |_request: Request<Body>| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async {
+                let response = Response::builder()
+                    .status(StatusCode::TOO_MANY_REQUESTS)
+                    .header(RETRY_AFTER, "0")
+                    .body(())
+                    .map_err(BoxError::from)?;
+                Ok::<_, BoxError>(response)
+            }
+        });
+        let metrics = Metrics::new();
+        let policy = ManagerRetry {
+            inner: bounded_retry(),
+            token: None,
+            reauthorized: false,
+            metrics: metrics.clone(),
+        };
+        let client = RetryLayer::new(policy).layer(server);
+        let request = Request::builder()
+            .uri("/api/v1/namespaces/default/configmaps")
+            .body(Body::empty())
+            .expect("a request");
+        let answer = tokio::time::timeout(Duration::from_secs(10), client.oneshot(request))
+            .await
+            .expect("the retries end within seconds")
+            .expect("an answer");
+        assert_eq!(answer.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(calls.load(Ordering::SeqCst), 1 + MAX_RETRIES);
+        assert!(
+            metrics
+                .encode()
+                .contains("math_controller_api_throttled_total 4"),
+            "{}",
+            metrics.encode()
+        );
+    }
+
     #[test]
     fn watches_end_before_the_read_timeout() {
         assert_eq!(watch_timeout_seconds(Some(DEFAULT_READ_TIMEOUT)), 25);
