@@ -267,7 +267,7 @@ impl Metrics {
             "api_throttled",
             "Requests the API server answered 429 Too Many Requests (API Priority and \
              Fairness over the manager's share), each then tried again by the client (at most \
-             three times, a second apart) or by the reconcile's backoff",
+             ten times, a second apart) or by the reconcile's backoff",
             throttled.clone(),
         );
         registry.register(
