@@ -57,6 +57,7 @@ fn print_crds(dir: Option<std::path::PathBuf>) -> anyhow::Result<()> {
 async fn client(
     kubeconfig: Option<&std::path::Path>,
     read_timeout: std::time::Duration,
+    metrics: &Metrics,
 ) -> anyhow::Result<kube::Client> {
     let config = match kubeconfig {
         Some(path) => {
@@ -70,10 +71,10 @@ async fn client(
             )
         })?,
     };
-    Ok(client::build(client::with_read_timeout(
-        config,
-        read_timeout,
-    ))?)
+    Ok(client::build(
+        client::with_read_timeout(config, read_timeout),
+        metrics,
+    )?)
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
@@ -90,7 +91,8 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    let client = client(args.kubeconfig.as_deref(), args.api_read_timeout).await?;
+    let metrics = Metrics::new();
+    let client = client(args.kubeconfig.as_deref(), args.api_read_timeout, &metrics).await?;
     startup::wait_for_api_server(&client, &args.namespace, args.startup_timeout).await?;
     let options = Options {
         metrics_address: args.metrics_address(),

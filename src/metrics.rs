@@ -175,6 +175,7 @@ struct Inner {
     leader: Gauge,
     remembered: Family<MemoryLabels, Gauge>,
     put_off: Family<ControllerLabels, Counter>,
+    throttled: Counter,
     write_total: AtomicU64,
     log_lines_dropped: Arc<LogLinesDropped>,
 }
@@ -292,6 +293,14 @@ impl Metrics {
         );
         let log_lines_dropped = Arc::new(LogLinesDropped::default());
         registry.register_collector(Box::new(log_lines_dropped.clone()));
+        let throttled = Counter::default();
+        registry.register(
+            "api_throttled",
+            "Requests the API server answered 429 Too Many Requests (API Priority and \
+             Fairness over the manager's share), each then tried again by the client (at most \
+             ten times, a second apart) or by the reconcile's backoff",
+            throttled.clone(),
+        );
         registry.register(
             "build",
             "Version of the running manager",
@@ -327,6 +336,7 @@ impl Metrics {
                 leader,
                 remembered,
                 put_off,
+                throttled,
                 write_total: AtomicU64::new(0),
                 log_lines_dropped,
             }),
@@ -370,6 +380,11 @@ impl Metrics {
             .put_off
             .get_or_create(&ControllerLabels { controller })
             .inc();
+    }
+
+    /// The API server answered a request 429 Too Many Requests.
+    pub fn throttled(&self) {
+        self.inner.throttled.inc();
     }
 
     pub fn set_leader(&self, leader: bool) {

@@ -293,9 +293,14 @@ async fn run_controllers(
     let ns = &options.namespace;
     // The server ends each watch before the client's read timeout could cut a quiet one.
     let watch_timeout = client::watch_timeout_seconds(options.read_timeout);
-    let watch_config = watcher::Config::default()
-        .any_semantic()
-        .timeout(watch_timeout);
+    // Every list, the first and each relist after a 410, is a consistent read from etcd
+    // (`resourceVersion` unset), never from the apiserver's watch cache (`any_semantic`,
+    // `resourceVersion=0`): a lagging cache hands back a list without the children just
+    // created (the parent creates them again, 409) at a resourceVersion that the next watch
+    // may answer 410 again. Paged lists (500 a page, the watcher's default) were already
+    // sent without `resourceVersion=0`, which kube-core drops when a limit is set; this
+    // says so instead of relying on it. See docs/refusals.md.
+    let watch_config = watcher::Config::default().timeout(watch_timeout);
     let watches = futures::stream::select_all([
         watch_and_fan_out(
             api(&client, ns),

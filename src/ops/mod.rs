@@ -8,6 +8,8 @@
 //! - `shutdown.rs`: how the manager stops: a bounded drain, at once on a lost lease.
 //! - `client.rs`: the client's read timeout, the watch timeout that stays below it,
 //!   `Retry-After` capped at 1 s.
+//! - `token_file.rs`: the bearer token of a `tokenFile` (or a pod's projected token), read
+//!   again on a 401.
 //! - `telemetry.rs`: logging (text or JSON, `RUST_LOG`), written by a thread of its own.
 //! - `health.rs`: the `/healthz`, `/readyz` and plain `/metrics` routes and their servers.
 //! - `serving.rs`: the accept loop behind every endpoint: header-read, idle and total
@@ -28,3 +30,4 @@ pub mod serving;
 pub mod shutdown;
 pub mod startup;
 pub mod telemetry;
+pub mod token_file;

@@ -153,9 +153,11 @@ fn classify(error: kube::Error) -> Failed {
         {
             Failed::Terminating
         }
-        // 409 and 429 are a race and a pace, not a refusal; 404 is handled by each step.
+        // 409 and 429 are a race and a pace, not a refusal; 401 is credentials that expired
+        // or rotated (the client has read its token file again; the next try may pass), not
+        // the API server's answer to this write; 404 is handled by each step.
         kube::Error::Api(status)
-            if (400..500).contains(&status.code) && ![409, 429].contains(&status.code) =>
+            if (400..500).contains(&status.code) && ![401, 409, 429].contains(&status.code) =>
         {
             Failed::Refused(status.message)
         }

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::channel::mpsc;
 use futures::{Stream, StreamExt};
@@ -94,21 +94,36 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
     let outage = ctx.outage.clone();
     let gone_kind = K::kind(&());
     let relisting = ctx.clone();
+    let mut gone_backoff = GoneBackoff::default();
     watcher(api, config)
         // 410 Gone: the API server no longer has the history to resume from (compacted, or
         // lost in a restart). The watcher lists again by itself; taken out before the
-        // backoff, which would otherwise wait (up to a second after an outage) before that
-        // list, as client-go's reflector does not.
+        // backoff, which would otherwise wait (up to a second after an outage) before the
+        // first such list. A 410 again soon after (every watch answered 410) waits longer
+        // each time ([`GoneBackoff`]): the filter holds the stream, and with it the list.
         .filter(move |event| {
-            let gone = matches!(event, Err(watcher::Error::WatchError(s)) if s.code == 410);
-            if gone {
+            let gone = is_gone(event);
+            let pause = match event {
+                Err(_) if gone => Some(gone_backoff.gone(Instant::now())),
+                Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
+                    gone_backoff.resumed();
+                    None
+                }
+                _ => None,
+            };
+            if let Some(pause) = pause {
                 relisting.relist_started(gone_kind.clone());
                 debug!(
-                    "watching {}s: resourceVersion too old; listing again",
+                    "watching {}s: resourceVersion too old; listing again in {pause:?}",
                     gone_kind
                 );
             }
-            futures::future::ready(!gone)
+            async move {
+                if let Some(pause) = pause.filter(|p| !p.is_zero()) {
+                    tokio::time::sleep(pause).await;
+                }
+                !gone
+            }
         })
         .backoff(WatchBackoff::default())
         .modify(slim)
@@ -177,6 +192,66 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
         })
 }
 
+/// Whether the API server answered 410 Gone: the resourceVersion is too old to resume
+/// from (an ERROR event in the watch, or the watch's or a list page's answer).
+fn is_gone<K>(event: &Result<watcher::Event<K>, watcher::Error>) -> bool {
+    match event {
+        Err(watcher::Error::WatchError(status)) => status.code == 410,
+        Err(
+            watcher::Error::WatchStartFailed(kube::Error::Api(status))
+            | watcher::Error::InitialListFailed(kube::Error::Api(status)),
+        ) => status.code == 410,
+        _ => false,
+    }
+}
+
+/// The pause before the list that follows a 410. The first relists at once (after a
+/// compaction or an apiserver restart the cache is stale until it does); a 410 again
+/// before any watch event came through means the new list did not help (an apiserver or
+/// proxy answering 410 to every watch), and each such list and its fan-out to every
+/// controller then waits longer: 800 ms doubling up to 30 s, client-go's reflector backoff.
+/// Two quiet minutes since the last 410 start the count again, as client-go's do.
+#[derive(Debug, Default)]
+pub(crate) struct GoneBackoff {
+    /// 410s since a watch last delivered an event.
+    in_a_row: u32,
+    last: Option<Instant>,
+}
+
+const GONE_FIRST_PAUSE: Duration = Duration::from_millis(800);
+const GONE_MAX_PAUSE: Duration = Duration::from_secs(30);
+const GONE_QUIET_RESET: Duration = Duration::from_secs(120);
+
+impl GoneBackoff {
+    /// A 410 at `now`: how long to wait before listing again.
+    pub(crate) fn gone(&mut self, now: Instant) -> Duration {
+        if self
+            .last
+            .is_some_and(|last| now.duration_since(last) > GONE_QUIET_RESET)
+        {
+            self.in_a_row = 0;
+        }
+        self.last = Some(now);
+        self.in_a_row = self.in_a_row.saturating_add(1);
+        gone_pause(self.in_a_row)
+    }
+
+    /// The watch delivered an event: it works again.
+    pub(crate) fn resumed(&mut self) {
+        self.in_a_row = 0;
+    }
+}
+
+/// The pause before the list after the `in_a_row`th 410 in a row.
+fn gone_pause(in_a_row: u32) -> Duration {
+    match in_a_row {
+        0 | 1 => Duration::ZERO,
+        n => GONE_FIRST_PAUSE
+            .saturating_mul(1 << (n - 2).min(16))
+            .min(GONE_MAX_PAUSE),
+    }
+}
+
 /// Whether a watch failed because the API server could not be reached.
 fn watch_unreachable(error: &watcher::Error) -> bool {
     match error {
@@ -230,6 +305,32 @@ mod tests {
             .collect();
         assert_eq!(gone, ["b"]);
         assert!(vanished(&[], &after).is_empty());
+    }
+
+    #[test]
+    fn a_first_410_relists_at_once_and_more_in_a_row_wait_longer() {
+        let pauses: Vec<u64> = (1..=9).map(|n| gone_pause(n).as_millis() as u64).collect();
+        assert_eq!(
+            pauses,
+            [0, 800, 1600, 3200, 6400, 12800, 25600, 30000, 30000]
+        );
+        assert_eq!(gone_pause(u32::MAX), GONE_MAX_PAUSE);
+    }
+
+    #[test]
+    fn an_event_or_two_quiet_minutes_start_the_count_again() {
+        let start = Instant::now();
+        let mut backoff = GoneBackoff::default();
+        assert_eq!(backoff.gone(start), Duration::ZERO);
+        assert_eq!(backoff.gone(start), GONE_FIRST_PAUSE);
+        backoff.resumed();
+        assert_eq!(backoff.gone(start), Duration::ZERO);
+        assert_eq!(
+            backoff.gone(start + Duration::from_secs(1)),
+            GONE_FIRST_PAUSE
+        );
+        let later = start + Duration::from_secs(200);
+        assert_eq!(backoff.gone(later), Duration::ZERO);
     }
 
     #[test]

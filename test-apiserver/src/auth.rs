@@ -42,6 +42,11 @@ impl Tokens {
             .insert(token.to_string(), user);
     }
 
+    /// The username a token stands for (a request's flow, for priority and fairness).
+    pub(crate) fn user(&self, token: &str) -> Option<String> {
+        self.get(token).map(|u| u.username)
+    }
+
     fn get(&self, token: &str) -> Option<UserInfo> {
         self.0
             .lock()

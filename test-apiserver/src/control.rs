@@ -37,6 +37,7 @@ impl TestServer {
         lock(&self.inner.shared.faults).clear();
         lock(&self.inner.shared.latencies).clear();
         lock(&self.inner.shared.write_weights).clear();
+        self.inner.shared.misbehave.clear();
         self.inner.shared.faults_io.set_write_rate(0);
         self.inner
             .shared

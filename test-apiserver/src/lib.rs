@@ -24,6 +24,7 @@ mod auth;
 mod control;
 mod events;
 mod faults;
+mod misbehave;
 mod openapi;
 mod proto;
 mod quantity;
@@ -40,6 +41,7 @@ mod util;
 pub use admission::{AuthorizationCheck, PolicyRule};
 pub use auth::UserInfo;
 pub use control::Restart;
+pub use misbehave::ANONYMOUS;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -211,6 +213,8 @@ pub(crate) struct Shared {
     pub(crate) tokens: auth::Tokens,
     /// After a restart: until when custom-resource paths answer 503 (CRD informer not synced).
     pub(crate) crds_unavailable_until: Mutex<Option<Instant>>,
+    /// Expired tokens, throttled flows, a lagging list cache, resourceVersions gone.
+    pub(crate) misbehave: misbehave::Misbehaviour,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -345,6 +349,7 @@ impl TestServer {
             url: url.clone(),
             tokens: auth::Tokens::default(),
             crds_unavailable_until: Mutex::new(None),
+            misbehave: misbehave::Misbehaviour::default(),
         });
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let app = server::router(shared.clone());

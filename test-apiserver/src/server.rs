@@ -9,13 +9,14 @@ mod options;
 mod routing;
 mod watch;
 
+use crate::misbehave;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::{ApiError, ApiResult};
 use crate::table;
 use crate::{RequestRecord, Shared, Verb};
 use axum::body::Bytes;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use negotiation::{
     View, content_type, decode_body, error_response, json_response, list_kind, render_one, view_of,
@@ -88,14 +89,27 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             .throttle_write(shared.write_weight(&rec))
             .await;
     }
-    let fault = shared.take_fault(
-        rec.verb,
-        &rec.resource,
-        rec.subresource.as_deref(),
-        rec.namespace.as_deref(),
-        rec.name.as_deref(),
-    );
-    let response = if let Some(code) = fault {
+    let refusal = match rec.verb {
+        Verb::NonResource => None,
+        verb => shared
+            .misbehave
+            .refuse(&parts.headers, &shared.tokens, verb == Verb::Watch),
+    };
+    let fault = refusal
+        .is_none()
+        .then(|| {
+            shared.take_fault(
+                rec.verb,
+                &rec.resource,
+                rec.subresource.as_deref(),
+                rec.namespace.as_deref(),
+                rec.name.as_deref(),
+            )
+        })
+        .flatten();
+    let response = if let Some(refusal) = refusal {
+        refused(refusal)
+    } else if let Some(code) = fault {
         error_response(&ApiError::injected(code))
     } else if crds_unavailable(&shared) && is_custom_resource_path(&shared, &path, &routed) {
         // kube-apiserver's not-found handler while its CRD informer has not synced.
@@ -151,6 +165,26 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     response
 }
 
+/// What authentication or priority and fairness answer a request they turn away.
+fn refused(refusal: misbehave::Refusal) -> Response {
+    match refusal {
+        misbehave::Refusal::Unauthorized(e) => error_response(&e),
+        // kube-apiserver's APF filter: `http.Error(w, "Too many requests, please try again
+        // later.", 429)` with `Retry-After`, plain text, not a Status.
+        misbehave::Refusal::TooManyRequests { retry_after } => {
+            let mut r = (
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many requests, please try again later.\n",
+            )
+                .into_response();
+            if let Ok(h) = HeaderValue::from_str(&retry_after.to_string()) {
+                r.headers_mut().insert(header::RETRY_AFTER, h);
+            }
+            r
+        }
+    }
+}
+
 /// Whether a restart's window of 503s for custom resources is open.
 fn crds_unavailable(shared: &Shared) -> bool {
     crate::lock(&shared.crds_unavailable_until).is_some_and(|t| Instant::now() < t)
@@ -197,14 +231,24 @@ fn serve(
                     st.watch.floor
                 )));
             }
-            let (items, meta) = st.list(
+            let lagged = shared.misbehave.lagged_list(
                 &t.rt,
                 ns,
+                q.get("resourceVersion").map(String::as_str),
                 &lsel,
                 &fsel,
-                limit,
-                q.get("continue").map(String::as_str),
-            )?;
+            );
+            let (items, meta) = match lagged {
+                Some(list) => list,
+                None => st.list(
+                    &t.rt,
+                    ns,
+                    &lsel,
+                    &fsel,
+                    limit,
+                    q.get("continue").map(String::as_str),
+                )?,
+            };
             drop(st);
             let v = match view {
                 View::Full => json!({

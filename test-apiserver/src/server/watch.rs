@@ -172,7 +172,7 @@ pub(super) fn watch(
                 ApiError::bad_request(format!("invalid resource version: {rv_param}"))
             })?;
             let floor = st.watch.watch_floor();
-            if from < floor {
+            if from < floor || shared.misbehave.is_gone(from) {
                 let status = ApiError::gone(format!("too old resource version: {from} ({floor})"))
                     .to_status();
                 ctx.pending.push_back(line("ERROR", status));
