@@ -91,7 +91,6 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    let metrics = Metrics::new();
     let client = client(args.kubeconfig.as_deref(), args.api_read_timeout, &metrics).await?;
     startup::wait_for_api_server(&client, &args.namespace, args.startup_timeout).await?;
     let options = Options {
