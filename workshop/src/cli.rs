@@ -44,11 +44,7 @@ fn lang_flag(args: &[OsString]) -> Option<String> {
 fn localized(mut command: Command, help: &Help) -> Command {
     // Building adds --help, --version and the help subcommand, so they get their texts too.
     command.build();
-    let command = dressed(command, "", help);
-    command.mut_subcommands(|sub| {
-        let name = sub.get_name().to_string();
-        dressed(sub, &name, help)
-    })
+    dressed(command, "", help)
 }
 
 fn text(help: &Help, command: &str, arg: &str) -> Option<&'static str> {
@@ -57,8 +53,13 @@ fn text(help: &Help, command: &str, arg: &str) -> Option<&'static str> {
         .map(|(_, _, msg)| msg.as_str())
 }
 
+/// The command and its subcommands (`help` has a copy of them all) with their texts.
 fn dressed(command: Command, name: &str, help: &Help) -> Command {
     let japanese = m::lang() == Lang::Ja;
+    let command = command.mut_subcommands(|sub| {
+        let name = sub.get_name().to_string();
+        dressed(sub, &name, help)
+    });
     let command = match text(help, name, "") {
         Some(about) => command.about(about).long_about(None),
         None => command,

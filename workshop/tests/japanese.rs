@@ -213,13 +213,14 @@ fn tools() -> PathBuf {
 
 /// Every help a participant can ask for, of both binaries (`help` takes no `--help`).
 fn every_help() -> Vec<(PathBuf, &'static [&'static str])> {
-    let workshop: [&'static [&'static str]; 6] = [
+    let workshop: [&'static [&'static str]; 7] = [
         &["--help"],
         &["crds", "--help"],
         &["install", "--help"],
         &["run", "--help"],
         &["check", "-h"],
         &["help", "check"],
+        &["help", "help"],
     ];
     let tools: [&'static [&'static str]; 5] = [
         &["--help"],
