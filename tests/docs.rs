@@ -209,3 +209,16 @@ fn anchors_are_made_as_github_makes_them() {
         assert!(a.contains(expected), "{expected} not in {a:?}");
     }
 }
+
+#[test]
+fn the_docs_start_the_test_server_on_the_guides_port_not_kubectl_proxys() {
+    // 8001 is `kubectl proxy`'s default; the workshop guide moved to 8010, and a participant
+    // who followed the README and then the guide would otherwise start two servers.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let clashing: Vec<String> = markdown_files(root)
+        .into_iter()
+        .filter(|path| std::fs::read_to_string(path).is_ok_and(|text| text.contains("--port 8001")))
+        .map(|path| path.display().to_string())
+        .collect();
+    assert!(clashing.is_empty(), "--port 8001 in {clashing:?}");
+}

@@ -8,6 +8,7 @@
 //! (`workshop/tools`): they must work while your code does not compile.
 
 pub mod check;
+pub mod cli;
 pub mod cluster;
 pub mod context;
 pub mod crds;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use math_workshop::check::{self, Target};
+use math_workshop::cli;
 use math_workshop::context::Context;
 use math_workshop::messages as m;
 use math_workshop::runner::Controllers;
@@ -14,83 +15,82 @@ use math_workshop::track::Track;
 use math_workshop::{cluster, crds, panics, room, t};
 use test_apiserver::TestServer;
 
-/// The kubebuilder hands-on, written by you: stage 1 Number, stage 2 Tuple owns Numbers,
-/// stage 3 Fermat owns Tuples.
+// The help texts are in the catalogue (both languages), set by HELP below.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// The language of the messages, en or ja (default: ja when LC_ALL, LC_MESSAGES or LANG
-    /// starts with ja).
     #[arg(long, global = true, value_parser = ["en", "ja"])]
     lang: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Print the CRDs generated from your types (or write one file per CRD with --dir).
     Crds {
-        /// Write `<name>.yaml` files into this directory instead of printing.
         #[arg(long)]
         dir: Option<PathBuf>,
-        /// Use the reference solutions instead of your exercises.
         #[arg(long)]
         solution: bool,
     },
-    /// Write your CRDs to workshop/crds/ and install them into the cluster of the current
-    /// kubeconfig with kubectl apply, unless they would replace different CRDs that objects in
-    /// other namespaces use (a shared cluster).
     Install {
-        /// Replace the cluster's CRDs even when objects in other namespaces use them.
         #[arg(long)]
         force: bool,
-        /// Use the reference solutions instead of your exercises.
         #[arg(long)]
         solution: bool,
     },
-    /// Run your controllers of stages 1..=N against the current kubeconfig.
     Run {
-        /// The last stage to run (1 Number, 2 +Tuple, 3 +Fermat).
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=3))]
         stage: u8,
-        /// Start an in-memory test API server with your CRDs installed, and run against it.
         #[arg(long)]
         test_server: bool,
-        /// The namespace your controllers look after (default: the current context's, where
-        /// kubectl puts what you apply).
         #[arg(long, conflicts_with = "all_namespaces")]
         namespace: Option<String>,
-        /// Look after every namespace, like kubebuilder's `make run` (a cluster of your own).
         #[arg(long, short = 'A')]
         all_namespaces: bool,
-        /// Run the reference solutions instead of your exercises.
         #[arg(long)]
         solution: bool,
     },
-    /// Check stage N: ✓ or ✗ per expectation, with hints; exits non-zero on any ✗.
     Check {
-        /// The stage to check (1 Number, 2 Tuple, 3 Fermat).
         #[arg(value_parser = clap::value_parser!(u8).range(1..=3))]
         stage: u8,
-        /// Use the cluster of the current kubeconfig instead of a fresh test API server, in
-        /// the namespace math-workshop-check-<participant>.
         #[arg(long)]
         cluster: bool,
-        /// Who you are, for the namespace of --cluster checks (default: user-host).
         #[arg(long)]
         participant: Option<String>,
-        /// With --cluster: install the CRDs even over different ones that others use.
         #[arg(long)]
         force: bool,
-        /// Check the reference solutions instead of your exercises.
         #[arg(long)]
         solution: bool,
-        /// Seconds each expectation may take (default: 10 on the test server, 30 on a cluster).
         #[arg(long)]
         timeout: Option<u64>,
     },
 }
+
+/// Every about and argument help of `math-workshop`, from the catalogue (see [`cli::Help`]).
+const HELP: &cli::Help = &[
+    ("", "", m::CLI_WORKSHOP),
+    ("*", "lang", m::CLI_LANG),
+    ("*", "help", m::CLI_HELP),
+    ("*", "version", m::CLI_VERSION),
+    ("*", "solution", m::CLI_SOLUTION),
+    ("help", "", m::CLI_HELP_COMMAND),
+    ("crds", "", m::CLI_CRDS),
+    ("crds", "dir", m::CLI_CRDS_DIR),
+    ("install", "", m::CLI_INSTALL),
+    ("install", "force", m::CLI_INSTALL_FORCE),
+    ("run", "", m::CLI_RUN),
+    ("run", "stage", m::CLI_RUN_STAGE),
+    ("run", "test_server", m::CLI_RUN_TEST_SERVER),
+    ("run", "namespace", m::CLI_RUN_NAMESPACE),
+    ("run", "all_namespaces", m::CLI_RUN_ALL_NAMESPACES),
+    ("check", "", m::CLI_CHECK),
+    ("check", "stage", m::CLI_CHECK_STAGE),
+    ("check", "cluster", m::CLI_CHECK_CLUSTER),
+    ("check", "participant", m::CLI_PARTICIPANT),
+    ("check", "force", m::CLI_CHECK_FORCE),
+    ("check", "timeout", m::CLI_CHECK_TIMEOUT),
+];
 
 fn logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -104,7 +104,7 @@ fn logging(default: &str) {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = cli::parse(HELP);
     m::choose(cli.lang.as_deref());
     let result = match cli.command {
         Command::Crds { dir, solution } => print_crds(&Track::select(solution), dir),

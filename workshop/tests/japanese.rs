@@ -4,7 +4,9 @@
 //! so too: commands, identifiers, Kubernetes and Rust terms, and the words of kubectl and the
 //! API server (quoted 「…」).
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 /// What `math-workshop ARGS` printed (stdout and stderr) in the locale `lang`.
 fn run(lang: &str, args: &[&str], kubeconfig: Option<&str>) -> String {
@@ -146,4 +148,161 @@ fn lang_en_wins_over_a_japanese_locale() {
         output.starts_with("error: no usable kubeconfig"),
         "{output}"
     );
+}
+
+/// The exit code and all that `binary ARGS` printed in the locale `lang`.
+fn run_binary(binary: &Path, lang: &str, args: &[&str]) -> (Option<i32>, String) {
+    let output = Command::new(binary)
+        .args(args)
+        .env("LANG", lang)
+        .env_remove("LC_ALL")
+        .env_remove("LC_MESSAGES")
+        .output()
+        .expect("the binary runs");
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.code(), printed)
+}
+
+fn workshop() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_math-workshop"))
+}
+
+/// `math-workshop-tools`, a crate of its own (cargo gives this test no path to its binary):
+/// built once into this test's target directory.
+fn tools() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .parent()
+                .expect("CARGO_TARGET_TMPDIR is inside the target directory")
+                .to_path_buf();
+            let mut cargo = Command::new(env!("CARGO"));
+            cargo
+                .args(["build", "--locked", "-q", "-p", "math-workshop-tools"])
+                .env("CARGO_TARGET_DIR", &target)
+                .current_dir(env!("CARGO_MANIFEST_DIR"));
+            // What cargo set for this test would make that build rerun build scripts.
+            for (name, _) in std::env::vars() {
+                if name.starts_with("CARGO_PKG_")
+                    || name.starts_with("CARGO_MANIFEST_")
+                    || matches!(
+                        name.as_str(),
+                        "CARGO_CRATE_NAME"
+                            | "CARGO_BIN_NAME"
+                            | "CARGO_PRIMARY_PACKAGE"
+                            | "CARGO_TARGET_TMPDIR"
+                    )
+                {
+                    cargo.env_remove(name);
+                }
+            }
+            let status = cargo.status().expect("cargo runs");
+            assert!(
+                status.success(),
+                "cargo build -p math-workshop-tools failed"
+            );
+            target.join("debug/math-workshop-tools")
+        })
+        .clone()
+}
+
+/// Every help a participant can ask for, of both binaries (`help` takes no `--help`).
+fn every_help() -> Vec<(PathBuf, &'static [&'static str])> {
+    let workshop: [&'static [&'static str]; 7] = [
+        &["--help"],
+        &["crds", "--help"],
+        &["install", "--help"],
+        &["run", "--help"],
+        &["check", "-h"],
+        &["help", "check"],
+        &["help", "help"],
+    ];
+    let tools: [&'static [&'static str]; 5] = [
+        &["--help"],
+        &["watch", "--help"],
+        &["skip", "--help"],
+        &["snippets", "--help"],
+        &["help"],
+    ];
+    let mut all: Vec<_> = workshop
+        .into_iter()
+        .map(|args| (self::workshop(), args))
+        .collect();
+    all.extend(tools.into_iter().map(|args| (self::tools(), args)));
+    all
+}
+
+#[test]
+fn a_japanese_locale_gets_help_in_japanese_and_lang_c_in_english() {
+    for (binary, args) in every_help() {
+        let shown = format!("{} {}", binary.display(), args.join(" "));
+        let (code, japanese) = run_binary(&binary, "ja_JP.UTF-8", args);
+        assert_eq!(code, Some(0), "{shown}:\n{japanese}");
+        let english = english_sentences(&japanese);
+        assert!(
+            english.is_empty(),
+            "{shown} printed English:\n{}\n\nall of it:\n{japanese}",
+            english.join("\n")
+        );
+        assert!(japanese.contains("使い方:"), "{shown}:\n{japanese}");
+        let (code, english) = run_binary(&binary, "C", args);
+        assert_eq!(code, Some(0), "{shown}:\n{english}");
+        assert!(english.contains("Usage:"), "{shown}:\n{english}");
+        assert!(
+            !english_sentences(&english).is_empty(),
+            "{shown} under LANG=C:\n{english}"
+        );
+    }
+}
+
+/// An unknown flag, a missing value, a stage out of 1..=3: one Japanese line naming what was
+/// wrong, with clap's exit code 2; the same in English under LANG=C.
+#[test]
+fn a_japanese_locale_gets_usage_errors_in_japanese() {
+    let cases: [(PathBuf, &[&str], &str); 4] = [
+        (workshop(), &["check", "1", "--colour"], "--colour"),
+        (workshop(), &["run", "--stage"], "--stage"),
+        (workshop(), &["check", "4"], "4"),
+        (tools(), &["skip", "0"], "0"),
+    ];
+    for (binary, args, named) in cases {
+        let shown = format!("{} {}", binary.display(), args.join(" "));
+        let (code, japanese) = run_binary(&binary, "ja_JP.UTF-8", args);
+        assert_eq!(code, Some(2), "{shown}:\n{japanese}");
+        assert_eq!(
+            japanese.lines().count(),
+            1,
+            "{shown}: not one line:\n{japanese}"
+        );
+        assert!(
+            japanese.starts_with("エラー: ") && japanese.contains(named),
+            "{shown}:\n{japanese}"
+        );
+        let english = english_sentences(&japanese);
+        assert!(
+            english.is_empty(),
+            "{shown} printed English:\n{}\n\n{japanese}",
+            english.join("\n")
+        );
+        let (code, english) = run_binary(&binary, "C", args);
+        assert_eq!(code, Some(2), "{shown}:\n{english}");
+        assert!(
+            english.starts_with("error: ") && english.contains("--help"),
+            "{shown}:\n{english}"
+        );
+    }
+}
+
+#[test]
+fn lang_ja_before_the_subcommand_gets_help_in_japanese_under_lang_c() {
+    let (code, output) = run_binary(&workshop(), "C", &["--lang", "ja", "run", "--help"]);
+    assert_eq!(code, Some(0), "{output}");
+    assert!(output.contains("使い方:"), "{output}");
+    let (_, output) = run_binary(&tools(), "C", &["skip", "--help", "--lang=ja"]);
+    assert!(output.contains("使い方:"), "{output}");
 }

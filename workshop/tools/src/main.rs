@@ -8,6 +8,9 @@
 #[allow(dead_code)]
 #[path = "../../src/messages.rs"]
 mod messages;
+// clap in the participant's language, shared with the math-workshop crate.
+#[path = "../../src/cli.rs"]
+mod cli;
 mod skip;
 mod snippets;
 mod watch;
@@ -24,50 +27,56 @@ pub const STAGES: [(&str, &str); 3] = [
     ("Fermat", "fermat.rs"),
 ];
 
-/// Watch and skip, for the learner track.
+// The help texts are in the catalogue (both languages), set by HELP below.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// The language of the messages, en or ja (default: ja when LC_ALL, LC_MESSAGES or LANG
-    /// starts with ja).
     #[arg(long, global = true, value_parser = ["en", "ja"])]
     lang: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Build and check a stage, and again on every save of an exercise file (Rustlings-style).
     Watch {
-        /// The stage to check first (1 Number, 2 Tuple, 3 Fermat); the next one once it passes.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
         stage: u8,
-        /// Check on the cluster of the current kubeconfig instead of a private test API server.
         #[arg(long)]
         cluster: bool,
-        /// With --cluster: who you are (the namespace math-workshop-check-<participant>).
         #[arg(long)]
         participant: Option<String>,
-        /// Seconds each expectation of a check may take.
         #[arg(long)]
         timeout: Option<u64>,
     },
-    /// Catch up: put the reference solution of stage N in workshop/src/exercises/ (yours is
-    /// kept beside it as <file>.rs.mine), to go on with stage N+1 in your own code.
     Skip {
-        /// The stage to take the reference solution of (1 Number, 2 Tuple, 3 Fermat).
         #[arg(value_parser = clap::value_parser!(u8).range(1..=3))]
         stage: u8,
     },
-    /// For the project: write workshop/tests/snippets/generated.rs from the guides' and cheat
-    /// sheets' ```rust blocks (make workshop-snippets), which a test compiles.
     Snippets,
 }
 
+/// Every about and argument help of `math-workshop-tools`, from the catalogue (see
+/// [`cli::Help`]).
+const HELP: &cli::Help = &[
+    ("", "", messages::CLI_TOOLS),
+    ("*", "lang", messages::CLI_LANG),
+    ("*", "help", messages::CLI_HELP),
+    ("*", "version", messages::CLI_VERSION),
+    ("help", "", messages::CLI_HELP_COMMAND),
+    ("watch", "", messages::CLI_WATCH),
+    ("watch", "stage", messages::CLI_WATCH_STAGE),
+    ("watch", "cluster", messages::CLI_WATCH_CLUSTER),
+    ("watch", "participant", messages::CLI_WATCH_PARTICIPANT),
+    ("watch", "timeout", messages::CLI_WATCH_TIMEOUT),
+    ("skip", "", messages::CLI_SKIP),
+    ("skip", "stage", messages::CLI_SKIP_STAGE),
+    ("snippets", "", messages::CLI_SNIPPETS),
+];
+
 fn main() -> ExitCode {
     let repository = repository();
-    let cli = Cli::parse();
+    let cli: Cli = cli::parse(HELP);
     messages::choose(cli.lang.as_deref());
     match cli.command {
         Command::Watch {
