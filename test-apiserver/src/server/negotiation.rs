@@ -38,6 +38,36 @@ pub(super) fn error_response(e: &ApiError) -> Response {
     r
 }
 
+/// The media type of aggregated discovery kube-apiserver serves (1.30+: `v2`).
+pub(super) const AGGREGATED_DISCOVERY: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether the client asks for aggregated discovery before the plain documents: kubectl
+/// and kube-rs's `Discovery::run_aggregated` list it first in `Accept`.
+pub(super) fn wants_aggregated(headers: &HeaderMap) -> bool {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    for part in accept.split(',') {
+        let params: Vec<String> = part.split(';').map(|p| p.trim().to_string()).collect();
+        let has = |p: &str| params.iter().any(|x| x == p);
+        if has("g=apidiscovery.k8s.io") && has("as=APIGroupDiscoveryList") {
+            if has("v=v2") {
+                return true;
+            }
+            continue;
+        }
+        if params
+            .first()
+            .is_some_and(|m| m == "application/json" || m == "*/*")
+        {
+            return false;
+        }
+    }
+    false
+}
+
 pub(super) fn view_of(headers: &HeaderMap) -> View {
     let accept = headers
         .get(header::ACCEPT)
