@@ -140,7 +140,8 @@ async fn built_in_kinds_are_served() {
     statuses.list(&ListParams::default()).await.unwrap();
 }
 
-/// A new cluster holds the Service `default/kubernetes` and the default ClusterRoles, and
+/// A new cluster holds the Service `default/kubernetes`, the default ClusterRoles and the
+/// ComponentStatuses of its components (`scheduler`, `controller-manager`, `etcd-0`), and
 /// every namespace gets the ServiceAccount `default` and the ConfigMap `kube-root-ca.crt`
 /// (kube-controller-manager's controllers). kube-runtime's event tests write Events about
 /// the `kubernetes` Service.
@@ -154,6 +155,11 @@ async fn a_new_cluster_holds_the_default_objects() {
     for name in ["cluster-admin", "admin", "edit", "view"] {
         roles.get(name).await.unwrap();
     }
+    // kube-runtime's `event_recorder_attaches_events_without_namespace` writes about this one.
+    let statuses: Api<ComponentStatus> = Api::all(client.clone());
+    let scheduler = statuses.get("scheduler").await.unwrap();
+    let healthy = scheduler.conditions.unwrap_or_default();
+    assert_eq!(healthy[0].type_, "Healthy");
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "fresh"}})).unwrap();
     namespaces
@@ -327,4 +333,19 @@ async fn scale_subresource_of_a_deployment() {
         .unwrap();
     let d1 = deployments.get("d1").await.unwrap();
     assert_eq!(d1.spec.and_then(|s| s.replicas), Some(3));
+}
+
+/// kube-apiserver writes `kind` and `apiVersion` first; kube-rs's error for an object of
+/// the wrong kind quotes that position ("expected Pod at line 1 column 17").
+#[tokio::test]
+async fn bodies_start_with_kind_and_api_version() {
+    let s = server().await;
+    let request = http::Request::get("/api/v1/namespaces/default/configmaps/kube-root-ca.crt")
+        .body(Vec::new())
+        .unwrap();
+    let e = s.client().request::<Pod>(request).await.unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Error deserializing response: invalid value: string \"ConfigMap\", expected Pod at line 1 column 19"
+    );
 }

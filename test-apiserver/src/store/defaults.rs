@@ -1,6 +1,6 @@
 //! The objects a new cluster holds before anyone writes, created the way the control plane
 //! creates them: kube-apiserver's bootstrap controllers make the four namespaces, the
-//! Service `default/kubernetes` and the default RBAC roles; kube-controller-manager's
+//! Service `default/kubernetes`, the default RBAC roles and the ComponentStatuses; kube-controller-manager's
 //! ServiceAccount and root-CA publisher controllers give every namespace the ServiceAccount
 //! `default` and the ConfigMap `kube-root-ca.crt`.
 
@@ -47,6 +47,15 @@ fn default_cluster_roles() -> Vec<Value> {
     ]
 }
 
+/// kube-apiserver answers ComponentStatus by probing the scheduler, the controller-manager
+/// and etcd; here they are the server itself, so they are healthy.
+fn healthy(component: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "ComponentStatus", "metadata": {"name": component},
+        "conditions": [{"type": "Healthy", "status": "True", "message": "ok"}]
+    })
+}
+
 fn kubernetes_service() -> Value {
     json!({
         "apiVersion": "v1", "kind": "Service",
@@ -75,6 +84,14 @@ impl State {
     /// What kube-apiserver creates at start, after the four namespaces.
     pub(super) fn create_cluster_defaults(&mut self) {
         self.create_default("", "services", kubernetes_service(), "kube-apiserver");
+        for component in ["scheduler", "controller-manager", "etcd-0"] {
+            self.create_default(
+                "",
+                "componentstatuses",
+                healthy(component),
+                "kube-apiserver",
+            );
+        }
         for role in default_cluster_roles() {
             self.create_default(
                 "rbac.authorization.k8s.io",
