@@ -4,7 +4,7 @@
 CARGO ?= cargo
 KUBECTL ?= kubectl
 
-.PHONY: help install uninstall run samples unsamples crds test fmt lint bench testserver
+.PHONY: help install uninstall run samples unsamples crds test test-peer fmt lint bench testserver
 .PHONY: workshop-crds workshop-install workshop-run workshop-check workshop-verify
 
 help: ## Show the targets.
@@ -30,6 +30,9 @@ crds: ## Regenerate crds/ from the Rust types in src/api.rs.
 
 test: ## Run every test: unit, controllers against the test API server, the workshop with kubectl.
 	$(CARGO) test --workspace --locked
+
+test-peer: ## kube-rs 5.0.0's own cluster tests against a fresh test API server (PEER_REAL=<kubeconfig>: against that cluster instead).
+	hack/test-peer.sh
 
 fmt: ## Format the code.
 	$(CARGO) fmt --all

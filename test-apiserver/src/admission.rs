@@ -274,6 +274,9 @@ mod tests {
             schema: None,
             columns: vec![],
             crd: None,
+            subresources: vec![],
+            verbs: vec![],
+            scale: None,
         }
     }
 

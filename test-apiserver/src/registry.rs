@@ -32,6 +32,31 @@ pub struct ResourceType {
     pub columns: Vec<PrinterColumn>,
     /// Name of the CRD that defines this resource.
     pub crd: Option<String>,
+    /// Subresources besides `status` (`scale`, `log`, `eviction`, ...).
+    pub subresources: Vec<String>,
+    /// The verbs discovery lists for the resource itself.
+    pub verbs: Vec<String>,
+    /// Where the `scale` subresource reads and writes replicas, when it is served.
+    pub scale: Option<ScalePaths>,
+}
+
+/// A CRD's `subresources.scale` (JSON paths such as `.spec.replicas`); the built-in kinds
+/// with a `scale` use `.spec.replicas`, `.status.replicas` and `.status.selector`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScalePaths {
+    pub spec_replicas: String,
+    pub status_replicas: String,
+    pub label_selector: Option<String>,
+}
+
+impl Default for ScalePaths {
+    fn default() -> Self {
+        ScalePaths {
+            spec_replicas: ".spec.replicas".into(),
+            status_replicas: ".status.replicas".into(),
+            label_selector: Some(".status.selector".into()),
+        }
+    }
 }
 
 impl ResourceType {
@@ -56,23 +81,7 @@ impl ResourceType {
     }
 
     pub fn discovery_entries(&self) -> Vec<Value> {
-        // The namespace registry has no DeleteCollection.
-        let verbs = if self.is_namespaces() {
-            json!([
-                "create", "delete", "get", "list", "patch", "update", "watch"
-            ])
-        } else {
-            json!([
-                "create",
-                "delete",
-                "deletecollection",
-                "get",
-                "list",
-                "patch",
-                "update",
-                "watch"
-            ])
-        };
+        let verbs = json!(self.verbs);
         let mut main = json!({
             "name": self.plural,
             "singularName": self.singular,
@@ -87,230 +96,271 @@ impl ResourceType {
             main["categories"] = json!(self.categories);
         }
         let mut out = vec![main];
-        if self.status_subresource {
-            out.push(json!({
-                "name": format!("{}/status", self.plural),
+        for sub in self.all_subresources() {
+            let k = subresource_kind(&self.kind, sub);
+            let mut entry = json!({
+                "name": format!("{}/{sub}", self.plural),
                 "singularName": "",
                 "namespaced": self.namespaced,
-                "kind": self.kind,
-                "verbs": ["get", "patch", "update"],
-            }));
+                "kind": k.kind,
+                "verbs": k.verbs,
+            });
+            if !k.group.is_empty() {
+                entry["group"] = json!(k.group);
+                entry["version"] = json!(k.version);
+            }
+            out.push(entry);
         }
         out
     }
-}
 
-#[allow(clippy::too_many_arguments)]
-fn builtin(
-    group: &str,
-    version: &str,
-    plural: &str,
-    kind: &str,
-    namespaced: bool,
-    short: &[&str],
-    categories: &[&str],
-    status: bool,
-    generation: bool,
-) -> ResourceType {
-    ResourceType {
-        group: group.into(),
-        version: version.into(),
-        plural: plural.into(),
-        singular: kind.to_lowercase(),
-        kind: kind.into(),
-        namespaced,
-        short_names: short.iter().map(|s| s.to_string()).collect(),
-        categories: categories.iter().map(|s| s.to_string()).collect(),
-        status_subresource: status,
-        generation,
-        storage: format!("{group}/{plural}"),
-        schema: None,
-        columns: vec![],
-        crd: None,
+    /// This resource in aggregated discovery (`APIResourceDiscovery`).
+    pub fn aggregated_entry(&self) -> Value {
+        let subresources: Vec<Value> = self
+            .all_subresources()
+            .into_iter()
+            .map(|sub| {
+                let k = subresource_kind(&self.kind, sub);
+                let (group, version) = if k.version.is_empty() {
+                    (self.group.as_str(), self.version.as_str())
+                } else {
+                    (k.group, k.version)
+                };
+                json!({"subresource": sub,
+                    "responseKind": {"group": group, "version": version, "kind": k.kind},
+                    "verbs": k.verbs})
+            })
+            .collect();
+        let mut entry = json!({
+            "resource": self.plural,
+            "responseKind": {"group": self.group, "version": self.version, "kind": self.kind},
+            "scope": if self.namespaced { "Namespaced" } else { "Cluster" },
+            "singularResource": self.singular,
+            "verbs": self.verbs,
+        });
+        if !self.short_names.is_empty() {
+            entry["shortNames"] = json!(self.short_names);
+        }
+        if !self.categories.is_empty() {
+            entry["categories"] = json!(self.categories);
+        }
+        if !subresources.is_empty() {
+            entry["subresources"] = json!(subresources);
+        }
+        entry
+    }
+
+    /// `status` (when the kind has one) and the other subresources, in discovery order.
+    pub fn all_subresources(&self) -> Vec<&str> {
+        let mut subs: Vec<&str> = self.subresources.iter().map(String::as_str).collect();
+        if self.status_subresource {
+            subs.push("status");
+        }
+        subs.sort_unstable();
+        subs
+    }
+
+    /// Whether `sub` is served for this resource.
+    pub fn has_subresource(&self, sub: &str) -> bool {
+        (sub == "status" && self.status_subresource) || self.subresources.iter().any(|s| s == sub)
     }
 }
 
-/// Built-in resources this server accepts (stored as JSON, no controllers behind them).
+/// What a subresource answers with, as discovery states it: group, version and kind of
+/// the response (empty group and version: those of the resource), and the verbs.
+pub struct SubresourceKind {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: String,
+    pub verbs: Vec<&'static str>,
+}
+
+/// The response kind and verbs kube-apiserver's discovery lists for a subresource.
+pub fn subresource_kind(kind: &str, sub: &str) -> SubresourceKind {
+    let (group, version, k, verbs): (&str, &str, &str, &[&'static str]) = match sub {
+        "status" | "approval" | "ephemeralcontainers" => {
+            ("", "", kind, &["get", "patch", "update"])
+        }
+        "scale" => ("autoscaling", "v1", "Scale", &["get", "patch", "update"]),
+        "log" => ("", "", kind, &["get"]),
+        "exec" => ("", "v1", "PodExecOptions", &["create", "get"]),
+        "attach" => ("", "v1", "PodAttachOptions", &["create", "get"]),
+        "portforward" => ("", "v1", "PodPortForwardOptions", &["create", "get"]),
+        "proxy" => (
+            "",
+            "v1",
+            "ProxyOptions",
+            &["create", "delete", "get", "patch", "update"],
+        ),
+        "binding" => ("", "v1", "Binding", &["create"]),
+        "eviction" => ("policy", "v1", "Eviction", &["create"]),
+        "token" => ("authentication.k8s.io", "v1", "TokenRequest", &["create"]),
+        "finalize" => ("", "", kind, &["update"]),
+        _ => ("", "", kind, &["get"]),
+    };
+    SubresourceKind {
+        group,
+        version,
+        kind: k.to_string(),
+        verbs: verbs.to_vec(),
+    }
+}
+
+/// What kube-apiserver's registry of a built-in kind says beyond its type: short names,
+/// categories, verbs and the subresources other than `status` (which every kind whose type
+/// has a `status` has).
+struct Registration {
+    short: &'static [&'static str],
+    categories: &'static [&'static str],
+    subresources: &'static [&'static str],
+    verbs: &'static [&'static str],
+}
+
+const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+const fn reg(short: &'static [&'static str], categories: &'static [&'static str]) -> Registration {
+    Registration {
+        short,
+        categories,
+        subresources: &[],
+        verbs: ALL_VERBS,
+    }
+}
+
+impl Registration {
+    const fn sub(mut self, subresources: &'static [&'static str]) -> Self {
+        self.subresources = subresources;
+        self
+    }
+
+    const fn verbs(mut self, verbs: &'static [&'static str]) -> Self {
+        self.verbs = verbs;
+        self
+    }
+}
+
+/// The top-level fields of `K`'s OpenAPI schema, from k8s-openapi.
+fn fields_of<K: schemars::JsonSchema>() -> Vec<String> {
+    let mut generator = schemars::SchemaGenerator::default();
+    K::json_schema(&mut generator)
+        .as_object()
+        .and_then(|o| o.get("properties"))
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// The resource type of a built-in kind, read from its k8s-openapi type: group, version,
+/// kind, plural and scope from `k8s_openapi::Resource`; a `status` subresource when the
+/// kind has a status and more than `create`; `metadata.generation` for the kinds of the
+/// named groups with a spec and a status (Deployments, Jobs, CRDs; not Services or Leases).
+fn of<K>(r: Registration) -> ResourceType
+where
+    K: k8s_openapi::Resource + schemars::JsonSchema,
+    K::Scope: 'static,
+{
+    let fields = fields_of::<K>();
+    let namespaced = std::any::TypeId::of::<K::Scope>()
+        == std::any::TypeId::of::<k8s_openapi::NamespaceResourceScope>();
+    let stored = r.verbs.contains(&"get");
+    let has = |f: &str| fields.iter().any(|x| x == f);
+    ResourceType {
+        group: K::GROUP.into(),
+        version: K::VERSION.into(),
+        plural: K::URL_PATH_SEGMENT.into(),
+        singular: K::KIND.to_lowercase(),
+        kind: K::KIND.into(),
+        namespaced,
+        short_names: r.short.iter().map(|s| s.to_string()).collect(),
+        categories: r.categories.iter().map(|s| s.to_string()).collect(),
+        status_subresource: stored && has("status"),
+        generation: !K::GROUP.is_empty() && has("spec") && has("status"),
+        storage: format!("{}/{}", K::GROUP, K::URL_PATH_SEGMENT),
+        schema: None,
+        columns: vec![],
+        crd: None,
+        subresources: r.subresources.iter().map(|s| s.to_string()).collect(),
+        verbs: r.verbs.iter().map(|s| s.to_string()).collect(),
+        scale: r.subresources.contains(&"scale").then(ScalePaths::default),
+    }
+}
+
+/// Built-in resources this server serves, from k8s-openapi's types: stored as JSON, with
+/// the behaviour of their registries where a test has needed it (see README.md).
 pub fn builtins() -> Vec<ResourceType> {
+    use k8s_openapi::api::{
+        apps::v1 as apps, authentication::v1 as authn, authorization::v1 as authz,
+        batch::v1 as batch, certificates::v1 as certs, coordination::v1 as coordination,
+        core::v1 as core, discovery::v1 as discovery, events::v1 as events,
+        networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac,
+        scheduling::v1 as scheduling, storage::v1 as storage,
+    };
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
+    use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
+    const ALL: &[&str] = &["all"];
+    const POD_SUBRESOURCES: &[&str] = &[
+        "attach",
+        "binding",
+        "ephemeralcontainers",
+        "eviction",
+        "exec",
+        "log",
+        "portforward",
+        "proxy",
+    ];
     let mut v = vec![
-        builtin(
-            "",
-            "v1",
-            "namespaces",
-            "Namespace",
-            false,
-            &["ns"],
-            &[],
-            true,
-            false,
-        ),
-        builtin(
-            "",
-            "v1",
-            "events",
-            "Event",
-            true,
-            &["ev"],
-            &[],
-            false,
-            false,
-        ),
-        builtin(
-            "",
-            "v1",
-            "serviceaccounts",
-            "ServiceAccount",
-            true,
-            &["sa"],
-            &[],
-            false,
-            false,
-        ),
-        builtin(
-            "",
-            "v1",
-            "configmaps",
-            "ConfigMap",
-            true,
-            &["cm"],
-            &[],
-            false,
-            false,
-        ),
-        builtin("", "v1", "secrets", "Secret", true, &[], &[], false, false),
-        builtin(
-            "",
-            "v1",
-            "resourcequotas",
-            "ResourceQuota",
-            true,
-            &["quota"],
-            &[],
-            true,
-            false,
-        ),
-        builtin(
-            "",
-            "v1",
-            "services",
-            "Service",
-            true,
-            &["svc"],
-            &["all"],
-            true,
-            false,
-        ),
-        builtin(
-            "apiextensions.k8s.io",
-            "v1",
-            "customresourcedefinitions",
-            "CustomResourceDefinition",
-            false,
-            &["crd", "crds"],
-            &["api-extensions"],
-            true,
-            true,
-        ),
-        builtin(
-            "events.k8s.io",
-            "v1",
-            "events",
-            "Event",
-            true,
-            &["ev"],
-            &[],
-            false,
-            false,
-        ),
-        builtin(
-            "coordination.k8s.io",
-            "v1",
-            "leases",
-            "Lease",
-            true,
-            &[],
-            &[],
-            false,
-            false,
-        ),
-        builtin(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "clusterroles",
-            "ClusterRole",
-            false,
-            &[],
-            &[],
-            false,
-            false,
-        ),
-        builtin(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "clusterrolebindings",
-            "ClusterRoleBinding",
-            false,
-            &[],
-            &[],
-            false,
-            false,
-        ),
-        builtin(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "roles",
-            "Role",
-            true,
-            &[],
-            &[],
-            false,
-            false,
-        ),
-        builtin(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "rolebindings",
-            "RoleBinding",
-            true,
-            &[],
-            &[],
-            false,
-            false,
-        ),
+        of::<core::Namespace>(reg(&["ns"], &[]).sub(&["finalize"]).verbs(&[
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ])),
+        of::<core::Event>(reg(&["ev"], &[])),
+        of::<core::ServiceAccount>(reg(&["sa"], &[]).sub(&["token"])),
+        of::<core::ConfigMap>(reg(&["cm"], &[])),
+        of::<core::Secret>(reg(&[], &[])),
+        of::<core::ResourceQuota>(reg(&["quota"], &[])),
+        of::<core::Service>(reg(&["svc"], ALL).sub(&["proxy"])),
+        of::<core::Pod>(reg(&["po"], ALL).sub(POD_SUBRESOURCES)),
+        of::<core::Node>(reg(&["no"], &[]).sub(&["proxy"])),
+        of::<core::Endpoints>(reg(&["ep"], &[])),
+        of::<core::PersistentVolume>(reg(&["pv"], &[])),
+        of::<core::PersistentVolumeClaim>(reg(&["pvc"], &[])),
+        of::<core::LimitRange>(reg(&["limits"], &[])),
+        of::<core::PodTemplate>(reg(&[], &[])),
+        of::<core::ReplicationController>(reg(&["rc"], ALL).sub(&["scale"])),
+        of::<core::ComponentStatus>(reg(&["cs"], &[]).verbs(&["get", "list"])),
+        of::<apiextensions::CustomResourceDefinition>(reg(&["crd", "crds"], &["api-extensions"])),
+        of::<apiregistration::APIService>(reg(&[], &["api-extensions"])),
+        of::<events::Event>(reg(&["ev"], &[])),
+        of::<coordination::Lease>(reg(&[], &[])),
+        of::<rbac::ClusterRole>(reg(&[], &[])),
+        of::<rbac::ClusterRoleBinding>(reg(&[], &[])),
+        of::<rbac::Role>(reg(&[], &[])),
+        of::<rbac::RoleBinding>(reg(&[], &[])),
         // Reviews are answered, never stored (auth.rs).
-        builtin(
-            "authentication.k8s.io",
-            "v1",
-            "tokenreviews",
-            "TokenReview",
-            false,
-            &[],
-            &[],
-            false,
-            false,
-        ),
-        builtin(
-            "authorization.k8s.io",
-            "v1",
-            "subjectaccessreviews",
-            "SubjectAccessReview",
-            false,
-            &[],
-            &[],
-            false,
-            false,
-        ),
-        builtin(
-            "apps",
-            "v1",
-            "deployments",
-            "Deployment",
-            true,
-            &["deploy"],
-            &["all"],
-            true,
-            true,
-        ),
+        of::<authn::TokenReview>(reg(&[], &[]).verbs(&["create"])),
+        of::<authz::SubjectAccessReview>(reg(&[], &[]).verbs(&["create"])),
+        of::<apps::Deployment>(reg(&["deploy"], ALL).sub(&["scale"])),
+        of::<apps::ReplicaSet>(reg(&["rs"], ALL).sub(&["scale"])),
+        of::<apps::StatefulSet>(reg(&["sts"], ALL).sub(&["scale"])),
+        of::<apps::DaemonSet>(reg(&["ds"], ALL)),
+        of::<apps::ControllerRevision>(reg(&[], &[])),
+        of::<batch::Job>(reg(&[], ALL)),
+        of::<batch::CronJob>(reg(&["cj"], ALL)),
+        of::<certs::CertificateSigningRequest>(reg(&["csr"], &[]).sub(&["approval"])),
+        of::<discovery::EndpointSlice>(reg(&[], &[])),
+        of::<networking::Ingress>(reg(&["ing"], &[])),
+        of::<networking::NetworkPolicy>(reg(&["netpol"], &[])),
+        of::<policy::PodDisruptionBudget>(reg(&["pdb"], &[])),
+        of::<scheduling::PriorityClass>(reg(&["pc"], &[])),
+        of::<storage::StorageClass>(reg(&["sc"], &[])),
     ];
     for rt in &mut v {
         if rt.plural == "events" {
@@ -359,6 +409,17 @@ pub fn from_crd(crd: &Value) -> Option<ResourceType> {
         .get("subresources")
         .and_then(|s| s.get("status"))
         .is_some();
+    let scale = version
+        .get("subresources")
+        .and_then(|s| s.get("scale"))
+        .map(|s| {
+            let path = |k: &str| s.get(k).and_then(Value::as_str).map(String::from);
+            ScalePaths {
+                spec_replicas: path("specReplicasPath").unwrap_or_default(),
+                status_replicas: path("statusReplicasPath").unwrap_or_default(),
+                label_selector: path("labelSelectorPath"),
+            }
+        });
     let schema = version
         .get("schema")
         .and_then(|s| s.get("openAPIV3Schema"))
@@ -421,6 +482,9 @@ pub fn from_crd(crd: &Value) -> Option<ResourceType> {
             .and_then(|m| m.get("name"))
             .and_then(Value::as_str)
             .map(String::from),
+        subresources: scale.iter().map(|_| "scale".to_string()).collect(),
+        verbs: ALL_VERBS.iter().map(|s| s.to_string()).collect(),
+        scale,
     })
 }
 
@@ -477,6 +541,47 @@ impl Registry {
             }
         }
         out
+    }
+
+    /// `/api` (core) or `/apis` as aggregated discovery (`apidiscovery.k8s.io/v2`
+    /// APIGroupDiscoveryList): every group with its versions and their resources.
+    pub fn aggregated(&self, core: bool) -> Value {
+        let mut groups: Vec<&str> = vec![];
+        for t in &self.types {
+            if t.group.is_empty() == core && !groups.contains(&t.group.as_str()) {
+                groups.push(&t.group);
+            }
+        }
+        let items: Vec<Value> = groups
+            .into_iter()
+            .map(|g| {
+                let mut versions: Vec<&str> = vec![];
+                for t in self.types.iter().filter(|t| t.group == g) {
+                    if !versions.contains(&t.version.as_str()) {
+                        versions.push(&t.version);
+                    }
+                }
+                let versions: Vec<Value> = versions
+                    .into_iter()
+                    .map(|v| {
+                        let resources: Vec<Value> = self
+                            .types
+                            .iter()
+                            .filter(|t| t.group == g && t.version == v)
+                            .map(ResourceType::aggregated_entry)
+                            .collect();
+                        json!({"version": v, "resources": resources, "freshness": "Current"})
+                    })
+                    .collect();
+                let mut metadata = json!({"creationTimestamp": null});
+                if !g.is_empty() {
+                    metadata["name"] = json!(g);
+                }
+                json!({"metadata": metadata, "versions": versions})
+            })
+            .collect();
+        json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+            "metadata": {}, "items": items})
     }
 
     pub fn api_group_list(&self) -> Value {

@@ -107,16 +107,52 @@ impl LabelSelector {
 /// A parsed field selector; fields are resolved against the stored object.
 #[derive(Debug, Clone, Default)]
 pub struct FieldSelector {
-    reqs: Vec<(Vec<String>, bool, String)>,
+    /// (path, negated, wanted value, the value of a missing field)
+    reqs: Vec<(Vec<String>, bool, String, &'static str)>,
+}
+
+/// The field labels kube-apiserver's registry of `plural` adds to `metadata.name` and
+/// `metadata.namespace` (besides Events', below), with the value of a missing field.
+fn kind_field(plural: &str, label: &str) -> Option<&'static str> {
+    match (plural, label) {
+        (
+            "pods",
+            "spec.nodeName"
+            | "spec.restartPolicy"
+            | "spec.schedulerName"
+            | "spec.serviceAccountName"
+            | "spec.hostNetwork"
+            | "status.phase"
+            | "status.podIP"
+            | "status.nominatedNodeName",
+        ) => Some(if label == "spec.hostNetwork" {
+            "false"
+        } else {
+            ""
+        }),
+        ("nodes", "spec.unschedulable") => Some("false"),
+        ("secrets", "type") | ("namespaces", "status.phase") => Some(""),
+        ("certificatesigningrequests", "spec.signerName") => Some(""),
+        ("jobs", "status.successful") => Some("0"),
+        _ => None,
+    }
 }
 
 /// Maps a field label to a JSON path in the stored object, or `None` if unsupported.
-fn field_path(label: &str, events: bool) -> Option<Vec<String>> {
+fn field_path(label: &str, plural: &str) -> Option<(Vec<String>, &'static str)> {
     let p = |s: &str| s.split('.').map(String::from).collect::<Vec<_>>();
     match label {
-        "metadata.name" | "metadata.namespace" => return Some(p(label)),
+        "metadata.name" | "metadata.namespace" => return Some((p(label), "")),
         _ => {}
     }
+    if let Some(missing) = kind_field(plural, label) {
+        return Some((p(label), missing));
+    }
+    event_field_path(label, plural == "events").map(|path| (path, ""))
+}
+
+fn event_field_path(label: &str, events: bool) -> Option<Vec<String>> {
+    let p = |s: &str| s.split('.').map(String::from).collect::<Vec<_>>();
     if !events {
         return None;
     }
@@ -144,7 +180,8 @@ fn field_path(label: &str, events: bool) -> Option<Vec<String>> {
 }
 
 impl FieldSelector {
-    pub fn parse(s: &str, events: bool) -> ApiResult<FieldSelector> {
+    /// Parses the field selector of a request on `plural` (the resource's plural name).
+    pub fn parse(s: &str, plural: &str) -> ApiResult<FieldSelector> {
         let mut reqs = vec![];
         for part in split_top(s) {
             let (k, neg, v) = if let Some((k, v)) = part.split_once("!=") {
@@ -159,22 +196,22 @@ impl FieldSelector {
                 )));
             };
             let k = k.trim();
-            let path = field_path(k, events)
+            let (path, missing) = field_path(k, plural)
                 .ok_or_else(|| ApiError::bad_request(format!("field label not supported: {k}")))?;
-            reqs.push((path, neg, v.trim().to_string()));
+            reqs.push((path, neg, v.trim().to_string(), missing));
         }
         Ok(FieldSelector { reqs })
     }
 
     pub fn matches(&self, obj: &Value) -> bool {
-        self.reqs.iter().all(|(path, neg, want)| {
+        self.reqs.iter().all(|(path, neg, want, missing)| {
             let mut cur = Some(obj);
             for p in path {
                 cur = cur.and_then(|c| c.get(p));
             }
             let actual = match cur {
                 Some(Value::String(s)) => s.clone(),
-                Some(Value::Null) | None => String::new(),
+                Some(Value::Null) | None => missing.to_string(),
                 Some(other) => other.to_string(),
             };
             (actual == *want) != *neg
@@ -204,10 +241,21 @@ mod tests {
     #[test]
     fn fields() {
         let o = json!({"metadata": {"name": "a"}, "involvedObject": {"kind": "Fermat"}});
-        let f = FieldSelector::parse("metadata.name=a,involvedObject.kind=Fermat", true).unwrap();
+        let f =
+            FieldSelector::parse("metadata.name=a,involvedObject.kind=Fermat", "events").unwrap();
         assert!(f.matches(&o));
-        let f = FieldSelector::parse("regarding.kind!=Fermat", true).unwrap();
+        let f = FieldSelector::parse("regarding.kind!=Fermat", "events").unwrap();
         assert!(!f.matches(&o));
-        assert!(FieldSelector::parse("spec.x=1", false).is_err());
+        assert!(FieldSelector::parse("spec.x=1", "configmaps").is_err());
+        assert!(FieldSelector::parse("spec.nodeName=n", "configmaps").is_err());
+    }
+
+    #[test]
+    fn node_fields_read_a_missing_bool_as_false() {
+        let node = json!({"metadata": {"name": "n"}, "spec": {}});
+        let schedulable = FieldSelector::parse("spec.unschedulable==false", "nodes").unwrap();
+        assert!(schedulable.matches(&node));
+        let cordoned = json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true}});
+        assert!(!schedulable.matches(&cordoned));
     }
 }

@@ -7,6 +7,7 @@
 mod negotiation;
 mod options;
 mod routing;
+mod subresources;
 mod watch;
 
 use crate::misbehave;
@@ -19,7 +20,8 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use negotiation::{
-    View, content_type, decode_body, error_response, json_response, list_kind, render_one, view_of,
+    AGGREGATED_DISCOVERY, View, content_type, decode_body, error_response, json_response,
+    list_kind, render_one, view_of, wants_aggregated,
 };
 use options::{delete_opts, manager_of, parse_query, patch_opts, write_opts};
 use routing::{Route, Target, is_custom_resource_path, route, verb_of};
@@ -135,6 +137,11 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
                     error_response(&ApiError::method_not_allowed(
                         "the server does not allow this method on the requested resource",
                     ))
+                } else if let Some(core) = aggregated_root(&path)
+                    && wants_aggregated(&parts.headers)
+                {
+                    let doc = shared.state().registry.aggregated(core);
+                    json_response(200, &doc, AGGREGATED_DISCOVERY)
                 } else {
                     json_response(200, &v, "application/json")
                 }
@@ -185,6 +192,15 @@ fn refused(refusal: misbehave::Refusal) -> Response {
     }
 }
 
+/// `/api` (core: `Some(true)`) and `/apis` (`Some(false)`) also answer aggregated discovery.
+fn aggregated_root(path: &str) -> Option<bool> {
+    match path.trim_end_matches('/') {
+        "/api" => Some(true),
+        "/apis" => Some(false),
+        _ => None,
+    }
+}
+
 /// Whether a restart's window of 503s for custom resources is open.
 fn crds_unavailable(shared: &Shared) -> bool {
     crate::lock(&shared.crds_unavailable_until).is_some_and(|t| Instant::now() < t)
@@ -199,11 +215,19 @@ fn serve(
     body: &Bytes,
     manager: &str,
 ) -> ApiResult<Response> {
+    if let Some(answer) = subresources::serve(shared, t, verb, q, headers, body, manager) {
+        return answer;
+    }
     let view = view_of(headers);
     let ns = t.ns.as_deref();
     let name = t.name.as_deref().unwrap_or("");
-    let sub = t.sub.as_deref().filter(|s| *s == "status");
-    let events = t.rt.plural == "events";
+    // A CSR's `approval` writes its status as `status` does; a pod's `ephemeralcontainers`
+    // is the pod (what a client may change there is its ephemeral containers).
+    let sub = match t.sub.as_deref() {
+        Some("status" | "approval") => Some("status"),
+        _ => None,
+    };
+    let plural = t.rt.plural.as_str();
     match verb {
         Verb::Get => {
             let obj = shared.state().get(&t.rt, ns, name)?;
@@ -218,7 +242,7 @@ fn serve(
                 LabelSelector::parse(q.get("labelSelector").map(String::as_str).unwrap_or(""))?;
             let fsel = FieldSelector::parse(
                 q.get("fieldSelector").map(String::as_str).unwrap_or(""),
-                events,
+                plural,
             )?;
             let limit = q.get("limit").and_then(|l| l.parse::<usize>().ok());
             let st = shared.state();
@@ -271,7 +295,7 @@ fn serve(
             };
             Ok(json_response(200, &v, content_type(view, true)))
         }
-        Verb::Watch => watch::watch(shared, t, view, q, events),
+        Verb::Watch => watch::watch(shared, t, view, q, plural),
         Verb::Create => {
             let opts = write_opts(q, manager)?;
             let b = decode_body(headers, body)?;
@@ -310,11 +334,14 @@ fn serve(
         Verb::Delete => {
             let opts = delete_opts(headers, body, q)?;
             let (obj, code) = shared.state().delete(&t.rt, ns, name, &opts)?;
-            Ok(json_response(
-                code,
-                &render_one(t, view, &obj, q),
-                content_type(view, false),
-            ))
+            match crate::store::deleted_status(&t.rt, &obj) {
+                Some(status) => Ok(json_response(code, &status, "application/json")),
+                None => Ok(json_response(
+                    code,
+                    &render_one(t, view, &obj, q),
+                    content_type(view, false),
+                )),
+            }
         }
         Verb::DeleteCollection if t.rt.is_namespaces() => Err(ApiError::method_not_allowed(
             "the server does not allow this method on the requested resource",
@@ -325,7 +352,7 @@ fn serve(
                 LabelSelector::parse(q.get("labelSelector").map(String::as_str).unwrap_or(""))?;
             let fsel = FieldSelector::parse(
                 q.get("fieldSelector").map(String::as_str).unwrap_or(""),
-                events,
+                plural,
             )?;
             let (out, meta) = shared
                 .state()

@@ -18,6 +18,7 @@
 //! They share one [`State`] behind the server's mutex; each file adds an `impl State`
 //! block for its concern.
 
+mod defaults;
 mod gc;
 mod namespaces;
 mod patch;
@@ -28,6 +29,8 @@ mod strategy;
 mod watch_cache;
 
 pub use patch::PatchType;
+pub(crate) use patch::patch_document;
+pub(crate) use rest::deleted_status;
 pub use rest::{DeleteOpts, WriteOpts};
 pub use storage::to_view;
 pub use watch_cache::{Change, ChangeType, WatchCache, WatchMsg, Watcher};
@@ -64,7 +67,8 @@ pub struct State {
     pub namespaces: namespaces::NamespaceController,
 }
 
-/// A fresh server: the built-in resources and the four namespaces every cluster has.
+/// A fresh server: the built-in resources, the four namespaces every cluster has and the
+/// objects a control plane creates in them (`defaults.rs`).
 impl Default for State {
     fn default() -> Self {
         let mut s = State {
@@ -88,6 +92,7 @@ impl Default for State {
                 let _ = s.create(&rt, None, body, &opts);
             }
         }
+        s.create_cluster_defaults();
         s
     }
 }

@@ -19,8 +19,29 @@ pub(super) enum View {
     Table,
 }
 
+/// The body as kube-apiserver writes it: `kind` and `apiVersion` first (Go's field order),
+/// then the rest. Clients quote positions in it: kube-rs's "expected Pod at line 1 column
+/// 17" when an object of another kind comes back.
+fn to_wire(v: &Value) -> String {
+    let Value::Object(m) = v else {
+        return v.to_string();
+    };
+    let head = ["kind", "apiVersion"]
+        .into_iter()
+        .filter_map(|k| m.get(k).map(|x| (k, x)));
+    let rest = m
+        .iter()
+        .filter(|(k, _)| *k != "kind" && *k != "apiVersion")
+        .map(|(k, x)| (k.as_str(), x));
+    let fields: Vec<String> = head
+        .chain(rest)
+        .map(|(k, x)| format!("{}:{x}", Value::String(k.to_string())))
+        .collect();
+    format!("{{{}}}", fields.join(","))
+}
+
 pub(super) fn json_response(code: u16, v: &Value, content_type: &str) -> Response {
-    let mut r = Response::new(Body::from(v.to_string()));
+    let mut r = Response::new(Body::from(to_wire(v)));
     *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
     if let Ok(h) = HeaderValue::from_str(content_type) {
         r.headers_mut().insert(header::CONTENT_TYPE, h);
@@ -36,6 +57,36 @@ pub(super) fn error_response(e: &ApiError) -> Response {
         r.headers_mut().insert(header::RETRY_AFTER, h);
     }
     r
+}
+
+/// The media type of aggregated discovery kube-apiserver serves (1.30+: `v2`).
+pub(super) const AGGREGATED_DISCOVERY: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether the client asks for aggregated discovery before the plain documents: kubectl
+/// and kube-rs's `Discovery::run_aggregated` list it first in `Accept`.
+pub(super) fn wants_aggregated(headers: &HeaderMap) -> bool {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    for part in accept.split(',') {
+        let params: Vec<String> = part.split(';').map(|p| p.trim().to_string()).collect();
+        let has = |p: &str| params.iter().any(|x| x == p);
+        if has("g=apidiscovery.k8s.io") && has("as=APIGroupDiscoveryList") {
+            if has("v=v2") {
+                return true;
+            }
+            continue;
+        }
+        if params
+            .first()
+            .is_some_and(|m| m == "application/json" || m == "*/*")
+        {
+            return false;
+        }
+    }
+    false
 }
 
 pub(super) fn view_of(headers: &HeaderMap) -> View {
@@ -129,5 +180,21 @@ pub(super) fn render_one(
                 .unwrap_or("Metadata"),
             true,
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_and_api_version_come_first() {
+        let v = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a"}});
+        let wire = to_wire(&v);
+        assert!(
+            wire.starts_with(r#"{"kind":"Service","apiVersion":"v1","#),
+            "{wire}"
+        );
+        assert_eq!(serde_json::from_str::<Value>(&wire).ok(), Some(v));
     }
 }

@@ -118,12 +118,10 @@ pub(super) fn route(shared: &Shared, path: &str) -> ApiResult<Route> {
     if ns.is_none() && rt.namespaced && name.is_some() {
         return Err(ApiError::no_route());
     }
-    if let Some(s) = sub {
-        let ok = (s == "status" && rt.status_subresource)
-            || (rt.plural == "namespaces" && s == "finalize");
-        if !ok {
-            return Err(ApiError::no_route());
-        }
+    if let Some(s) = sub
+        && !rt.has_subresource(s)
+    {
+        return Err(ApiError::no_route());
     }
     Ok(Route::Resource(Box::new(Target {
         rt,
@@ -141,6 +139,8 @@ pub(super) fn verb_of(method: &Method, t: &Target, q: &HashMap<String, String>) 
         ("GET", false) if watch => Verb::Watch,
         ("GET", false) => Verb::List,
         ("POST", false) => Verb::Create,
+        // Subresources created on an object: eviction, binding, token, exec, attach.
+        ("POST", true) if t.sub.is_some() => Verb::Create,
         ("PUT", true) => Verb::Update,
         ("PATCH", true) => Verb::Patch,
         ("DELETE", true) => Verb::Delete,

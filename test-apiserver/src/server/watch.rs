@@ -114,12 +114,12 @@ pub(super) fn watch(
     t: &Target,
     view: View,
     q: &HashMap<String, String>,
-    events: bool,
+    plural: &str,
 ) -> ApiResult<Response> {
     let lsel = LabelSelector::parse(q.get("labelSelector").map(String::as_str).unwrap_or(""))?;
     let fsel = FieldSelector::parse(
         q.get("fieldSelector").map(String::as_str).unwrap_or(""),
-        events,
+        plural,
     )?;
     let bookmarks = q.get("allowWatchBookmarks").is_some_and(|b| b == "true");
     let send_initial = q.get("sendInitialEvents").is_some_and(|b| b == "true");

@@ -111,42 +111,8 @@ impl State {
             }
         }
         let old = old?;
-        let patch: Value = serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
         let mut new = old.clone();
-        match ptype {
-            PatchType::Json => {
-                let p: json_patch::Patch = serde_json::from_value(patch).map_err(|e| {
-                    ApiError::bad_request(format!("error decoding json patch: {e}"))
-                })?;
-                json_patch::patch(&mut new, &p).map_err(|e| {
-                    ApiError::new(
-                        422,
-                        "Invalid",
-                        format!(
-                            "the server rejected our request due to an error in our request: {e}"
-                        ),
-                    )
-                })?;
-            }
-            PatchType::Merge => {
-                if !patch.is_object() {
-                    return Err(ApiError::bad_request(
-                        "error decoding patch: merge patch must be a JSON object",
-                    ));
-                }
-                json_patch::merge(&mut new, &patch);
-            }
-            PatchType::Strategic => {
-                if !patch.is_object() {
-                    return Err(ApiError::bad_request(
-                        "error decoding patch: strategic merge patch must be a JSON object",
-                    ));
-                }
-                strategic_merge(&mut new, &patch);
-            }
-            PatchType::Apply => unreachable!("handled above"),
-        }
+        patch_document(&mut new, ptype, body)?;
         if util::rv_of(&new) != util::rv_of(&old) && !util::rv_of(&new).is_empty() {
             return Err(ApiError::stale(&rt.plural, &rt.group, name));
         }
@@ -164,6 +130,74 @@ impl State {
         }
         let v = self.finish_update(rt, old, new, sub, opts, false)?;
         Ok((v, 200))
+    }
+}
+
+/// Applies a JSON, merge or strategic merge patch to `doc` (not server-side apply, which
+/// needs the managed fields): the shared step of PATCH on an object and on its `scale`.
+pub(crate) fn patch_document(doc: &mut Value, ptype: PatchType, body: &[u8]) -> ApiResult<()> {
+    let patch: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    match ptype {
+        PatchType::Json => {
+            let p: json_patch::Patch = serde_json::from_value(patch)
+                .map_err(|e| ApiError::bad_request(format!("error decoding json patch: {e}")))?;
+            apply_json_patch(doc, &p).map_err(|e| {
+                ApiError::new(
+                    422,
+                    "Invalid",
+                    format!("the server rejected our request due to an error in our request: {e}"),
+                )
+            })
+        }
+        PatchType::Merge => {
+            if !patch.is_object() {
+                return Err(ApiError::bad_request(
+                    "error decoding patch: merge patch must be a JSON object",
+                ));
+            }
+            json_patch::merge(doc, &patch);
+            Ok(())
+        }
+        PatchType::Strategic => {
+            if !patch.is_object() {
+                return Err(ApiError::bad_request(
+                    "error decoding patch: strategic merge patch must be a JSON object",
+                ));
+            }
+            strategic_merge(doc, &patch);
+            Ok(())
+        }
+        PatchType::Apply => Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+        )),
+    }
+}
+
+/// Applies RFC 6902 operations one by one, as kube-apiserver's json-patch library does, with
+/// its one leniency: `test` with a null value passes on a missing path. kube-runtime's
+/// `finalizer()` helper relies on it to add the first finalizer of an object.
+fn apply_json_patch(
+    doc: &mut Value,
+    patch: &json_patch::Patch,
+) -> Result<(), json_patch::PatchError> {
+    for op in &patch.0 {
+        if test_null_on_missing(doc, op) {
+            continue;
+        }
+        json_patch::patch(doc, std::slice::from_ref(op))?;
+    }
+    Ok(())
+}
+
+fn test_null_on_missing(doc: &Value, op: &json_patch::PatchOperation) -> bool {
+    match op {
+        json_patch::PatchOperation::Test(t) => {
+            t.value.is_null() && doc.pointer(t.path.as_str()).is_none()
+        }
+        _ => false,
     }
 }
 
@@ -253,8 +287,88 @@ fn strategic_merge(target: &mut Value, patch: &Value) {
             if entry.is_null() {
                 t.remove(k);
             }
+        } else if let (Some(key), Some(Value::Array(items)), Value::Array(patch_items)) =
+            (merge_key(k), t.get_mut(k), v)
+        {
+            merge_list(items, patch_items, key);
         } else {
             t.insert(k.clone(), v.clone());
         }
+    }
+}
+
+/// The `patchMergeKey` of the lists kube-apiserver merges item by item in a strategic merge
+/// patch (from the Go types' tags); every other list is replaced.
+fn merge_key(field: &str) -> Option<&'static str> {
+    match field {
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "volumes"
+        | "env"
+        | "imagePullSecrets" => Some("name"),
+        "volumeMounts" => Some("mountPath"),
+        "conditions" => Some("type"),
+        "ownerReferences" => Some("uid"),
+        _ => None,
+    }
+}
+
+/// Merges `patch` items into `items` by `key`: an item with a known key is merged into the
+/// existing one (or removed by `$patch: delete`), a new one is appended.
+fn merge_list(items: &mut Vec<Value>, patch: &[Value], key: &str) {
+    for p in patch {
+        let Some(k) = p.get(key) else {
+            items.push(p.clone());
+            continue;
+        };
+        let delete = p.get("$patch").and_then(Value::as_str) == Some("delete");
+        match items.iter().position(|i| i.get(key) == Some(k)) {
+            Some(at) if delete => {
+                items.remove(at);
+            }
+            Some(at) => strategic_merge(&mut items[at], p),
+            None if delete => {}
+            None => items.push(p.clone()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strategic_merge_merges_keyed_lists_and_replaces_others() {
+        let mut pod = json!({"spec": {
+            "ephemeralContainers": [{"name": "a", "image": "x"}],
+            "tolerations": [{"key": "k"}]
+        }});
+        strategic_merge(
+            &mut pod,
+            &json!({"spec": {
+                "ephemeralContainers": [{"name": "b", "image": "y"}, {"name": "a", "image": "z"}],
+                "tolerations": [{"key": "t"}]
+            }}),
+        );
+        assert_eq!(
+            pod["spec"]["ephemeralContainers"],
+            json!([{"name": "a", "image": "z"}, {"name": "b", "image": "y"}])
+        );
+        assert_eq!(pod["spec"]["tolerations"], json!([{"key": "t"}]));
+    }
+
+    #[test]
+    fn json_patch_test_of_null_passes_only_on_a_missing_path() {
+        let ops = |v: Value| -> json_patch::Patch { serde_json::from_value(v).expect("ops") };
+        let mut doc = json!({"metadata": {}});
+        let add = ops(json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": null},
+            {"op": "add", "path": "/metadata/finalizers", "value": ["f"]}
+        ]));
+        assert!(apply_json_patch(&mut doc, &add).is_ok());
+        assert_eq!(doc["metadata"]["finalizers"], json!(["f"]));
+        let again = ops(json!([{"op": "test", "path": "/metadata/finalizers", "value": null}]));
+        assert!(apply_json_patch(&mut doc, &again).is_err());
     }
 }

@@ -196,7 +196,11 @@ impl State {
         if opts.dry_run {
             return Ok(obj);
         }
-        Ok(self.put(rt, obj))
+        let created = self.put(rt, obj);
+        if rt.is_namespaces() {
+            self.create_namespace_defaults(&name);
+        }
+        Ok(created)
     }
 
     /// PUT (main resource or `status`).
@@ -486,5 +490,70 @@ impl State {
             }
         }
         Ok((out, meta))
+    }
+}
+
+/// Kinds whose registry sets `ReturnDeletedObject` in kube-apiserver: a DELETE that removes
+/// one of them at once answers with the object, every other kind with a `Status`.
+const RETURNS_DELETED_OBJECT: &[(&str, &str)] = &[
+    ("", "pods"),
+    ("", "services"),
+    ("", "serviceaccounts"),
+    ("", "persistentvolumes"),
+    ("", "persistentvolumeclaims"),
+    ("storage.k8s.io", "storageclasses"),
+];
+
+/// The `Status` kube-apiserver answers to a DELETE that removed `obj` at once (generic
+/// registry's `finalizeDelete`), or `None` when the answer is the object itself: its
+/// deletion waits on finalizers (it carries a `deletionTimestamp`) or its kind returns
+/// deleted objects. kube-rs's `Api::delete` tells the two apart (`Either`).
+pub(crate) fn deleted_status(rt: &ResourceType, obj: &Value) -> Option<Value> {
+    let pending = obj
+        .get("metadata")
+        .and_then(|m| m.get("deletionTimestamp"))
+        .is_some_and(|t| !t.is_null());
+    let returns_object = RETURNS_DELETED_OBJECT
+        .iter()
+        .any(|(g, p)| rt.group == *g && rt.plural == *p);
+    if pending || returns_object || rt.is_namespaces() {
+        return None;
+    }
+    let mut details = json!({"name": name_of(obj), "kind": rt.plural, "uid": uid_of(obj)});
+    if !rt.group.is_empty() {
+        details["group"] = json!(rt.group);
+    }
+    Some(json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {},
+        "status": "Success", "details": details
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::builtins;
+
+    fn rt(plural: &str) -> ResourceType {
+        builtins()
+            .into_iter()
+            .find(|t| t.plural == plural)
+            .expect("a built-in")
+    }
+
+    #[test]
+    fn deleted_at_once_answers_a_status_unless_the_kind_returns_the_object() {
+        let gone = json!({"metadata": {"name": "a", "uid": "u1"}});
+        let status = deleted_status(&rt("configmaps"), &gone).expect("a Status");
+        assert_eq!(
+            status["details"],
+            json!({"name": "a", "kind": "configmaps", "uid": "u1"})
+        );
+        let lease = deleted_status(&rt("leases"), &gone).expect("a Status");
+        assert_eq!(lease["details"]["group"], "coordination.k8s.io");
+        assert_eq!(deleted_status(&rt("serviceaccounts"), &gone), None);
+        let pending =
+            json!({"metadata": {"name": "a", "deletionTimestamp": "2026-01-01T00:00:00Z"}});
+        assert_eq!(deleted_status(&rt("configmaps"), &pending), None);
     }
 }

@@ -223,6 +223,18 @@ pub(super) fn builtin_defaults(rt: &ResourceType, obj: &mut Value, old: Option<&
                 obj["type"] = json!("Opaque");
             }
         }
+        ("", "pods") if old.is_none() => pod_defaults(obj),
+        ("", "services") if old.is_none() => {
+            let spec = obj
+                .as_object_mut()
+                .map(|m| m.entry("spec").or_insert_with(|| json!({})));
+            if let Some(Value::Object(spec)) = spec {
+                spec.entry("type").or_insert_with(|| json!("ClusterIP"));
+                spec.entry("sessionAffinity")
+                    .or_insert_with(|| json!("None"));
+            }
+            obj["status"] = json!({"loadBalancer": {}});
+        }
         ("apiextensions.k8s.io", _) => {
             let names = obj
                 .get("spec")
@@ -275,4 +287,25 @@ pub(super) fn builtin_defaults(rt: &ResourceType, obj: &mut Value, old: Option<&
         }
         _ => {}
     }
+}
+
+/// The Pod defaults a client reads back from a real server, and the status of a pod no
+/// scheduler has placed (there are no nodes): Pending.
+fn pod_defaults(obj: &mut Value) {
+    let spec = obj
+        .as_object_mut()
+        .map(|m| m.entry("spec").or_insert_with(|| json!({})));
+    if let Some(Value::Object(spec)) = spec {
+        for (k, v) in [
+            ("restartPolicy", json!("Always")),
+            ("dnsPolicy", json!("ClusterFirst")),
+            ("schedulerName", json!("default-scheduler")),
+            ("terminationGracePeriodSeconds", json!(30)),
+            ("serviceAccountName", json!("default")),
+            ("securityContext", json!({})),
+        ] {
+            spec.entry(k).or_insert(v);
+        }
+    }
+    obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
 }
