@@ -11,6 +11,7 @@
 use std::fmt::Debug;
 
 use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -68,13 +69,17 @@ pub struct Desired<S> {
     pub spec: S,
 }
 
-/// The UID of the object's controller, if it has one.
-pub fn controller_uid<K: Resource>(obj: &K) -> Option<&str> {
+/// The object's controller ownerReference, if it has one (at most one may say `controller`).
+pub fn controller_ref<K: Resource>(obj: &K) -> Option<&OwnerReference> {
     obj.meta()
         .owner_references
         .as_deref()
         .unwrap_or_default()
         .iter()
         .find(|r| r.controller == Some(true))
-        .map(|r| r.uid.as_str())
+}
+
+/// The UID of the object's controller, if it has one.
+pub fn controller_uid<K: Resource>(obj: &K) -> Option<&str> {
+    controller_ref(obj).map(|r| r.uid.as_str())
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use kube::{Resource, ResourceExt};
 
-use crate::kind::{Child, Desired, controller_uid};
+use crate::kind::{Child, Desired, controller_ref, controller_uid};
 use crate::reconcile::status::{Readiness, name_list};
 use crate::runtime::refusals::{Refusal, Step};
 use crate::runtime::retry::Progress;
@@ -246,12 +246,7 @@ pub fn plan<C: Child>(
 }
 
 fn describe_controller<K: Resource>(obj: &K) -> String {
-    obj.meta()
-        .owner_references
-        .as_deref()
-        .unwrap_or_default()
-        .iter()
-        .find(|r| r.controller == Some(true))
+    controller_ref(obj)
         .map(|r| format!("{} {} (uid {})", r.kind, r.name, r.uid))
         .unwrap_or_else(|| "nobody".to_string())
 }
