@@ -13,7 +13,6 @@ use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
-use tokio::sync::Semaphore;
 
 use crate::api::{Fermat, Number, Tuple};
 use crate::kind::{Child, Desired, controller_uid};
@@ -24,6 +23,7 @@ use crate::runtime::expiring::{Expiring, key, object_key};
 use crate::runtime::outage::Outage;
 use crate::runtime::refusals::Refusals;
 use crate::runtime::replan::Replans;
+use crate::runtime::slots::Slots;
 
 /// A parent rewrites a progress report (its ready/desired counts while waiting) at most this
 /// often (the context remembers the reports written that long; `reconcile/status.rs` says
@@ -96,7 +96,7 @@ pub struct Context {
     relisting: Mutex<HashSet<Cow<'static, str>>>,
     started: Instant,
     /// Slots for the requests the reconciles have open at once (see [`Context::in_slot`]).
-    requests: Semaphore,
+    requests: Slots,
 }
 
 /// A write to a child whose echo the watch has not delivered yet.
@@ -169,7 +169,7 @@ impl Context {
             settled: Mutex::default(),
             relisting: Mutex::default(),
             started: Instant::now(),
-            requests: Semaphore::new(Semaphore::MAX_PERMITS),
+            requests: Slots::new(0),
             metrics,
         }
     }
@@ -183,9 +183,7 @@ impl Context {
 
     /// At most `limit` write and Event requests open at once (0: no limit).
     pub fn with_requests_in_flight(mut self, limit: u16) -> Self {
-        if limit > 0 {
-            self.requests = Semaphore::new(limit.into());
-        }
+        self.requests = Slots::new(limit.into());
         self
     }
 
@@ -198,9 +196,10 @@ impl Context {
     /// `--max-mutating-requests-inflight` (200) on their own. Watches, the lease and the
     /// liveness checks of an outage take no slot. (The slots are never closed; if they were,
     /// the request would go without one.)
+    /// A request the client waits to send again (a 429) lends its slot for the wait
+    /// ([`crate::runtime::slots`]).
     pub async fn in_slot<T>(&self, request: impl Future<Output = T>) -> T {
-        let _slot = self.requests.acquire().await.ok();
-        request.await
+        self.requests.run(request).await
     }
 
     /// Whether every cache holds its first complete list. Awaited once, before the

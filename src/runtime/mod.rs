@@ -18,6 +18,8 @@
 //!   being deleted.
 //! - `replan.rs`: how soon a parent that waits for its children is planned again (no
 //!   sooner than ten times what its last plan cost).
+//! - `slots.rs`: the slots writes and Events take (`--requests-in-flight`), lent by a
+//!   request while the client waits to send it again (a 429).
 //! - `events.rs`: Events within kube-apiserver's limits (names, notes), a Warning said once.
 //! - `expiring.rs`: remembered writes and failures in maps whose entries expire (bounded
 //!   memory), and how those maps name an object.
@@ -31,4 +33,5 @@ pub mod owner_index;
 pub mod refusals;
 pub mod replan;
 pub mod retry;
+pub mod slots;
 pub mod watches;
