@@ -346,6 +346,28 @@ messages! {
     REFUSING_INSTALL: "refusing to install your CRDs: {why}. Yours would change their schema for every controller that watches them. On a cluster of your own, add FORCE=1 (make) or --force",
         "自分の CRD のインストールを拒否しました: {why}。インストールすると、それをウォッチするすべてのコントローラーにとってスキーマが変わってしまいます。自分専用のクラスターなら FORCE=1 (make) か --force を付けてください";
 
+    // A room on a shared cluster: each participant's namespace, signed writes (issue 29).
+    WHERE: "participant {participant}, namespace {namespace}", "参加者 {participant}、Namespace {namespace}";
+    WHERE_NOT_KUBECTLS: "participant {participant}, namespace {namespace} (kubectl puts what you apply in {context}; to make it yours: kubectl config set-context --current --namespace {namespace})",
+        "参加者 {participant}、Namespace {namespace} (kubectl が apply したものは {context} に入ります。自分の Namespace にするには: kubectl config set-context --current --namespace {namespace})";
+    WHERE_ALL: "participant {participant}, every namespace", "参加者 {participant}、すべての Namespace";
+    UNNAMED_CONTROLLER: "a controller that gives no name (the finished manager?)",
+        "名前を名乗らないコントローラー (完成版のマネージャー?)";
+    FOREIGN_OBJECTS: "{count} of its objects are looked after by another controller ({controllers}): {objects}",
+        "そのうち {count} 個のオブジェクトは別のコントローラー ({controllers}) が受け持っています: {objects}";
+    RUN_LEAVES_ALONE: "namespace {namespace}: {foreign}. Your controllers leave them alone and do not start: work in a namespace of your own (NAMESPACE=<name> or PARTICIPANT=<your name>), or stop that controller",
+        "Namespace {namespace}: {foreign}。自分のコントローラーはそれに触らず、起動しません。自分の Namespace で作業するか (NAMESPACE=<名前> か PARTICIPANT=<自分の名前>)、そのコントローラーを止めてください";
+    RUN_STOPS_FOR_OTHERS: "namespace {namespace}: {foreign}. Your controllers stop and leave them alone: work in a namespace of your own (NAMESPACE=<name> or PARTICIPANT=<your name>), or stop that controller",
+        "Namespace {namespace}: {foreign}。自分のコントローラーは止まり、それに触りません。自分の Namespace で作業するか (NAMESPACE=<名前> か PARTICIPANT=<自分の名前>)、そのコントローラーを止めてください";
+    CANNOT_LOOK_FOR_OTHERS: "cannot tell whether another controller works in namespace {namespace}: {said}",
+        "Namespace {namespace} でほかのコントローラーが動いているかどうか分かりません: 「{said}」";
+    CRD_USED_HERE: "the CRD {name} in the cluster differs from yours ({whose}), and in your namespace {namespace} {foreign}",
+        "クラスターの CRD {name} は自分のものと違い ({whose})、自分の Namespace {namespace} では{foreign}";
+    CLI_RUN_PARTICIPANT: "Who you are: your writes are signed math-workshop-<you>, and a context that names no namespace gets math-workshop-<you> (default: user-host).",
+        "自分の名前。書き込みに math-workshop-<自分> と署名し、Namespace を指定しないコンテキストでは math-workshop-<自分> を使う (既定: user-host)";
+    CLI_INSTALL_NAMESPACE: "The namespace you work in, whose objects the CRD guard looks at too (default: as for run).",
+        "作業する Namespace。CRD のガードはその中のオブジェクトも見る (既定: run と同じ)";
+
     // Connecting to the cluster.
     NO_KUBECONFIG: "no kubeconfig (KUBECONFIG is unset and ~/.kube/config does not exist)",
         "kubeconfig がありません (KUBECONFIG が未設定で、~/.kube/config もありません)";
@@ -439,8 +461,8 @@ messages! {
         "動かす最後のステージ (1 Number、2 +Tuple、3 +Fermat。既定は 3)";
     CLI_RUN_TEST_SERVER: "Start an in-memory test API server with your CRDs installed, and run against it.",
         "自分の CRD を入れたインメモリーのテスト用 API サーバーを起動し、それに対して動かす";
-    CLI_RUN_NAMESPACE: "The namespace your controllers look after (default: the current context's, where kubectl puts what you apply).",
-        "コントローラーが受け持つ Namespace (既定: 今のコンテキストのもの。kubectl が apply したものを置く所)";
+    CLI_RUN_NAMESPACE: "The namespace your controllers look after (default: the one the current context names, where kubectl puts what you apply; math-workshop-<participant> when it names none).",
+        "コントローラーが受け持つ Namespace (既定: 今のコンテキストが指定するもの。kubectl が apply したものを置く所。指定がなければ math-workshop-<participant>)";
     CLI_RUN_ALL_NAMESPACES: "Look after every namespace, like kubebuilder's `make run` (a cluster of your own).",
         "kubebuilder の `make run` のように、すべての Namespace を受け持つ (自分専用のクラスター向け)";
     CLI_CHECK: "Check stage N: ✓ or ✗ per expectation, with hints; exits non-zero on any ✗.",
