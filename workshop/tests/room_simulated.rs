@@ -510,6 +510,14 @@ async fn a_room_of_participants_each_heals_only_their_own() {
         rss.last().copied().unwrap_or(0) / 1024,
     );
 
+    let wrong = match &cluster {
+        Cluster::Test { server, .. } => misdeeds(&server.requests(), &seen),
+        Cluster::Given(_) => {
+            foreign_managers(&cluster.client("hands-organiser").await, &seen).await
+        }
+    };
+    // What the request log says first: it names who did what.
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     for s in &seen {
         let (own, _) = namespaces(&s.name);
         assert!(
@@ -530,13 +538,6 @@ async fn a_room_of_participants_each_heals_only_their_own() {
         assert!(s.unhealed.is_empty(), "{}: {:?}", s.name, s.unhealed);
         assert_eq!(s.heals.len(), 4, "{}: {:?}", s.name, s.heals);
     }
-    let wrong = match &cluster {
-        Cluster::Test { server, .. } => misdeeds(&server.requests(), &seen),
-        Cluster::Given(_) => {
-            foreign_managers(&cluster.client("hands-organiser").await, &seen).await
-        }
-    };
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     if let Cluster::Test { server, .. } = cluster {
         server.shutdown().await;
     }
