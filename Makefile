@@ -66,7 +66,7 @@ ROOM_FLAGS = $(if $(PARTICIPANT),--participant $(PARTICIPANT)) $(if $(FORCE),--f
 # Where workshop-run and workshop-install work (default: the namespace the kubeconfig's context
 # names, else math-workshop-<participant>); their first line says which.
 NAMESPACE ?=
-WHERE_FLAGS = $(if $(PARTICIPANT),--participant $(PARTICIPANT)) $(if $(NAMESPACE),--namespace $(NAMESPACE))
+WHERE_FLAGS = $(if $(PARTICIPANT), --participant $(PARTICIPANT))$(if $(NAMESPACE), --namespace $(NAMESPACE))
 
 .PHONY: workshop-prepare workshop-skip workshop-watch workshop-snippets workshop-guide-outputs
 
@@ -84,10 +84,10 @@ workshop-crds: ## Workshop: write the CRDs generated from your types (workshop/s
 	$(WORKSHOP) crds --dir workshop/crds
 
 workshop-install: ## Workshop: write your CRDs and install them into the current cluster (refused over CRDs others use; FORCE=1 on your own cluster; NAMESPACE=, PARTICIPANT= as for workshop-run).
-	$(WORKSHOP) install $(if $(FORCE),--force) $(WHERE_FLAGS)
+	$(WORKSHOP) install$(if $(FORCE), --force)$(WHERE_FLAGS)
 
 workshop-run: ## Workshop: run your controllers of stages 1..STAGE in your namespace: NAMESPACE=, else the context's, else math-workshop-<PARTICIPANT> (ARGS=--test-server, ARGS=--all-namespaces).
-	$(WORKSHOP) run --stage $(STAGE) $(WHERE_FLAGS) $(ARGS)
+	$(WORKSHOP) run --stage $(STAGE)$(WHERE_FLAGS) $(ARGS)
 
 workshop-check: ## Workshop: check stage STAGE on a fresh test API server (CLUSTER=1: on the current cluster, in a namespace of your own).
 	$(WORKSHOP) check $(STAGE) $(if $(CLUSTER),--cluster $(ROOM_FLAGS))
