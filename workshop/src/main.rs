@@ -217,6 +217,14 @@ async fn run(
     participant: &str,
 ) -> anyhow::Result<()> {
     let server = if test_server {
+        // First, as on a cluster; nothing is printed after the KUBECONFIG line, which a
+        // script may stop reading at.
+        let namespace = match &scope {
+            Scope::All => None,
+            Scope::Namespace(namespace) => Some(namespace.as_str()),
+            Scope::Context => Some("default"),
+        };
+        println!("{}", where_line(participant, namespace, "default"));
         let server = TestServer::start().await?;
         server.apply_crd_yaml(&crds::yaml(track)?)?;
         println!(
@@ -249,11 +257,11 @@ async fn run(
         Scope::Namespace(namespace) => Some(namespace),
         Scope::All => None,
     };
-    println!(
-        "{}",
-        where_line(participant, namespace.as_deref(), &kubectls)
-    );
     if server.is_none() {
+        println!(
+            "{}",
+            where_line(participant, namespace.as_deref(), &kubectls)
+        );
         crds_installed(&client, track, stage).await?;
     }
     if let (None, Some(namespace)) = (&server, &namespace) {
@@ -261,15 +269,16 @@ async fn run(
             .await
             .map_err(|why| anyhow::anyhow!(why))?;
         let found = others_in(&client, track, stage, namespace, participant).await?;
-        anyhow::ensure!(
-            found.is_empty(),
-            "{}",
-            t!(
-                m::RUN_LEAVES_ALONE,
-                namespace = namespace,
-                foreign = room::describe_foreign(&found)
-            )
-        );
+        if let Some(foreign) = found {
+            anyhow::bail!(
+                "{}",
+                t!(
+                    m::RUN_LEAVES_ALONE,
+                    namespace = namespace,
+                    foreign = foreign
+                )
+            );
+        }
     }
     let watching = match &namespace {
         Some(namespace) => t!(m::SCOPE_NAMESPACE, namespace = namespace),
@@ -303,14 +312,13 @@ async fn run(
                 let Some(namespace) = lookout.as_deref().filter(|_| ticks.is_multiple_of(LOOKOUT_TICKS)) else {
                     continue;
                 };
-                let found = others_in(&ctx.client, track, stage, namespace, participant).await;
-                match found {
-                    Ok(found) if found.is_empty() => {}
-                    Ok(found) => {
+                match others_in(&ctx.client, track, stage, namespace, participant).await {
+                    Ok(None) => {}
+                    Ok(Some(foreign)) => {
                         others = Some(t!(
                             m::RUN_STOPS_FOR_OTHERS,
                             namespace = namespace,
-                            foreign = room::describe_foreign(&found)
+                            foreign = foreign
                         ));
                         break;
                     }
@@ -321,14 +329,11 @@ async fn run(
     }
     let stopped = controllers.all_stopped();
     controllers.stop();
-    if let Some(others) = others {
-        if let Some(server) = server {
-            server.shutdown().await;
-        }
-        anyhow::bail!("{others}");
-    }
     if let Some(server) = server {
         server.shutdown().await;
+    }
+    if let Some(others) = others {
+        anyhow::bail!("{others}");
     }
     let names: Vec<&str> = stopped.keys().map(|kind| kind.name()).collect();
     anyhow::ensure!(
@@ -446,29 +451,31 @@ fn where_line(participant: &str, namespace: Option<&str>, kubectls: &str) -> Str
     }
 }
 
-/// The objects of the stages' kinds in `namespace` that a controller other than the
-/// participant's looks after.
+/// What says that a controller other than the participant's looks after objects of the
+/// stages' kinds in `namespace` ([`room::describe_foreign`]), if one does.
 async fn others_in(
     client: &kube::Client,
     track: &Track,
     stage: u8,
     namespace: &str,
     participant: &str,
-) -> anyhow::Result<Vec<room::Foreign>> {
+) -> anyhow::Result<Option<String>> {
     let crds: Vec<_> = crds::generate(track)
         .into_iter()
         .take(usize::from(stage))
         .collect();
-    room::others_controllers(client, &crds, namespace, &room::Signature::new(participant))
-        .await
-        .map_err(|said| {
-            anyhow::anyhow!(
-                "{}",
-                t!(
-                    m::CANNOT_LOOK_FOR_OTHERS,
-                    namespace = namespace,
-                    said = said
+    let found =
+        room::others_controllers(client, &crds, namespace, &room::Signature::new(participant))
+            .await
+            .map_err(|said| {
+                anyhow::anyhow!(
+                    "{}",
+                    t!(
+                        m::CANNOT_LOOK_FOR_OTHERS,
+                        namespace = namespace,
+                        said = said
+                    )
                 )
-            )
-        })
+            })?;
+    Ok((!found.is_empty()).then(|| room::describe_foreign(&found)))
 }
