@@ -64,9 +64,13 @@ PARTICIPANT ?=
 FORCE ?=
 ROOM_FLAGS = $(if $(PARTICIPANT),--participant $(PARTICIPANT)) $(if $(FORCE),--force)
 
-.PHONY: workshop-prepare workshop-skip workshop-watch workshop-snippets workshop-guide-outputs
+.PHONY: workshop-prepare workshop-skip workshop-watch workshop-snippets workshop-guide-outputs workshop-doctor
+
+workshop-doctor: ## Workshop: is every tool the build needs here (Rust new enough, a C compiler, make, git, kubectl)? One line each that is missing, with its install command.
+	@sh workshop/doctor.sh
 
 workshop-prepare: ## Workshop: fetch and build everything the day needs, once, with network (then none is needed).
+	@sh workshop/doctor.sh
 	$(CARGO) fetch --locked
 	$(CARGO) build --locked -p math-workshop
 	$(CARGO) build --locked -p math-workshop-tools

@@ -483,6 +483,21 @@ messages! {
     CLI_INVALID_COMMAND_LINE: "the command line is not valid", "コマンドラインが正しくありません";
     CLI_DID_YOU_MEAN: " (did you mean {suggested}?)", " ({suggested} のことですか?)";
     CLI_SEE_HELP: "; --help shows the usage", "。使い方は --help で表示できます";
+
+    // make workshop-doctor (workshop/doctor.sh, a shell script: it runs before anything is
+    // built; workshop/tests/doctor.rs checks that it prints these very texts).
+    DOCTOR_OK: "workshop-doctor: ✓ {tools}: everything the workshop builds with is here",
+        "workshop-doctor: ✓ {tools}: ワークショップのビルドに必要なものはそろっています";
+    DOCTOR_MISSING: "✗ {tool} is missing; to install it: {command}",
+        "✗ {tool} が見つかりません。インストールするには: {command}";
+    DOCTOR_CC: "cc (a C compiler: ring and jemalloc compile C code)",
+        "cc (C コンパイラー。ring と jemalloc が C のコードをコンパイルします)";
+    DOCTOR_RUST_OLD: "✗ rustc {version} is too old: this project is Rust edition 2024 and needs {needed} or newer; to update: {command}",
+        "✗ rustc {version} は古すぎます。このプロジェクトは Rust edition 2024 で、{needed} 以降が必要です。更新するには: {command}";
+    DOCTOR_PACKAGE: "the package {package} of your distribution's package manager",
+        "ディストリビューションのパッケージマネージャーで {package} パッケージ";
+    DOCTOR_SUMMARY: "workshop-doctor: {count} missing (above); install, then run make workshop-doctor again",
+        "workshop-doctor: 足りないものが {count} 件あります (上記)。インストールしてから、もう一度 make workshop-doctor を実行してください";
 }
 
 #[cfg(test)]
