@@ -366,3 +366,34 @@ fn the_script_speaks_the_catalogues_words() {
         wrong.join(", ")
     );
 }
+
+/// The block after the guide's `<!-- not run: …doctor… -->` marker.
+fn guide_example(file: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(repository().join(file)).unwrap_or_default();
+    let mut lines = text.lines().skip_while(|l| {
+        !(l.starts_with("<!-- not run:") && l.contains("workshop/tests/doctor.rs"))
+    });
+    lines
+        .by_ref()
+        .take_while(|l| !l.starts_with("```"))
+        .for_each(drop);
+    lines
+        .take_while(|l| !l.starts_with("```"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Both guides show what the doctor prints on a Debian laptop without a C compiler and kubectl.
+#[test]
+fn the_guides_example_is_what_the_doctor_prints() {
+    for (file, lang) in [
+        ("workshop/README.md", ENGLISH),
+        ("workshop/README.ja.md", "ja_JP.UTF-8"),
+    ] {
+        let (printed, _) = Laptop::complete(DEBIAN, &["apt-get"])
+            .without("cc")
+            .without("kubectl")
+            .doctor(lang);
+        assert_eq!(guide_example(file), printed, "{file}");
+    }
+}
