@@ -40,6 +40,8 @@ msg() {
     ja:PACKAGE) echo 'ディストリビューションのパッケージマネージャーで {package} パッケージ' ;;
     en:SUMMARY) echo 'workshop-doctor: {count} missing (above); install, then run make workshop-doctor again' ;;
     ja:SUMMARY) echo 'workshop-doctor: 足りないものが {count} 件あります (上記)。インストールしてから、もう一度 make workshop-doctor を実行してください' ;;
+    en:PREPARED) echo 'workshop-prepare: done in {minutes} min {seconds} s, {total} of disk (target/ {target}, crates in ~/.cargo {crates}); the workshop now runs without network' ;;
+    ja:PREPARED) echo 'workshop-prepare: 完了しました ({minutes} 分 {seconds} 秒、ディスク {total}: target/ が {target}、~/.cargo のクレートが {crates})。これでワークショップはネットワークなしで動きます' ;;
     esac
 }
 
@@ -59,6 +61,39 @@ fill() {
     done
     printf '%s\n' "$text"
 }
+
+# size KB: a size as du -sh would round it, in MB below a GB.
+size() {
+    if [ "$1" -ge 1048576 ]; then
+        tenths=$((($1 * 10 + 524288) / 1048576))
+        echo "$((tenths / 10)).$((tenths % 10)) GB"
+    else
+        echo "$((($1 + 512) / 1024)) MB"
+    fi
+}
+
+# kilobytes DIR: what DIR holds on disk, 0 when it does not exist.
+kilobytes() {
+    if [ -d "$1" ]; then
+        set -- $(du -sk "$1" 2>/dev/null)
+        echo "${1:-0}"
+    else
+        echo 0
+    fi
+}
+
+# --footprint STARTED [NOW]: the last line of make workshop-prepare: how long it took since
+# STARTED (seconds since 1970) and what the build and the crates take on disk.
+if [ "${1:-}" = --footprint ]; then
+    now=${3:-$(date +%s)}
+    elapsed=$((now - ${2:-$now}))
+    target=$(kilobytes "${CARGO_TARGET_DIR:-target}")
+    cargo_home=${CARGO_HOME:-$HOME/.cargo}
+    crates=$(($(kilobytes "$cargo_home/registry") + $(kilobytes "$cargo_home/git")))
+    fill "$(msg PREPARED)" minutes $((elapsed / 60)) seconds $((elapsed % 60)) \
+        total "$(size $((target + crates)))" target "$(size "$target")" crates "$(size "$crates")"
+    exit 0
+fi
 
 have() {
     command -v "$1" >/dev/null 2>&1

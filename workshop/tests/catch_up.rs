@@ -95,7 +95,10 @@ fn renamed(manifest: &[u8], name: &str) -> Vec<u8> {
 /// `make ARGS` in the copy, building into this repository's target directory.
 fn make(copy: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new("make");
+    // The test's own profile (its dependencies are built already), not the workshop's: a
+    // second build of everything would cost minutes and gigabytes per test run.
     cmd.args(args)
+        .arg("WORKSHOP_PROFILE=dev")
         .env("LC_ALL", "C.UTF-8")
         .current_dir(copy)
         .env("CARGO_TARGET_DIR", target_dir())

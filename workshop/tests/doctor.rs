@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use math_workshop::messages::{
-    DOCTOR_CC, DOCTOR_MISSING, DOCTOR_OK, DOCTOR_RUST_OLD, DOCTOR_SUMMARY, Lang, Msg,
+    DOCTOR_CC, DOCTOR_MISSING, DOCTOR_OK, DOCTOR_PREPARED, DOCTOR_RUST_OLD, DOCTOR_SUMMARY, Lang,
+    Msg,
 };
 
 fn repository() -> PathBuf {
@@ -348,6 +349,7 @@ fn the_script_speaks_the_catalogues_words() {
         &DOCTOR_RUST_OLD,
         &math_workshop::messages::DOCTOR_PACKAGE,
         &DOCTOR_SUMMARY,
+        &DOCTOR_PREPARED,
     ];
     let mut wrong = Vec::new();
     for msg in catalogue {
@@ -395,5 +397,44 @@ fn the_guides_example_is_what_the_doctor_prints() {
             .without("kubectl")
             .doctor(lang);
         assert_eq!(guide_example(file), printed, "{file}");
+    }
+}
+
+/// `make workshop-prepare`'s last line: how long it took and what the build and the crates hold
+/// on disk (here a target directory of 5 MB and 2 MB of crates, started 125 s before).
+#[test]
+fn prepare_ends_with_its_time_and_disk() {
+    let scratch = tempfile::tempdir().expect("a temporary directory");
+    let target = scratch.path().join("target");
+    let registry = scratch.path().join("cargo/registry");
+    std::fs::create_dir_all(&target).expect("mkdir");
+    std::fs::create_dir_all(&registry).expect("mkdir");
+    std::fs::write(target.join("build"), vec![7u8; 5 << 20]).expect("write");
+    std::fs::write(registry.join("crates"), vec![7u8; 2 << 20]).expect("write");
+    for (lang, reader) in [(ENGLISH, Lang::En), ("ja_JP.UTF-8", Lang::Ja)] {
+        let output = Command::new("/bin/sh")
+            .arg(script())
+            .args(["--footprint", "1000", "1125"])
+            .env("CARGO_TARGET_DIR", &target)
+            .env("CARGO_HOME", scratch.path().join("cargo"))
+            .env("LANG", lang)
+            .env_remove("LC_ALL")
+            .env_remove("LC_MESSAGES")
+            .output()
+            .expect("sh runs");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout).trim_end(),
+            say(
+                &DOCTOR_PREPARED,
+                reader,
+                &[
+                    ("minutes", "2"),
+                    ("seconds", "5"),
+                    ("total", "7 MB"),
+                    ("target", "5 MB"),
+                    ("crates", "2 MB")
+                ]
+            )
+        );
     }
 }
