@@ -55,9 +55,12 @@ testserver: ## Start the in-memory test API server; it prints a KUBECONFIG to us
 
 # The learner track (workshop/): see workshop/README.md.
 STAGE ?= 1
-WORKSHOP = $(CARGO) run --locked -p math-workshop --
+# Everything the workshop builds uses one profile (Cargo.toml's [profile.workshop]: no debug
+# information in the dependencies), so that a laptop holds one build of them, not two.
+WORKSHOP_PROFILE ?= workshop
+WORKSHOP = $(CARGO) run --locked --profile $(WORKSHOP_PROFILE) -p math-workshop --
 # Watch and skip: a crate of their own, so that they work while the exercises do not compile.
-TOOLS = $(CARGO) run --locked --quiet -p math-workshop-tools --
+TOOLS = $(CARGO) run --locked --profile $(WORKSHOP_PROFILE) --quiet -p math-workshop-tools --
 # Who you are, for the namespace of CLUSTER=1 checks (default: user-host); FORCE=1 replaces
 # CRDs that objects in other namespaces use (a cluster of your own only).
 PARTICIPANT ?=
@@ -68,17 +71,22 @@ ROOM_FLAGS = $(if $(PARTICIPANT),--participant $(PARTICIPANT)) $(if $(FORCE),--f
 NAMESPACE ?=
 WHERE_FLAGS = $(if $(PARTICIPANT), --participant $(PARTICIPANT))$(if $(NAMESPACE), --namespace $(NAMESPACE))
 
-.PHONY: workshop-prepare workshop-skip workshop-watch workshop-snippets workshop-guide-outputs
+.PHONY: workshop-prepare workshop-skip workshop-watch workshop-snippets workshop-guide-outputs workshop-doctor
 
-workshop-prepare: ## Workshop: fetch and build everything the day needs, once, with network (then none is needed).
+workshop-doctor: ## Workshop: is every tool the build needs here (Rust new enough, a C compiler, make, git, kubectl)? One line each that is missing, with its install command.
+	@sh workshop/doctor.sh
+
+workshop-prepare: PREPARE_STARTED := $(shell date +%s)
+workshop-prepare: ## Workshop: fetch and build everything the day needs, once, with network (then none is needed); ends with its time and disk.
+	@sh workshop/doctor.sh
 	$(CARGO) fetch --locked
-	$(CARGO) build --locked -p math-workshop
-	$(CARGO) build --locked -p math-workshop-tools
-	$(CARGO) build --locked -p test-apiserver
-	$(CARGO) build --locked
-	$(CARGO) install --locked --offline --path . --bin kubectl-math
+	$(CARGO) build --locked --profile $(WORKSHOP_PROFILE) -p math-workshop
+	$(CARGO) build --locked --profile $(WORKSHOP_PROFILE) -p math-workshop-tools
+	$(CARGO) build --locked --profile $(WORKSHOP_PROFILE) -p test-apiserver
+	$(CARGO) build --locked --profile $(WORKSHOP_PROFILE)
+	$(CARGO) install --locked --offline --profile $(WORKSHOP_PROFILE) --path . --bin kubectl-math
 	$(WORKSHOP) crds > /dev/null
-	@echo "workshop-prepare: done; the workshop now runs without network (cargo --offline works too)"
+	@sh workshop/doctor.sh --footprint $(PREPARE_STARTED)
 
 workshop-crds: ## Workshop: write the CRDs generated from your types (workshop/src/exercises) to workshop/crds/.
 	$(WORKSHOP) crds --dir workshop/crds

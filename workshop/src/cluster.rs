@@ -127,7 +127,8 @@ fn what_to_start(context: Option<&str>, port: Option<u16>) -> String {
             let kubeconfig = kubeconfig_var()
                 .map(|k| format!(" --kubeconfig {}", PathBuf::from(k).display()))
                 .unwrap_or_default();
-            let command = format!("cargo run -p test-apiserver --{port}{kubeconfig}");
+            let command =
+                format!("cargo run --profile workshop -p test-apiserver --{port}{kubeconfig}");
             t!(m::START_TEST_SERVER, command = command)
         }
         Some(name) if name.contains("minikube") => m::START_MINIKUBE.text(),

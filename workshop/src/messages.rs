@@ -140,8 +140,8 @@ messages! {
     GENERATE_CRDS: "generate the CRDs from your types", "自分の型から CRD を生成する";
     CRD_APPLY_FAILED: "kubectl apply of the CRDs generated from your types failed: {said}",
         "自分の型から生成した CRD の kubectl apply が失敗しました: 「{said}」";
-    CRD_APPLY_HINT: "is the cluster reachable (kubectl get namespaces)? Does the CRD generate (cargo run -p math-workshop -- crds)?",
-        "クラスターにつながりますか (kubectl get namespaces)? CRD を生成できますか (cargo run -p math-workshop -- crds)?";
+    CRD_APPLY_HINT: "is the cluster reachable (kubectl get namespaces)? Does the CRD generate (cargo run --profile workshop -p math-workshop -- crds)?",
+        "クラスターにつながりますか (kubectl get namespaces)? CRD を生成できますか (cargo run --profile workshop -p math-workshop -- crds)?";
     CRDS_INSTALLED: "installed the CRDs generated from {track} (kubectl apply), namespace {namespace}",
         "{track}から生成した CRD をインストールしました (kubectl apply)。Namespace は {namespace}";
     CRDS_ALREADY: "the CRDs generated from {track} are installed already, namespace {namespace}",
@@ -401,12 +401,12 @@ messages! {
         "workshop/src/exercises/ を見張っています。保存するとチェックし直し、Enter ですぐチェック、Ctrl-C で終了します。";
     WATCH_HEADER: "━━ workshop-watch: stage {stage} ({kind}), workshop/src/exercises/{file} ━━",
         "━━ workshop-watch: ステージ {stage} ({kind})、workshop/src/exercises/{file} ━━";
-    WATCH_BUILDING: "building (cargo build -p math-workshop) …", "ビルド中 (cargo build -p math-workshop) …";
+    WATCH_BUILDING: "building (cargo build --profile workshop -p math-workshop) …", "ビルド中 (cargo build --profile workshop -p math-workshop) …";
     WATCH_NO_CARGO: "✗ cannot run cargo: {error}", "✗ cargo を実行できません: 「{error}」";
     WATCH_NO_COMPILE_ONE: "✗ does not compile (1 error, {seconds} s):", "✗ コンパイルできません (エラー 1 件、{seconds} 秒):";
     WATCH_NO_COMPILE: "✗ does not compile ({count} errors, {seconds} s):", "✗ コンパイルできません (エラー {count} 件、{seconds} 秒):";
-    WATCH_MORE_ERRORS: "  … and {count} more (cargo build -p math-workshop shows them all, in full)",
-        "  … ほかに {count} 件 (cargo build -p math-workshop ですべて詳しく見られます)";
+    WATCH_MORE_ERRORS: "  … and {count} more (cargo build --profile workshop -p math-workshop shows them all, in full)",
+        "  … ほかに {count} 件 (cargo build --profile workshop -p math-workshop ですべて詳しく見られます)";
     WATCH_FIX_IT: "Fix it and save: the watch builds again.", "直して保存すると、もう一度ビルドします。";
     WATCH_NOTHING_RECOMPILED: "nothing to recompile", "再コンパイルなし";
     WATCH_RECOMPILED: "recompiled: {crates}", "再コンパイル: {crates}";
@@ -505,6 +505,23 @@ messages! {
     CLI_INVALID_COMMAND_LINE: "the command line is not valid", "コマンドラインが正しくありません";
     CLI_DID_YOU_MEAN: " (did you mean {suggested}?)", " ({suggested} のことですか?)";
     CLI_SEE_HELP: "; --help shows the usage", "。使い方は --help で表示できます";
+
+    // make workshop-doctor (workshop/doctor.sh, a shell script: it runs before anything is
+    // built; workshop/tests/doctor.rs checks that it prints these very texts).
+    DOCTOR_OK: "workshop-doctor: ✓ {tools}: everything the workshop builds with is here",
+        "workshop-doctor: ✓ {tools}: ワークショップのビルドに必要なものはそろっています";
+    DOCTOR_MISSING: "✗ {tool} is missing; to install it: {command}",
+        "✗ {tool} が見つかりません。インストールするには: {command}";
+    DOCTOR_CC: "cc (a C compiler: ring and jemalloc compile C code)",
+        "cc (C コンパイラー。ring と jemalloc が C のコードをコンパイルします)";
+    DOCTOR_RUST_OLD: "✗ rustc {version} is too old: this project is Rust edition 2024 and needs {needed} or newer; to update: {command}",
+        "✗ rustc {version} は古すぎます。このプロジェクトは Rust edition 2024 で、{needed} 以降が必要です。更新するには: {command}";
+    DOCTOR_PACKAGE: "the package {package} of your distribution's package manager",
+        "ディストリビューションのパッケージマネージャーで {package} パッケージ";
+    DOCTOR_SUMMARY: "workshop-doctor: {count} missing (above); install, then run make workshop-doctor again",
+        "workshop-doctor: 足りないものが {count} 件あります (上記)。インストールしてから、もう一度 make workshop-doctor を実行してください";
+    DOCTOR_PREPARED: "workshop-prepare: done in {minutes} min {seconds} s, {total} of disk (target/ {target}, crates in ~/.cargo {crates}); the workshop now runs without network",
+        "workshop-prepare: 完了しました ({minutes} 分 {seconds} 秒、ディスク {total}: target/ が {target}、~/.cargo のクレートが {crates})。これでワークショップはネットワークなしで動きます";
 }
 
 #[cfg(test)]

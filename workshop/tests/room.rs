@@ -1,5 +1,5 @@
 //! A room that shares one cluster (the test API server, started on its own as an organiser
-//! would start it with `cargo run -p test-apiserver -- --crds crds/`, stands in for it):
+//! would start it with `cargo run --profile workshop -p test-apiserver -- --crds crds/`, stands in for it):
 //! participants' `--cluster` checks run side by side, each in a namespace of its own, and
 //! neither touches what is not theirs; CRDs that others use are not replaced unless forced;
 //! a namespace that is not a participant's is left alone; and a cluster that is not there is
@@ -346,7 +346,7 @@ async fn no_cluster_and_a_cluster_that_is_gone_are_said_in_one_line() {
     assert!(
         stderr.contains(&format!(
             "does not answer: connection refused. Is the test API server still running? Start it again \
-             (cargo run -p test-apiserver -- --port {port} --kubeconfig {})",
+             (cargo run --profile workshop -p test-apiserver -- --port {port} --kubeconfig {})",
             kubeconfig.display()
         )) && stderr.contains("(ARGS=--test-server)"),
         "{stderr}"
