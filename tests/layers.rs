@@ -165,3 +165,25 @@ fn the_reconcile_and_its_writes_each_fit_one_screen() {
         );
     }
 }
+
+/// `Context` is a thin struct of named parts: what the manager remembers lives in those
+/// parts (each in its own file under runtime/, with its own tests), not in context.rs.
+#[test]
+fn the_context_holds_parts_not_memories() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/runtime/context.rs");
+    let text = std::fs::read_to_string(file).expect("context.rs reads");
+    let code: Vec<&str> = (text.lines())
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect();
+    for memory in ["Expiring<", "Mutex<", "HashMap<", "HashSet<"] {
+        let at: Vec<usize> = (code.iter().enumerate())
+            .filter(|(_, l)| l.contains(memory))
+            .map(|(n, _)| n + 1)
+            .collect();
+        assert!(
+            at.is_empty(),
+            "runtime/context.rs keeps a memory of its own ({memory} on lines {at:?}); \
+             give it a part of its own under runtime/"
+        );
+    }
+}

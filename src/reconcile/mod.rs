@@ -10,7 +10,7 @@
 //!   to the API server.
 //!
 //! What these decisions share with the runtime (a refused [`Step`](crate::runtime::refusals::Step),
-//! a reconcile's [`Outcome`], the [`Pace`](crate::runtime::context::Pace) of the children) is
+//! a reconcile's [`Outcome`], the [`Pace`](crate::runtime::pace::Pace) of the children) is
 //! defined there, one layer down; nothing below this folder uses it.
 
 pub mod plan;
@@ -26,7 +26,9 @@ use tracing::{debug, info};
 use crate::error::{Error, Result};
 use crate::kind::{Child, Desired, Kind, Parent};
 use crate::runtime::cache::Cache;
-use crate::runtime::context::{CachedChildren, Context, Pace};
+use crate::runtime::context::Context;
+use crate::runtime::expectations::CachedChildren;
+use crate::runtime::pace::Pace;
 use crate::runtime::refusals::Held;
 use crate::runtime::retry::{Outcome, Progress};
 use plan::Plan;
@@ -97,7 +99,7 @@ fn look<P: Parent>(
     children: &Cache<P::Child>,
 ) -> (Vec<Desired<ChildSpec<P>>>, CachedChildren<P::Child>) {
     let desired = parent.desired_children();
-    let cached = ctx.children(children, parent, &desired);
+    let cached = ctx.expectations.children(children, parent, &desired);
     (desired, cached)
 }
 
@@ -196,12 +198,13 @@ fn decide<P: Parent, S: ParentStatus>(
     status: impl FnOnce(&Plan<P::Child>, Option<&S>, Timestamp) -> (S, Progress),
 ) -> Decided<S> {
     let now = Timestamp::now();
-    let known = ctx.known_status(parent, current);
+    let known = ctx.statuses.known(parent, current);
     let (desired, progress) = status(plan, known.as_ref(), now);
     let pace = (progress != Progress::Settled).then(|| {
         let shown = known.as_ref().and_then(|s| s.ready_children()).unwrap_or(0);
         let shown = usize::try_from(shown).unwrap_or(0);
-        ctx.pace::<P, P::Child>(parent, plan.ready.len(), shown, plan.desired, now)
+        ctx.pace
+            .measure::<P, P::Child>(parent, plan.ready.len(), shown, plan.desired, now)
     });
     Decided {
         known,

@@ -272,18 +272,19 @@ impl<'a, C: Child> Writer<'a, C> {
         let (ctx, namespace, name) = (self.ctx, &self.namespace, child.name_any());
         ctx.metrics
             .write(self.controller, C::KIND, WriteKind::Patch);
-        ctx.expect_change::<C>(namespace, &name, child.resource_version());
+        ctx.expectations
+            .expect::<C>(namespace, &name, child.resource_version());
         let params = PatchParams::default();
         let result = ctx
             .in_slot(self.api.patch(&name, &params, &Patch::Merge(&patch)))
             .await;
         match result {
             Ok(_) => {
-                ctx.change_sent::<C>(namespace, &name);
+                ctx.expectations.sent::<C>(namespace, &name);
                 Ok(true)
             }
             Err(e) => {
-                ctx.forget_change::<C>(namespace, &name);
+                ctx.expectations.forget::<C>(namespace, &name);
                 match e {
                     kube::Error::Api(s) if s.code == 404 => Ok(false),
                     e => Err(e),
@@ -314,7 +315,8 @@ async fn create<C: Child>(writer: &mut Writer<'_, C>, plan: &Plan<C>) -> Vec<Str
                 .write(writer.controller, C::KIND, WriteKind::Create);
             // Expected before the request: the watch may deliver the child (and even its
             // deletion by someone else) before the answer comes back.
-            ctx.expect_change::<C>(&writer.namespace, &want.name, None);
+            ctx.expectations
+                .expect::<C>(&writer.namespace, &want.name, None);
             let api = writer.api.clone();
             let name = want.name.clone();
             in_flight.push(async move {
@@ -329,17 +331,17 @@ async fn create<C: Child>(writer: &mut Writer<'_, C>, plan: &Plan<C>) -> Vec<Str
         };
         match result {
             Ok(_) => {
-                ctx.change_sent::<C>(&writer.namespace, &name);
+                ctx.expectations.sent::<C>(&writer.namespace, &name);
                 created.push(name);
                 window = (window + 1).min(WRITES_IN_FLIGHT);
             }
             // The cache was behind, or the answer to an earlier create was lost: the object
             // exists, and the watch will show it.
             Err(kube::Error::Api(s)) if s.code == 409 => {
-                ctx.change_sent::<C>(&writer.namespace, &name)
+                ctx.expectations.sent::<C>(&writer.namespace, &name)
             }
             Err(e) => {
-                ctx.forget_change::<C>(&writer.namespace, &name);
+                ctx.expectations.forget::<C>(&writer.namespace, &name);
                 if !stop {
                     writer.failed(Step::Create, &name, e);
                 }
@@ -439,18 +441,19 @@ async fn delete<C: Child>(writer: &mut Writer<'_, C>, plan: &Plan<C>) -> Vec<Str
         };
         ctx.metrics
             .write(writer.controller, C::KIND, WriteKind::Delete);
-        ctx.expect_change::<C>(&writer.namespace, &name, child.resource_version());
+        ctx.expectations
+            .expect::<C>(&writer.namespace, &name, child.resource_version());
         let result = ctx.in_slot(writer.api.delete(&name, &params)).await;
         match result {
             Ok(_) => {
-                ctx.change_sent::<C>(&writer.namespace, &name);
+                ctx.expectations.sent::<C>(&writer.namespace, &name);
                 deleted.push(name)
             }
             Err(kube::Error::Api(s)) if s.code == 404 => {
-                ctx.forget_change::<C>(&writer.namespace, &name)
+                ctx.expectations.forget::<C>(&writer.namespace, &name)
             }
             Err(e) => {
-                ctx.forget_change::<C>(&writer.namespace, &name);
+                ctx.expectations.forget::<C>(&writer.namespace, &name);
                 writer.failed(Step::Delete, &name, e);
                 break;
             }
@@ -565,7 +568,7 @@ fn spec_text<S: Serialize>(spec: &S) -> String {
 
 /// Write an object's status if [`status::decide`] says it is due; answers when to look
 /// again (`None`: on the next watch event). `current` is the status as far as we know
-/// ([`Context::known_status`]); what we write is remembered until the cache shows it.
+/// ([`WrittenStatuses::known`](crate::runtime::statuses::WrittenStatuses::known)); what we write is remembered until the cache shows it.
 /// `standing` says whether it is the answer, and if not, how the children come along.
 pub async fn write_status<P: Kind, S: Serialize>(
     ctx: &Context,
@@ -594,7 +597,10 @@ pub async fn write_status<P: Kind, S: Serialize>(
                     name: name.clone(),
                     source: Box::new(source),
                 })?;
-            ctx.status_written(obj, desired, !matches!(standing, Standing::Answer));
+            if !matches!(standing, Standing::Answer) {
+                ctx.pace.reported(obj);
+            }
+            ctx.statuses.written(obj, desired);
             let message = patch
                 .pointer("/status/conditions/0/message")
                 .and_then(|m| m.as_str())
