@@ -1,5 +1,5 @@
 //! How any parent gets to what it wants, the same for Tuples and Fermats: the loop
-//! ([`parent`]: read the cache, plan, write the difference, write the status) and its parts.
+//! ([`parent`]: look, plan, apply, write the status) and its parts.
 //!
 //! - `plan.rs`: the diff between the children a parent wants and the ones the cache holds,
 //!   and why a parent is not Ready yet. Pure: no client, no `Context`.
