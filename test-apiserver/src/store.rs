@@ -29,7 +29,7 @@ mod strategy;
 mod watch_cache;
 
 pub use patch::PatchType;
-pub(crate) use patch::patch_document;
+pub(crate) use patch::{merge_key, patch_document};
 pub(crate) use rest::deleted_status;
 pub use rest::{DeleteOpts, WriteOpts};
 pub use storage::to_view;

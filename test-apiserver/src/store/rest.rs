@@ -10,7 +10,7 @@ use super::storage::to_view;
 use super::strategy::{builtin_defaults, normalize_body};
 use crate::registry::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::ssa::{self, Scope};
+use crate::ssa::{self, Scope, Shape};
 use crate::status::{ApiError, ApiResult, Cause};
 use crate::util::{self, meta_mut, name_of, now, uid_of};
 use serde_json::{Value, json};
@@ -191,6 +191,7 @@ impl State {
                     exclude_status: false,
                 },
                 &rt.api_version(),
+                Shape::root(rt.schema.as_ref()),
             );
         }
         if opts.dry_run {
@@ -351,6 +352,7 @@ impl State {
                 &opts.manager,
                 scope,
                 &rt.api_version(),
+                Shape::root(rt.schema.as_ref()),
             );
         }
         if strip_volatile(&old) == strip_volatile(&new) {
