@@ -117,6 +117,7 @@ impl State {
         if let Some(ns) = &ns {
             self.namespace_admit(rt, ns, &obj)?;
         }
+        self.crd_admit_create(rt)?;
         let mut name = name_of(&obj).to_string();
         if name.is_empty() {
             let gen_name = util::meta_str(&obj, "generateName")
@@ -420,6 +421,7 @@ impl State {
             }
             return Ok(self.delete_namespace(rt, old, opts.propagation.as_deref(), opts.dry_run));
         }
+        let old = State::crd_mark_terminating(rt, old);
         if opts.dry_run {
             return Ok((old, 200));
         }

@@ -41,6 +41,7 @@ impl State {
         self.gc_track(&key, old.as_ref(), Some(&stored));
         self.quota_track(&key, old.as_ref(), Some(&stored));
         self.namespace_track(&key, old.as_ref(), &stored);
+        self.crd_track(&key, old.as_ref(), &stored);
         if rt.group == "apiextensions.k8s.io" {
             self.registry.install_crd(&stored);
         }
