@@ -157,3 +157,77 @@ async fn a_held_instance_keeps_its_crd_terminating() {
         .expect("the CRD goes once its last instance is gone")
         .unwrap();
 }
+
+fn gizmos(s: &TestServer, version: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("testserver.example.com", version, "Gizmo");
+    Api::default_namespaced_with(s.client(), &ApiResource::from_gvk(&gvk))
+}
+
+/// Every served version of a multi-version CRD is served, with the `None` conversion: one
+/// stored object read through each version with its `apiVersion` rewritten, pruned by the
+/// storage version's schema too (`spec.old`, which only v1alpha1 declares, is dropped);
+/// discovery lists the served versions, the preferred (storage-ranked) first; a version
+/// with `served: false` is not found; `scale` is served where the version declares it.
+#[tokio::test]
+async fn every_served_version_is_served_with_none_conversion() {
+    let s = TestServer::start().await.expect("server starts");
+    s.apply_crd_yaml(include_str!("fixtures/gizmos.yaml"))
+        .expect("the CRD installs");
+    let old: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "testserver.example.com/v1alpha1", "kind": "Gizmo",
+        "metadata": {"name": "g"}, "spec": {"replicas": 2, "old": "x"}}))
+    .unwrap();
+    let created = gizmos(&s, "v1alpha1")
+        .create(&PostParams::default(), &old)
+        .await
+        .unwrap();
+    assert_eq!(
+        created.types.map(|t| t.api_version).unwrap_or_default(),
+        "testserver.example.com/v1alpha1"
+    );
+    assert_eq!(created.data["spec"], json!({"replicas": 2}));
+    let v1 = gizmos(&s, "v1").get("g").await.unwrap();
+    assert_eq!(
+        v1.types.map(|t| t.api_version).unwrap_or_default(),
+        "testserver.example.com/v1"
+    );
+    let listed = gizmos(&s, "v1alpha1")
+        .list(&Default::default())
+        .await
+        .unwrap();
+    let versions: Vec<String> = listed
+        .items
+        .into_iter()
+        .filter_map(|o| o.types.map(|t| t.api_version))
+        .collect();
+    assert_eq!(versions, ["testserver.example.com/v1alpha1"]);
+    let missing = gizmos(&s, "v2").get("g").await.unwrap_err();
+    assert!(
+        matches!(missing, kube::Error::Api(ref e) if e.code == 404),
+        "{missing:?}"
+    );
+
+    let group: serde_json::Value = s
+        .client()
+        .request(
+            http::Request::get("/apis/testserver.example.com")
+                .body(Vec::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        group["versions"],
+        json!([{"groupVersion": "testserver.example.com/v1", "version": "v1"},
+            {"groupVersion": "testserver.example.com/v1alpha1", "version": "v1alpha1"}])
+    );
+    assert_eq!(group["preferredVersion"]["version"], "v1");
+
+    let scale = gizmos(&s, "v1").get_scale("g").await.unwrap();
+    assert_eq!(scale.spec.and_then(|sp| sp.replicas), Some(2));
+    let no_scale = gizmos(&s, "v1alpha1").get_scale("g").await.unwrap_err();
+    assert!(
+        matches!(no_scale, kube::Error::Api(ref e) if e.code == 404),
+        "{no_scale:?}"
+    );
+}
