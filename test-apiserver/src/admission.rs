@@ -274,6 +274,7 @@ mod tests {
             schema: None,
             columns: vec![],
             crd: None,
+            storage_version: None,
             subresources: vec![],
             verbs: vec![],
             scale: None,

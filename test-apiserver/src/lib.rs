@@ -575,16 +575,21 @@ async fn background_loop(shared: std::sync::Weak<Shared>) {
             }
         }
         st.namespace_sync();
+        st.crd_cleanup_sync();
         for _ in 0..100 {
             if !st.gc_pass() {
                 break;
             }
         }
         st.quota_sync();
-        next = [st.quota_next_due(), st.namespaces_next_due()]
-            .into_iter()
-            .flatten()
-            .min();
+        next = [
+            st.quota_next_due(),
+            st.namespaces_next_due(),
+            st.crd_cleanup_next_due(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
     }
 }
 

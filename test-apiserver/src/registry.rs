@@ -32,6 +32,9 @@ pub struct ResourceType {
     pub columns: Vec<PrinterColumn>,
     /// Name of the CRD that defines this resource.
     pub crd: Option<String>,
+    /// The version a CRD's objects are stored in, when this type serves another one
+    /// (reads and writes convert with the `None` strategy: `apiVersion` rewritten).
+    pub storage_version: Option<String>,
     /// Subresources besides `status` (`scale`, `log`, `eviction`, ...).
     pub subresources: Vec<String>,
     /// The verbs discovery lists for the resource itself.
@@ -288,6 +291,7 @@ where
         schema: None,
         columns: vec![],
         crd: None,
+        storage_version: None,
         subresources: r.subresources.iter().map(|s| s.to_string()).collect(),
         verbs: r.verbs.iter().map(|s| s.to_string()).collect(),
         scale: r.subresources.contains(&"scale").then(ScalePaths::default),
@@ -370,8 +374,62 @@ pub fn builtins() -> Vec<ResourceType> {
     v
 }
 
-/// Parses the served/storage version of a CRD into a resource type.
-pub fn from_crd(crd: &Value) -> Option<ResourceType> {
+/// The served versions of a CRD as resource types, the preferred one first (kube-apiserver's
+/// version priority: GA before beta before alpha, higher numbers first), each with its own
+/// schema, subresources and columns, all stored in the storage version.
+pub fn from_crd(crd: &Value) -> Vec<ResourceType> {
+    let versions = crd
+        .get("spec")
+        .and_then(|s| s.get("versions"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let storage = versions
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .or_else(|| versions.first())
+        .and_then(|v| v.get("name"))
+        .and_then(Value::as_str)
+        .map(String::from);
+    let mut out: Vec<ResourceType> = versions
+        .iter()
+        .filter(|v| v.get("served").and_then(Value::as_bool) != Some(false))
+        .filter_map(|v| from_crd_version(crd, v))
+        .collect();
+    for rt in &mut out {
+        rt.storage_version = storage.clone();
+    }
+    out.sort_by_key(|rt| version_priority(&rt.version));
+    out
+}
+
+/// kube-apiserver's order of versions (`version.CompareKubeAwareVersionStrings`): `vN`
+/// before `vNbetaM` before `vNalphaM`, higher numbers first, other names last by name.
+fn version_priority(v: &str) -> (u8, std::cmp::Reverse<u64>, std::cmp::Reverse<u64>, String) {
+    use std::cmp::Reverse;
+    let parsed = v.strip_prefix('v').and_then(|rest| {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let major: u64 = rest[..digits].parse().ok()?;
+        let tail = &rest[digits..];
+        let (class, minor) = if tail.is_empty() {
+            (0, "0")
+        } else if let Some(m) = tail.strip_prefix("beta") {
+            (1, m)
+        } else {
+            (2, tail.strip_prefix("alpha")?)
+        };
+        Some((class, major, minor.parse::<u64>().ok()?))
+    });
+    match parsed {
+        Some((class, major, minor)) => (class, Reverse(major), Reverse(minor), String::new()),
+        None => (3, Reverse(0), Reverse(0), v.to_string()),
+    }
+}
+
+/// One served version of a CRD as a resource type.
+fn from_crd_version(crd: &Value, version: &Value) -> Option<ResourceType> {
     let spec = crd.get("spec")?;
     let group = spec.get("group")?.as_str()?.to_string();
     let names = spec.get("names")?;
@@ -394,16 +452,6 @@ pub fn from_crd(crd: &Value) -> Option<ResourceType> {
     let short_names = strs(names.get("shortNames"));
     let categories = strs(names.get("categories"));
     let namespaced = spec.get("scope").and_then(Value::as_str) != Some("Cluster");
-    let versions = spec.get("versions")?.as_array()?;
-    let version = versions
-        .iter()
-        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-        .or_else(|| {
-            versions
-                .iter()
-                .find(|v| v.get("served").and_then(Value::as_bool) == Some(true))
-        })
-        .or_else(|| versions.first())?;
     let vname = version.get("name")?.as_str()?.to_string();
     let status_subresource = version
         .get("subresources")
@@ -482,6 +530,7 @@ pub fn from_crd(crd: &Value) -> Option<ResourceType> {
             .and_then(|m| m.get("name"))
             .and_then(Value::as_str)
             .map(String::from),
+        storage_version: None,
         subresources: scale.iter().map(|_| "scale".to_string()).collect(),
         verbs: ALL_VERBS.iter().map(|s| s.to_string()).collect(),
         scale,
@@ -511,21 +560,53 @@ impl Registry {
         self.types.iter().find(|t| t.storage == storage)
     }
 
-    /// Registers (or replaces) the resource a CRD defines.
+    /// Registers (or replaces) the resource a CRD defines, in each served version.
     pub fn install_crd(&mut self, crd: &Value) -> Option<ResourceType> {
-        let rt = from_crd(crd)?;
+        let served = from_crd(crd);
+        let first = served.first()?.clone();
         self.types
-            .retain(|t| t.crd != rt.crd && t.storage != rt.storage);
-        self.types.push(rt.clone());
-        Some(rt)
+            .retain(|t| t.crd != first.crd && t.storage != first.storage);
+        self.types.extend(served);
+        Some(first)
     }
 
+    /// Unregisters every version of a CRD's resource; answers one of them.
     pub fn remove_crd(&mut self, crd_name: &str) -> Option<ResourceType> {
-        let pos = self
+        let first = self
             .types
             .iter()
-            .position(|t| t.crd.as_deref() == Some(crd_name))?;
-        Some(self.types.remove(pos))
+            .find(|t| t.crd.as_deref() == Some(crd_name))?
+            .clone();
+        self.types.retain(|t| t.crd.as_deref() != Some(crd_name));
+        Some(first)
+    }
+
+    /// The resource type of the version a resource is stored in, when `rt` serves another.
+    pub fn storage_type_of(&self, rt: &ResourceType) -> Option<&ResourceType> {
+        let sv = rt
+            .storage_version
+            .as_deref()
+            .filter(|sv| *sv != rt.version)?;
+        self.find(&rt.group, sv, &rt.plural)
+    }
+
+    /// A named group's versions, the preferred first (registration order).
+    fn versions_of(&self, group: &str) -> Vec<String> {
+        self.groups()
+            .into_iter()
+            .filter(|(g, _)| g == group)
+            .map(|(_, v)| v)
+            .collect()
+    }
+
+    fn group_entry(&self, group: &str) -> Option<Value> {
+        let versions: Vec<Value> = self
+            .versions_of(group)
+            .into_iter()
+            .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+            .collect();
+        let preferred = versions.first()?.clone();
+        Some(json!({"name": group, "versions": versions, "preferredVersion": preferred}))
     }
 
     /// Groups in discovery order (core first, then the order of registration).
@@ -585,24 +666,23 @@ impl Registry {
     }
 
     pub fn api_group_list(&self) -> Value {
-        let groups: Vec<Value> = self
-            .groups()
-            .into_iter()
-            .map(|(g, v)| {
-                let gv = json!({"groupVersion": format!("{g}/{v}"), "version": v});
-                json!({"name": g, "versions": [gv.clone()], "preferredVersion": gv})
-            })
-            .collect();
+        let mut names: Vec<String> = vec![];
+        for (g, _) in self.groups() {
+            if !names.contains(&g) {
+                names.push(g);
+            }
+        }
+        let groups: Vec<Value> = names.iter().filter_map(|g| self.group_entry(g)).collect();
         json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
     }
 
     pub fn api_group(&self, group: &str) -> Option<Value> {
-        let (g, v) = self.groups().into_iter().find(|(g, _)| g == group)?;
-        let gv = json!({"groupVersion": format!("{g}/{v}"), "version": v});
-        Some(json!({
-            "kind": "APIGroup", "apiVersion": "v1", "name": g,
-            "versions": [gv.clone()], "preferredVersion": gv
-        }))
+        let mut entry = self.group_entry(group)?;
+        if let Some(m) = entry.as_object_mut() {
+            m.insert("kind".into(), json!("APIGroup"));
+            m.insert("apiVersion".into(), json!("v1"));
+        }
+        Some(entry)
     }
 
     pub fn resource_list(&self, group: &str, version: &str) -> Option<Value> {

@@ -18,6 +18,7 @@
 //! They share one [`State`] behind the server's mutex; each file adds an `impl State`
 //! block for its concern.
 
+mod crd_cleanup;
 mod defaults;
 mod gc;
 mod namespaces;
@@ -29,7 +30,7 @@ mod strategy;
 mod watch_cache;
 
 pub use patch::PatchType;
-pub(crate) use patch::patch_document;
+pub(crate) use patch::{merge_key, patch_document};
 pub(crate) use rest::deleted_status;
 pub use rest::{DeleteOpts, WriteOpts};
 pub use storage::to_view;
@@ -65,6 +66,8 @@ pub struct State {
     pub quota: quota::QuotaController,
     /// The namespace controller's queue.
     pub namespaces: namespaces::NamespaceController,
+    /// apiextensions-apiserver's CRD finalizer controller's queue.
+    pub crd_cleanup: crd_cleanup::CrdCleanup,
 }
 
 /// A fresh server: the built-in resources, the four namespaces every cluster has and the
@@ -80,6 +83,7 @@ impl Default for State {
             admission: Admission::default(),
             quota: quota::QuotaController::default(),
             namespaces: namespaces::NamespaceController::default(),
+            crd_cleanup: crd_cleanup::CrdCleanup::default(),
         };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let rt = s.rt_of("", "namespaces");

@@ -1456,6 +1456,19 @@ async fn request_log_faults_latency_and_crd_deletion() {
     crds.delete("numbers.math.example.com", &DeleteParams::default())
         .await
         .unwrap();
+    // Its finalizer controller deletes the instances, then the CRD (`crd_lifecycle.rs`).
+    s.wait_for(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        Duration::from_secs(10),
+        |crds| {
+            !crds
+                .iter()
+                .any(|c| c["metadata"]["name"] == "numbers.math.example.com")
+        },
+    )
+    .await
+    .unwrap();
     assert!(s.objects("math.example.com", "numbers", None).is_empty());
     assert_eq!(api_err(numbers.get("n").await.unwrap_err()).code, 404);
 }

@@ -5,7 +5,7 @@
 use super::strategy::normalize_body;
 use super::{State, WriteOpts};
 use crate::registry::ResourceType;
-use crate::ssa::{self, Scope};
+use crate::ssa::{self, Scope, Shape};
 use crate::status::{ApiError, ApiResult, Cause};
 use crate::util::{self, meta_mut, name_of, uid_of};
 use serde_json::{Map, Value, json};
@@ -82,9 +82,16 @@ impl State {
                     if rt.namespaced {
                         meta_mut(&mut cfg).insert("namespace".into(), json!(ns.unwrap_or("")));
                     }
-                    let created =
-                        ssa::apply(None, &cfg, &opts.manager, force, scope, &rt.api_version())
-                            .map_err(|c| conflict_error(rt, name, c))?;
+                    let created = ssa::apply(
+                        None,
+                        &cfg,
+                        &opts.manager,
+                        force,
+                        scope,
+                        &rt.api_version(),
+                        Shape::root(rt.schema.as_ref()),
+                    )
+                    .map_err(|c| conflict_error(rt, name, c))?;
                     let created = normalize_body(rt, created)?;
                     let v = self.create_prepared(rt, created, opts, Some(()))?;
                     return Ok((v, 201));
@@ -103,6 +110,7 @@ impl State {
                         force,
                         scope,
                         &rt.api_version(),
+                        Shape::root(rt.schema.as_ref()),
                     )
                     .map_err(|c| conflict_error(rt, name, c))?;
                     let v = self.finish_update(rt, old, new, sub, opts, true)?;
@@ -205,7 +213,7 @@ fn conflict_error(rt: &ResourceType, name: &str, conflicts: Vec<ssa::Conflict>) 
     let n = conflicts.len();
     let msg = if n == 1 {
         format!(
-            "Apply failed with 1 conflict: conflict with \"{}\": {}",
+            "Apply failed with 1 conflict: conflict with {}: {}",
             conflicts[0].manager, conflicts[0].path
         )
     } else {
@@ -219,7 +227,7 @@ fn conflict_error(rt: &ResourceType, name: &str, conflicts: Vec<ssa::Conflict>) 
             .iter()
             .map(|(m, ps)| {
                 format!(
-                    "conflicts with \"{m}\":\n{}",
+                    "conflicts with {m}:\n{}",
                     ps.iter()
                         .map(|p| format!("- {p}"))
                         .collect::<Vec<_>>()
@@ -236,7 +244,7 @@ fn conflict_error(rt: &ResourceType, name: &str, conflicts: Vec<ssa::Conflict>) 
     d["causes"] = Value::Array(
         conflicts
             .iter()
-            .map(|c| json!({"reason": "FieldManagerConflict", "message": format!("conflict with \"{}\"", c.manager), "field": c.path}))
+            .map(|c| json!({"reason": "FieldManagerConflict", "message": format!("conflict with {}", c.manager), "field": c.path}))
             .collect(),
     );
     ApiError {
@@ -299,7 +307,7 @@ fn strategic_merge(target: &mut Value, patch: &Value) {
 
 /// The `patchMergeKey` of the lists kube-apiserver merges item by item in a strategic merge
 /// patch (from the Go types' tags); every other list is replaced.
-fn merge_key(field: &str) -> Option<&'static str> {
+pub(crate) fn merge_key(field: &str) -> Option<&'static str> {
     match field {
         "containers"
         | "initContainers"

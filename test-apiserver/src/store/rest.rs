@@ -10,7 +10,7 @@ use super::storage::to_view;
 use super::strategy::{builtin_defaults, normalize_body};
 use crate::registry::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::ssa::{self, Scope};
+use crate::ssa::{self, Scope, Shape};
 use crate::status::{ApiError, ApiResult, Cause};
 use crate::util::{self, meta_mut, name_of, now, uid_of};
 use serde_json::{Value, json};
@@ -117,6 +117,7 @@ impl State {
         if let Some(ns) = &ns {
             self.namespace_admit(rt, ns, &obj)?;
         }
+        self.crd_admit_create(rt)?;
         let mut name = name_of(&obj).to_string();
         if name.is_empty() {
             let gen_name = util::meta_str(&obj, "generateName")
@@ -191,6 +192,7 @@ impl State {
                     exclude_status: false,
                 },
                 &rt.api_version(),
+                Shape::root(rt.schema.as_ref()),
             );
         }
         if opts.dry_run {
@@ -351,6 +353,7 @@ impl State {
                 &opts.manager,
                 scope,
                 &rt.api_version(),
+                Shape::root(rt.schema.as_ref()),
             );
         }
         if strip_volatile(&old) == strip_volatile(&new) {
@@ -418,6 +421,7 @@ impl State {
             }
             return Ok(self.delete_namespace(rt, old, opts.propagation.as_deref(), opts.dry_run));
         }
+        let old = State::crd_mark_terminating(rt, old);
         if opts.dry_run {
             return Ok((old, 200));
         }

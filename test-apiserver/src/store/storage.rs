@@ -12,20 +12,31 @@ use crate::util::{self, meta_mut, name_of};
 use serde_json::{Value, json};
 
 /// Converts a stored object into the requested resource's view.
+/// (A CRD's other versions: the `None` conversion, `apiVersion` rewritten.)
 pub fn to_view(rt: &ResourceType, stored: &Value) -> Value {
     if rt.is_events_v1() {
         core_to_v1(stored)
+    } else if rt.storage_version.is_some() {
+        with_api_version(stored, rt.api_version())
     } else {
         stored.clone()
     }
 }
 
 fn to_storage(rt: &ResourceType, view: &Value) -> Value {
-    if rt.is_events_v1() {
-        v1_to_core(view)
-    } else {
-        view.clone()
+    match &rt.storage_version {
+        _ if rt.is_events_v1() => v1_to_core(view),
+        Some(sv) if *sv != rt.version => with_api_version(view, format!("{}/{sv}", rt.group)),
+        _ => view.clone(),
     }
+}
+
+fn with_api_version(obj: &Value, api_version: String) -> Value {
+    let mut v = obj.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.insert("apiVersion".into(), json!(api_version));
+    }
+    v
 }
 
 impl State {
@@ -34,13 +45,23 @@ impl State {
         self.rv += 1;
         let rv = self.rv;
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
-        let stored = to_storage(rt, &obj);
+        let mut stored = to_storage(rt, &obj);
+        // Written through another version: the storage version's schema prunes too.
+        if let Some(schema) = self
+            .registry
+            .storage_type_of(rt)
+            .and_then(|t| t.schema.as_ref())
+        {
+            crate::schema::prune(&mut stored, schema, "", true, &mut vec![]);
+            obj = to_view(rt, &stored);
+        }
         let ns = util::meta_str(&stored, "namespace").map(String::from);
         let key = State::key(rt, ns.as_deref(), name_of(&stored));
         let old = self.objects.insert(key.clone(), stored.clone());
         self.gc_track(&key, old.as_ref(), Some(&stored));
         self.quota_track(&key, old.as_ref(), Some(&stored));
         self.namespace_track(&key, old.as_ref(), &stored);
+        self.crd_track(&key, old.as_ref(), &stored);
         if rt.group == "apiextensions.k8s.io" {
             self.registry.install_crd(&stored);
         }
