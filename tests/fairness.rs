@@ -1,0 +1,108 @@
+//! Fair to every user (issue 28): a small object is answered while a big one is being built,
+//! on the test API server with every write slowed, so that the big one's fan-out takes many
+//! rounds of the manager's request slots and reconciles. The ordering is read from the
+//! server's request log (which writes came first), never from a clock.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Harness, eventually, fermat_ready, wait_for};
+use kube::api::{Api, PostParams};
+use math_controller::api::{Fermat, FermatSpec};
+use math_controller::ops::manager::Options;
+use serde_json::json;
+use test_apiserver::{RequestFilter, RequestRecord, Verb};
+
+const OURS: [&str; 3] = ["numbers", "tuples", "fermats"];
+
+/// A write to one of our kinds in `namespace`.
+fn ours_in(r: &RequestRecord, namespace: &str) -> bool {
+    r.verb.is_write()
+        && OURS.contains(&r.resource.as_str())
+        && r.namespace.as_deref() == Some(namespace)
+}
+
+async fn create_namespace(h: &Harness, name: &str) {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(h.client.clone());
+    let namespace = serde_json::from_value(json!({"metadata": {"name": name}})).expect("namespace");
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("create namespace");
+}
+
+async fn create_fermat(h: &Harness, namespace: &str, number: i64) -> Fermat {
+    Api::<Fermat>::namespaced(h.client.clone(), namespace)
+        .create(
+            &PostParams::default(),
+            &Fermat::new("f", FermatSpec { number }),
+        )
+        .await
+        .expect("create Fermat")
+}
+
+/// A Fermat 13 applied in another namespace shortly after a Fermat 300 (150 Tuples, 300
+/// Numbers, about 900 writes) gets all its writes in while most of the big one's children
+/// are still to be created: its flow's requests go ahead of the big one's backlog, in the
+/// write slots and in the reconciles. In one FIFO (before issue 28) it waited behind the
+/// big one's Tuples and Numbers and was the last to finish.
+#[tokio::test]
+async fn a_small_fermat_is_answered_while_a_big_one_is_built() {
+    let mut h = Harness::without_manager().await;
+    create_namespace(&h, "big").await;
+    create_namespace(&h, "small").await;
+    // Every write takes 5 ms at the server; two slots and four reconciles per kind make the
+    // big one's fan-out take hundreds of rounds.
+    let writes = [Verb::Create, Verb::Patch, Verb::Delete];
+    for verb in writes {
+        h.server
+            .set_latency(RequestFilter::new().verb(verb), Duration::from_millis(5));
+    }
+    h.start_manager_with(Options {
+        concurrency: 4,
+        requests_in_flight: 2,
+        ..Options::default()
+    });
+    create_fermat(&h, "big", 300).await;
+    let tuple_creates = RequestFilter::new()
+        .verb(Verb::Create)
+        .resource("tuples")
+        .namespace("big");
+    eventually(
+        "the big Fermat's fan-out has begun",
+        || async { Some(h.server.count(&tuple_creates)) },
+        |n| *n >= 10,
+    )
+    .await;
+    create_fermat(&h, "small", 13).await;
+    wait_for(
+        &Api::<Fermat>::namespaced(h.client.clone(), "small"),
+        "f",
+        fermat_ready,
+    )
+    .await;
+    wait_for(
+        &Api::<Fermat>::namespaced(h.client.clone(), "big"),
+        "f",
+        fermat_ready,
+    )
+    .await;
+
+    let log = h.server.requests();
+    let small_done = log
+        .iter()
+        .rposition(|r| ours_in(r, "small"))
+        .expect("the small Fermat's writes are in the log");
+    // The children's creates: the test created the Fermat itself.
+    let big_creates =
+        |r: &&RequestRecord| ours_in(r, "big") && r.verb == Verb::Create && r.resource != "fermats";
+    let total = log.iter().filter(big_creates).count();
+    let after = log[small_done..].iter().filter(big_creates).count();
+    assert_eq!(total, 450, "the big Fermat's 150 Tuples and 300 Numbers");
+    assert!(
+        after * 2 >= total,
+        "the small Fermat's last write came before half of the big one's children were \
+         created; {after} of {total} creates came after it"
+    );
+}
