@@ -194,22 +194,28 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A permit came back: hand it to the next live waiter, or keep it free.
+    /// A permit came back.
     fn release(self: &Arc<Self>) {
         let mut state = self.lock();
-        loop {
+        state.free = state.free.saturating_add(1);
+        self.dispatch(&mut state);
+    }
+
+    /// The free permits go to the next live waiters, in the queue's order.
+    fn dispatch(self: &Arc<Self>, state: &mut State) {
+        while state.free > 0 {
             let Some((waiter, waited)) = state.queue.pop(Instant::now()) else {
-                state.free = state.free.saturating_add(1);
                 return;
             };
-            match waiter.send(Permit {
+            let permit = Permit {
                 shared: Some(self.clone()),
-            }) {
+            };
+            match waiter.send(permit) {
                 Ok(()) => {
+                    state.free -= 1;
                     if let Some(on_grant) = &self.on_grant {
                         on_grant(waited);
                     }
-                    return;
                 }
                 // The waiter gave up (its reconcile was dropped): the next one.
                 Err(mut unsent) => unsent.shared = None,
@@ -253,27 +259,27 @@ impl FairSlots {
         }
     }
 
-    /// A permit, at once if one is free, else in `flow`'s turn; `None` once closed.
+    /// A permit in `flow`'s turn; `None` once closed.
+    ///
+    /// Even with a permit free, the caller queues and yields once before the free permits
+    /// are handed out: kube-runtime's `Controller` starts every due reconcile in one poll, and
+    /// a reconcile that needs no request (a settled object of the initial list) runs to its
+    /// end in its first poll. Taking a free permit at once would serve them in the order
+    /// they were started, before the ones started after them were even queued; the yield
+    /// lets every reconcile started in the same round queue first, and the queue's order
+    /// decides.
     pub async fn acquire(&self, flow: Flow, priority: Priority) -> Option<Permit> {
         let granted = {
             let mut state = self.shared.lock();
             if state.closed {
                 return None;
             }
-            if state.free > 0 {
-                // Free permits mean nobody alive is waiting (a release serves waiters first).
-                state.free -= 1;
-                if let Some(on_grant) = &self.shared.on_grant {
-                    on_grant(Duration::ZERO);
-                }
-                return Some(Permit {
-                    shared: Some(self.shared.clone()),
-                });
-            }
             let (tx, rx) = oneshot::channel();
             state.queue.push(flow, priority, Instant::now(), tx);
             rx
         };
+        tokio::task::yield_now().await;
+        self.shared.dispatch(&mut self.shared.lock());
         granted.await.ok()
     }
 
