@@ -184,6 +184,8 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     on_grant: Option<OnGrant>,
+    /// Whether a caller yields once before taking a free permit (see [`FairSlots::gathering`]).
+    gather: bool,
 }
 
 impl Shared {
@@ -255,30 +257,50 @@ impl FairSlots {
                     queue: FairQueue::new(AGING),
                 }),
                 on_grant,
+                gather: false,
             }),
         }
     }
 
+    /// The same, for reconciles: even with a permit free, a caller queues and yields once
+    /// before the free permits are handed out. kube-runtime's `Controller` starts every due
+    /// reconcile in one poll, and a reconcile that needs no request (a settled object of the
+    /// initial list) runs to its end in its first poll: taking a free permit at once would
+    /// serve them in the order they were started, before the ones started after them were
+    /// even queued. The yield lets every reconcile started in the same round queue first,
+    /// and the queue's order decides. (Writes need no such round: when their slots are free
+    /// nobody waits, and when they are not, the queue decides anyway.)
+    pub fn gathering(limit: usize, on_grant: Option<OnGrant>) -> Self {
+        let mut slots = FairSlots::new(limit, on_grant);
+        if let Some(shared) = Arc::get_mut(&mut slots.shared) {
+            shared.gather = true;
+        }
+        slots
+    }
+
     /// A permit in `flow`'s turn; `None` once closed.
-    ///
-    /// Even with a permit free, the caller queues and yields once before the free permits
-    /// are handed out: kube-runtime's `Controller` starts every due reconcile in one poll, and
-    /// a reconcile that needs no request (a settled object of the initial list) runs to its
-    /// end in its first poll. Taking a free permit at once would serve them in the order
-    /// they were started, before the ones started after them were even queued; the yield
-    /// lets every reconcile started in the same round queue first, and the queue's order
-    /// decides.
     pub async fn acquire(&self, flow: Flow, priority: Priority) -> Option<Permit> {
         let granted = {
             let mut state = self.shared.lock();
             if state.closed {
                 return None;
             }
+            if !self.shared.gather && state.free > 0 && state.queue.is_empty() {
+                state.free -= 1;
+                if let Some(on_grant) = &self.shared.on_grant {
+                    on_grant(Duration::ZERO);
+                }
+                return Some(Permit {
+                    shared: Some(self.shared.clone()),
+                });
+            }
             let (tx, rx) = oneshot::channel();
             state.queue.push(flow, priority, Instant::now(), tx);
             rx
         };
-        tokio::task::yield_now().await;
+        if self.shared.gather {
+            tokio::task::yield_now().await;
+        }
         self.shared.dispatch(&mut self.shared.lock());
         granted.await.ok()
     }

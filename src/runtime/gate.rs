@@ -45,7 +45,7 @@ impl Gate {
     /// `concurrency` reconciles at once (0: no bound), their waits shown in `metrics` under
     /// the controller's name.
     pub fn new(controller: &'static str, concurrency: u16, metrics: &Metrics) -> Gate {
-        let slots = FairSlots::new(
+        let slots = FairSlots::gathering(
             concurrency.into(),
             Some(metrics.fair_queue_waits(controller)),
         );
