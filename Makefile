@@ -55,35 +55,47 @@ testserver: ## Start the in-memory test API server; it prints a KUBECONFIG to us
 
 # The learner track (workshop/): see workshop/README.md.
 STAGE ?= 1
-WORKSHOP = $(CARGO) run --locked -p math-workshop --
+# Everything the workshop builds uses one profile (Cargo.toml's [profile.workshop]: no debug
+# information in the dependencies), so that a laptop holds one build of them, not two.
+WORKSHOP_PROFILE ?= workshop
+WORKSHOP = $(CARGO) run --locked --profile $(WORKSHOP_PROFILE) -p math-workshop --
 # Watch and skip: a crate of their own, so that they work while the exercises do not compile.
-TOOLS = $(CARGO) run --locked --quiet -p math-workshop-tools --
+TOOLS = $(CARGO) run --locked --profile $(WORKSHOP_PROFILE) --quiet -p math-workshop-tools --
 # Who you are, for the namespace of CLUSTER=1 checks (default: user-host); FORCE=1 replaces
 # CRDs that objects in other namespaces use (a cluster of your own only).
 PARTICIPANT ?=
 FORCE ?=
 ROOM_FLAGS = $(if $(PARTICIPANT),--participant $(PARTICIPANT)) $(if $(FORCE),--force)
+# Where workshop-run and workshop-install work (default: the namespace the kubeconfig's context
+# names, else math-workshop-<participant>); their first line says which.
+NAMESPACE ?=
+WHERE_FLAGS = $(if $(PARTICIPANT), --participant $(PARTICIPANT))$(if $(NAMESPACE), --namespace $(NAMESPACE))
 
-.PHONY: workshop-prepare workshop-skip workshop-watch workshop-snippets workshop-guide-outputs
+.PHONY: workshop-prepare workshop-skip workshop-watch workshop-snippets workshop-guide-outputs workshop-doctor
 
-workshop-prepare: ## Workshop: fetch and build everything the day needs, once, with network (then none is needed).
+workshop-doctor: ## Workshop: is every tool the build needs here (Rust new enough, a C compiler, make, git, kubectl)? One line each that is missing, with its install command.
+	@sh workshop/doctor.sh
+
+workshop-prepare: PREPARE_STARTED := $(shell date +%s)
+workshop-prepare: ## Workshop: fetch and build everything the day needs, once, with network (then none is needed); ends with its time and disk.
+	@sh workshop/doctor.sh
 	$(CARGO) fetch --locked
-	$(CARGO) build --locked -p math-workshop
-	$(CARGO) build --locked -p math-workshop-tools
-	$(CARGO) build --locked -p test-apiserver
-	$(CARGO) build --locked
-	$(CARGO) install --locked --offline --path . --bin kubectl-math
+	$(CARGO) build --locked --profile $(WORKSHOP_PROFILE) -p math-workshop
+	$(CARGO) build --locked --profile $(WORKSHOP_PROFILE) -p math-workshop-tools
+	$(CARGO) build --locked --profile $(WORKSHOP_PROFILE) -p test-apiserver
+	$(CARGO) build --locked --profile $(WORKSHOP_PROFILE)
+	$(CARGO) install --locked --offline --profile $(WORKSHOP_PROFILE) --path . --bin kubectl-math
 	$(WORKSHOP) crds > /dev/null
-	@echo "workshop-prepare: done; the workshop now runs without network (cargo --offline works too)"
+	@sh workshop/doctor.sh --footprint $(PREPARE_STARTED)
 
 workshop-crds: ## Workshop: write the CRDs generated from your types (workshop/src/exercises) to workshop/crds/.
 	$(WORKSHOP) crds --dir workshop/crds
 
-workshop-install: ## Workshop: write your CRDs and install them into the current cluster (refused over CRDs others use; FORCE=1 on your own cluster).
-	$(WORKSHOP) install $(if $(FORCE),--force)
+workshop-install: ## Workshop: write your CRDs and install them into the current cluster (refused over CRDs others use; FORCE=1 on your own cluster; NAMESPACE=, PARTICIPANT= as for workshop-run).
+	$(WORKSHOP) install$(if $(FORCE), --force)$(WHERE_FLAGS)
 
-workshop-run: ## Workshop: run your controllers of stages 1..STAGE in the current context's namespace (ARGS=--test-server, ARGS=--all-namespaces).
-	$(WORKSHOP) run --stage $(STAGE) $(ARGS)
+workshop-run: ## Workshop: run your controllers of stages 1..STAGE in your namespace: NAMESPACE=, else the context's, else math-workshop-<PARTICIPANT> (ARGS=--test-server, ARGS=--all-namespaces).
+	$(WORKSHOP) run --stage $(STAGE)$(WHERE_FLAGS) $(ARGS)
 
 workshop-check: ## Workshop: check stage STAGE on a fresh test API server (CLUSTER=1: on the current cluster, in a namespace of your own).
 	$(WORKSHOP) check $(STAGE) $(if $(CLUSTER),--cluster $(ROOM_FLAGS))

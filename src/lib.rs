@@ -21,8 +21,9 @@
 //!                     reconcile writes to the API server)
 //! runtime/            around kube-runtime, and what the manager remembers between reconciles:
 //!                     watches and their fan-out, each kind's cache and owner index, the
-//!                     context (expectations, statuses in flight, the pace of children), the
-//!                     retry policy and a reconcile's outcome, outages, refusals, Events
+//!                     context and its parts (expectations, statuses in flight, the pace of
+//!                     children, request slots), the retry policy and a reconcile's outcome
+//!                     (and the failures it counts), outages, refusals, Events
 //! kind.rs             each kind's facts, as traits every kind implements (in controller/), and
 //!                     an object's controller
 //! api.rs math.rs      the CRDs as Rust types; fizzbuzz, squares, primes, two-square sums
@@ -31,7 +32,7 @@
 //!
 //! What two layers share lives in the lower one: a refused step (`runtime::refusals`), a
 //! reconcile's outcome (`runtime::retry`) and the pace of a parent's children
-//! (`runtime::context`) are remembered or acted on by the runtime and decided about in
+//! (`runtime::pace`) are remembered or acted on by the runtime and decided about in
 //! `reconcile/`, so they are defined in the runtime. Each folder's `mod.rs` says what its
 //! files do.
 

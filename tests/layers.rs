@@ -133,3 +133,57 @@ fn a_use_that_runs_back_up_is_found() {
     assert_eq!(bad.len(), 1, "{bad:?}");
     assert!(bad[0].starts_with("runtime/context.rs:3: runtime (layer 2) uses crate::reconcile"));
 }
+
+/// How many lines the top-level function that starts with `start` spans in `text`, from
+/// its first line to its closing brace (doc comment not counted).
+fn function_lines(text: &str, start: &str) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let first = lines.iter().position(|l| l.starts_with(start))?;
+    let last = (first..lines.len()).find(|&i| lines[i] == "}")?;
+    Some(last - first + 1)
+}
+
+/// A screen: what a reader takes in without scrolling.
+const SCREEN: usize = 60;
+
+/// The reconcile reads as its steps: `parent` (look, plan, apply, write the status) and
+/// `apply` (create, correct, adopt, delete, tell) each fit one screen, and each step is a
+/// function of its own.
+#[test]
+fn the_reconcile_and_its_writes_each_fit_one_screen() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/reconcile");
+    for (file, start) in [
+        ("mod.rs", "pub async fn parent<"),
+        ("writes.rs", "pub async fn apply<"),
+    ] {
+        let text = std::fs::read_to_string(src.join(file)).expect("the file reads");
+        let lines = function_lines(&text, start).expect("the function is there");
+        assert!(
+            lines <= SCREEN,
+            "reconcile/{file}: `{start}` spans {lines} lines, more than a screen ({SCREEN}); \
+             make its steps functions of their own"
+        );
+    }
+}
+
+/// `Context` is a thin struct of named parts: what the manager remembers lives in those
+/// parts (each in its own file under runtime/, with its own tests), not in context.rs.
+#[test]
+fn the_context_holds_parts_not_memories() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/runtime/context.rs");
+    let text = std::fs::read_to_string(file).expect("context.rs reads");
+    let code: Vec<&str> = (text.lines())
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect();
+    for memory in ["Expiring<", "Mutex<", "HashMap<", "HashSet<"] {
+        let at: Vec<usize> = (code.iter().enumerate())
+            .filter(|(_, l)| l.contains(memory))
+            .map(|(n, _)| n + 1)
+            .collect();
+        assert!(
+            at.is_empty(),
+            "runtime/context.rs keeps a memory of its own ({memory} on lines {at:?}); \
+             give it a part of its own under runtime/"
+        );
+    }
+}

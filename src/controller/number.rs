@@ -58,7 +58,7 @@ pub async fn reconcile(number: Arc<Number>, ctx: Arc<Context>) -> Result<Outcome
         return Ok(Outcome::DONE);
     }
     let now = Timestamp::now();
-    let known = ctx.known_status(number.as_ref(), number.status.as_ref());
+    let known = ctx.statuses.known(number.as_ref(), number.status.as_ref());
     let desired = desired_status(&number, known.as_ref(), now);
     let requeue_after = writes::write_status(
         &ctx,

@@ -103,7 +103,7 @@ pub struct Options {
     /// any: watches ask the API server to end them before it, so that a quiet watch is never cut.
     pub read_timeout: Option<Duration>,
     /// How long a write may go unseen by the watch before the cache is believed again
-    /// (see [`Context::expect_change`]); tests shorten it.
+    /// (see [`Expectations::expect`](crate::runtime::expectations::Expectations::expect)); tests shorten it.
     pub in_flight_timeout: Duration,
 }
 
@@ -121,7 +121,7 @@ impl Default for Options {
             sync_period: DEFAULT_SYNC_PERIOD,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             read_timeout: None,
-            in_flight_timeout: crate::runtime::context::IN_FLIGHT_TIMEOUT,
+            in_flight_timeout: crate::runtime::expectations::IN_FLIGHT_TIMEOUT,
         }
     }
 }

@@ -1,5 +1,5 @@
 //! How any parent gets to what it wants, the same for Tuples and Fermats: the loop
-//! ([`parent`]: read the cache, plan, write the difference, write the status) and its parts.
+//! ([`parent`]: look, plan, apply, write the status) and its parts.
 //!
 //! - `plan.rs`: the diff between the children a parent wants and the ones the cache holds,
 //!   and why a parent is not Ready yet. Pure: no client, no `Context`.
@@ -10,29 +10,33 @@
 //!   to the API server.
 //!
 //! What these decisions share with the runtime (a refused [`Step`](crate::runtime::refusals::Step),
-//! a reconcile's [`Outcome`], the [`Pace`](crate::runtime::context::Pace) of the children) is
+//! a reconcile's [`Outcome`], the [`Pace`](crate::runtime::pace::Pace) of the children) is
 //! defined there, one layer down; nothing below this folder uses it.
 
 pub mod plan;
 pub mod status;
 pub mod writes;
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use tracing::{debug, info};
 
-use crate::error::Result;
-use crate::kind::{Child, Kind, Parent};
+use crate::error::{Error, Result};
+use crate::kind::{Child, Desired, Kind, Parent};
 use crate::runtime::cache::Cache;
 use crate::runtime::context::Context;
+use crate::runtime::expectations::CachedChildren;
+use crate::runtime::pace::Pace;
+use crate::runtime::refusals::Held;
 use crate::runtime::retry::{Outcome, Progress};
 use plan::Plan;
 use status::{ParentStatus, Standing};
 
-/// Reconcile a parent against the cache of its children: compute the plan, carry out its
-/// writes, then write the status that `status` computes from the plan, if it changed.
+/// Reconcile a parent against the cache of its children, in four steps: look (the children
+/// the cache holds), plan (the difference), apply (its writes), write the status that
+/// `status` computes from the plan, if it changed.
 ///
 /// Each step of the plan goes ahead whatever another got: deleting unwanted children may be
 /// what frees a quota that refused a create. A write the API server refuses (a quota, an
@@ -55,72 +59,159 @@ pub async fn parent<P: Parent, S: ParentStatus>(
         return Ok(Outcome::DONE);
     }
     let planning = Instant::now();
+    let (desired, cached) = look(ctx, parent, children);
+    let mut plan = plan_writes(parent, desired, &cached);
+    let mut planned_in = planning.elapsed();
+    let held = ctx.refusals.held(parent, &plan.steps(), Instant::now());
+    let applied = writes::apply(ctx, parent, &plan, &held.steps).await;
+    let Some(learned) = learn(ctx, parent, &mut plan, held, applied)? else {
+        return Ok(Outcome::DONE);
+    };
+    let deciding = Instant::now();
+    let decided = decide(ctx, parent, &plan, current, status);
+    planned_in += deciding.elapsed();
+    let (known, desired_status) = (decided.known.as_ref(), &decided.status);
+    let written =
+        writes::write_status(ctx, parent, known, desired_status, decided.standing()).await;
+    if let Some(retry_in) = learned.retry_in {
+        writes::report_refusals(ctx, parent, &plan.refused, retry_in).await;
+    }
+    // Now the error, for the retry policy; a held step still waits for its own time.
+    if let Some(error) = learned.error {
+        return Err(error);
+    }
+    let outcome = Outcome {
+        requeue_after: written?,
+        progress: decided.progress,
+        planned_in,
+    };
+    Ok(outcome
+        .requeue_within(cached.recheck_in)
+        .requeue_within(learned.held_retry_in)
+        .requeue_within(learned.retry_in))
+}
+
+/// Look: the children `parent` wants, and what the cache holds of them (with the writes it
+/// does not show yet). No API request.
+fn look<P: Parent>(
+    ctx: &Context,
+    parent: &P,
+    children: &Cache<P::Child>,
+) -> (Vec<Desired<ChildSpec<P>>>, CachedChildren<P::Child>) {
     let desired = parent.desired_children();
-    let cached = ctx.children(children, parent, &desired);
+    let cached = ctx.expectations.children(children, parent, &desired);
+    (desired, cached)
+}
+
+/// The spec of a parent's children.
+type ChildSpec<P> = <<P as Parent>::Child as Child>::Spec;
+
+/// Plan: the writes that close the gap between `desired` and `cached`, said in the log.
+fn plan_writes<P: Parent>(
+    parent: &P,
+    desired: Vec<Desired<ChildSpec<P>>>,
+    cached: &CachedChildren<P::Child>,
+) -> Plan<P::Child> {
     let owner_uid = parent.meta().uid.clone().unwrap_or_default();
-    let mut plan = plan::plan(
+    let plan = plan::plan(
         &owner_uid,
         desired,
         &cached.found,
         &cached.owned,
         &cached.in_flight,
     );
-    let mut planned_in = planning.elapsed();
     narrate(parent, &plan);
-    let held = ctx.refusals.held(parent, &plan.steps(), Instant::now());
+    plan
+}
+
+/// What the writes taught, once they are done.
+struct Learned {
+    /// When a step refused just now is retried (`None`: none was).
+    retry_in: Option<Duration>,
+    /// When the first step held back by an earlier refusal is due.
+    held_retry_in: Option<Duration>,
+    /// A failure other than a refusal, for the retry policy once the status is written.
+    error: Option<Error>,
+}
+
+/// Keep what the writes taught before any other error is returned: the refused steps wait
+/// for their own backoff, not the error policy's, and the plan carries every refusal (those
+/// of just now and those still held) into the status. `Ok(None)`: the namespace is going
+/// away, and nothing is retried there, whatever else failed. `Err`: the API server is
+/// unreachable, and no status write could get through either (the outage is reported once).
+fn learn<P: Parent>(
+    ctx: &Context,
+    parent: &P,
+    plan: &mut Plan<P::Child>,
+    held: Held,
+    applied: writes::Applied,
+) -> Result<Option<Learned>> {
     let writes::Applied {
         refused,
         terminating,
         mut error,
-    } = writes::apply(ctx, parent, &plan, &held.steps).await;
+    } = applied;
     if terminating {
-        // Whatever else failed: nothing is retried in a namespace that is going away.
         ctx.refusals.note_terminating(parent);
-        return Ok(Outcome::DONE);
+        return Ok(None);
     }
-    // What the refusals taught is kept before any other error is returned: the refused
-    // steps wait for their own backoff, not the error policy's.
     let retry_in = ctx.refusals.record(parent, &held, &refused, Instant::now());
     if let Some(error) = error.take_if(|e| e.is_unreachable()) {
-        // No status write could get through either; the outage is reported once.
         return Err(error);
     }
     plan.refused = refused;
     plan.refused.extend(held.refusals);
+    Ok(Some(Learned {
+        retry_in,
+        held_retry_in: held.retry_in,
+        error,
+    }))
+}
+
+/// The status a plan calls for, and how it stands.
+struct Decided<S> {
+    /// The status as far as we know (the one written last while its echo is on its way).
+    known: Option<S>,
+    status: S,
+    progress: Progress,
+    /// How the children come along: measured only for a status that is not the answer.
+    pace: Option<Pace>,
+}
+
+impl<S> Decided<S> {
+    fn standing(&self) -> Standing<'_> {
+        match (self.progress, &self.pace) {
+            (Progress::Blocked, Some(pace)) => Standing::Blocked(pace),
+            (Progress::Pending, Some(pace)) => Standing::Waiting(pace),
+            _ => Standing::Answer,
+        }
+    }
+}
+
+/// Decide the status: `status` computed from the plan on top of the status as far as we
+/// know, and, for one that is not the answer, how the children come along.
+fn decide<P: Parent, S: ParentStatus>(
+    ctx: &Context,
+    parent: &P,
+    plan: &Plan<P::Child>,
+    current: Option<&S>,
+    status: impl FnOnce(&Plan<P::Child>, Option<&S>, Timestamp) -> (S, Progress),
+) -> Decided<S> {
     let now = Timestamp::now();
-    let deciding = Instant::now();
-    let known = ctx.known_status(parent, current);
-    let (desired_status, progress) = status(&plan, known.as_ref(), now);
-    planned_in += deciding.elapsed();
-    // How the children come along matters only to a status that is not the answer.
+    let known = ctx.statuses.known(parent, current);
+    let (desired, progress) = status(plan, known.as_ref(), now);
     let pace = (progress != Progress::Settled).then(|| {
         let shown = known.as_ref().and_then(|s| s.ready_children()).unwrap_or(0);
         let shown = usize::try_from(shown).unwrap_or(0);
-        ctx.pace::<P, P::Child>(parent, plan.ready.len(), shown, plan.desired, now)
+        ctx.pace
+            .measure::<P, P::Child>(parent, plan.ready.len(), shown, plan.desired, now)
     });
-    let standing = match (progress, &pace) {
-        (Progress::Blocked, Some(pace)) => Standing::Blocked(pace),
-        (Progress::Pending, Some(pace)) => Standing::Waiting(pace),
-        _ => Standing::Answer,
-    };
-    let written =
-        writes::write_status(ctx, parent, known.as_ref(), &desired_status, standing).await;
-    if let Some(retry_in) = retry_in {
-        writes::report_refusals(ctx, parent, &plan.refused, retry_in).await;
-    }
-    // Now the error, for the retry policy; a held step still waits for its own time.
-    if let Some(error) = error {
-        return Err(error);
-    }
-    let outcome = Outcome {
-        requeue_after: written?,
+    Decided {
+        known,
+        status: desired,
         progress,
-        planned_in,
-    };
-    Ok(outcome
-        .requeue_within(cached.recheck_in)
-        .requeue_within(held.retry_in)
-        .requeue_within(retry_in))
+        pace,
+    }
 }
 
 /// Log, in words, what a parent wants, what it found and what it is about to do.

@@ -8,7 +8,6 @@
 //! into the pure diff, never the other way round.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -181,234 +180,308 @@ pub async fn apply<P: Kind, C: Child>(
     plan: &Plan<C>,
     held: &HashSet<Step>,
 ) -> Applied {
-    let namespace = parent.namespace().unwrap_or_default();
-    let api: Api<C> = Api::namespaced(ctx.client.clone(), &namespace);
-    let owner = match owner_reference(parent) {
-        Ok(owner) => owner,
+    let mut writer = match Writer::<C>::new(ctx, parent) {
+        Ok(writer) => writer,
         Err(error) => return Applied::failed(error),
     };
-    let controller = P::CONTROLLER;
-    let mut applied = Applied::default();
-    // Sorts one failed write: true when its step should stop here.
-    let failed = |step: Step, name: &str, e: kube::Error, applied: &mut Applied| {
-        let unreachable = is_unreachable(&e);
+    let due = |writer: &Writer<C>, step| !writer.unreachable && !held.contains(&step);
+    let mut done = Done::default();
+    if due(&writer, Step::Create) {
+        done.created = create(&mut writer, plan).await;
+    }
+    if due(&writer, Step::Correct) {
+        done.corrected = correct(&mut writer, plan).await;
+    }
+    if due(&writer, Step::Adopt) {
+        done.adopted = adopt(&mut writer, plan).await;
+    }
+    if due(&writer, Step::Delete) {
+        done.deleted = delete(&mut writer, plan).await;
+    }
+    announce(ctx, parent, plan, done).await;
+    writer.applied
+}
+
+/// One reconcile's writes to a parent's children: where they go, and what became of them
+/// so far, shared by the steps so that a failure in one is seen by the next.
+struct Writer<'a, C: Child> {
+    ctx: &'a Context,
+    api: Api<C>,
+    namespace: String,
+    /// The controller ownerReference every created or adopted child carries.
+    owner: OwnerReference,
+    /// The controller writing (its label in the write metrics).
+    controller: &'static str,
+    applied: Applied,
+    /// The API server could not be reached: the steps still to come are skipped.
+    unreachable: bool,
+}
+
+/// The names of the children each step wrote, for the log and the Events.
+#[derive(Default)]
+struct Done {
+    created: Vec<String>,
+    corrected: Vec<String>,
+    adopted: Vec<String>,
+    deleted: Vec<String>,
+}
+
+impl<'a, C: Child> Writer<'a, C> {
+    /// The writes of `parent`'s reconcile, in its namespace; fails only for a parent without
+    /// a UID (no ownerReference can name it).
+    fn new<P: Kind>(ctx: &'a Context, parent: &P) -> Result<Self> {
+        let namespace = parent.namespace().unwrap_or_default();
+        Ok(Writer {
+            ctx,
+            api: Api::namespaced(ctx.client.clone(), &namespace),
+            namespace,
+            owner: owner_reference(parent)?,
+            controller: P::CONTROLLER,
+            applied: Applied::default(),
+            unreachable: false,
+        })
+    }
+
+    /// Sort one failed write of `step` into the answer: a refusal, the namespace going away,
+    /// or the error for the retry policy (the first one is kept).
+    fn failed(&mut self, step: Step, name: &str, e: kube::Error) {
+        self.unreachable |= is_unreachable(&e);
         match classify(e) {
-            Failed::Refused(message) => applied.refused.push(Refusal {
+            Failed::Refused(message) => self.applied.refused.push(Refusal {
                 step,
                 name: name.to_string(),
                 message,
             }),
-            Failed::Terminating => applied.terminating = true,
+            Failed::Terminating => self.applied.terminating = true,
             Failed::Other(source) => {
-                applied.error.get_or_insert(Error::Kube {
+                self.applied.error.get_or_insert(Error::Kube {
                     action: step.verb(),
                     kind: C::KIND,
-                    namespace: namespace.clone(),
+                    namespace: self.namespace.clone(),
                     name: name.to_string(),
                     source: Box::new(source),
                 });
             }
         }
-        unreachable
-    };
+    }
 
-    // Creates go out concurrently (a Fermat of 1000 creates 500 Tuples in one reconcile, and
-    // one at a time that would be 500 round trips in a row), but start slowly, as
-    // kube-controller-manager's ReplicaSet controller does: one, then one more in flight for
-    // every success, up to WRITES_IN_FLIGHT. The first refusal stops the step, so a quota
-    // that is full costs one request per attempt, not one per missing child.
+    /// A conditional merge patch of `child` (a correction or an adoption): the
+    /// resourceVersion in `patch` makes the server answer 409 if the child changed since we
+    /// read it, and we look again rather than overwrite blindly. `Ok(false)`: it is gone.
+    async fn patch(&self, child: &C, patch: serde_json::Value) -> Result<bool, kube::Error> {
+        let (ctx, namespace, name) = (self.ctx, &self.namespace, child.name_any());
+        ctx.metrics
+            .write(self.controller, C::KIND, WriteKind::Patch);
+        ctx.expectations
+            .expect::<C>(namespace, &name, child.resource_version());
+        let params = PatchParams::default();
+        let result = ctx
+            .in_slot(self.api.patch(&name, &params, &Patch::Merge(&patch)))
+            .await;
+        match result {
+            Ok(_) => {
+                ctx.expectations.sent::<C>(namespace, &name);
+                Ok(true)
+            }
+            Err(e) => {
+                ctx.expectations.forget::<C>(namespace, &name);
+                match e {
+                    kube::Error::Api(s) if s.code == 404 => Ok(false),
+                    e => Err(e),
+                }
+            }
+        }
+    }
+}
+
+/// Create the missing children, concurrently (a Fermat of 1000 creates 500 Tuples in one
+/// reconcile; one at a time that would be 500 round trips in a row), starting slowly as
+/// kube-controller-manager's ReplicaSet controller does: one, then one more in flight for
+/// every success, up to [`WRITES_IN_FLIGHT`]. The first failure stops the step, so a quota
+/// that is full costs one request per attempt, not one per missing child. Answers the
+/// names created, in the desired order.
+async fn create<C: Child>(writer: &mut Writer<'_, C>, plan: &Plan<C>) -> Vec<String> {
+    let ctx = writer.ctx;
     let mut created = Vec::new();
-    let mut unreachable = false;
-    if !held.contains(&Step::Create) {
-        let mut wanted = plan.create.iter();
-        let mut in_flight = FuturesUnordered::new();
-        let mut window = 1;
-        let mut stop = false;
-        loop {
-            while !stop && in_flight.len() < window {
-                let Some(want) = wanted.next() else { break };
-                let mut child = C::build(&want.name, want.spec.clone());
-                child.meta_mut().namespace = Some(namespace.clone());
-                child.meta_mut().owner_references = Some(vec![owner.clone()]);
-                ctx.metrics.write(controller, C::KIND, WriteKind::Create);
-                // Expected before the request: the watch may deliver the child (and even
-                // its deletion by someone else) before the answer comes back.
-                ctx.expect_change::<C>(&namespace, &want.name, None);
-                let api = api.clone();
-                let name = want.name.clone();
-                in_flight.push(async move {
-                    let result = ctx
-                        .in_slot(api.create(&PostParams::default(), &child))
-                        .await;
-                    (name, result)
-                });
+    let mut wanted = plan.create.iter();
+    let mut in_flight = FuturesUnordered::new();
+    let mut window = 1;
+    let mut stop = false;
+    loop {
+        while !stop && in_flight.len() < window {
+            let Some(want) = wanted.next() else { break };
+            let child = new_child(writer, &want.name, want.spec.clone());
+            ctx.metrics
+                .write(writer.controller, C::KIND, WriteKind::Create);
+            // Expected before the request: the watch may deliver the child (and even its
+            // deletion by someone else) before the answer comes back.
+            ctx.expectations
+                .expect::<C>(&writer.namespace, &want.name, None);
+            let api = writer.api.clone();
+            let name = want.name.clone();
+            in_flight.push(async move {
+                let result = ctx
+                    .in_slot(api.create(&PostParams::default(), &child))
+                    .await;
+                (name, result)
+            });
+        }
+        let Some((name, result)) = in_flight.next().await else {
+            break;
+        };
+        match result {
+            Ok(_) => {
+                ctx.expectations.sent::<C>(&writer.namespace, &name);
+                created.push(name);
+                window = (window + 1).min(WRITES_IN_FLIGHT);
             }
-            let Some((name, result)) = in_flight.next().await else {
-                break;
-            };
-            match result {
-                Ok(_) => {
-                    ctx.change_sent::<C>(&namespace, &name);
-                    created.push(name);
-                    window = (window + 1).min(WRITES_IN_FLIGHT);
+            // The cache was behind, or the answer to an earlier create was lost: the object
+            // exists, and the watch will show it.
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                ctx.expectations.sent::<C>(&writer.namespace, &name)
+            }
+            Err(e) => {
+                ctx.expectations.forget::<C>(&writer.namespace, &name);
+                if !stop {
+                    writer.failed(Step::Create, &name, e);
                 }
-                // The cache was behind, or the answer to an earlier create was lost: the
-                // object exists, and the watch will show it.
-                Err(kube::Error::Api(s)) if s.code == 409 => {
-                    ctx.change_sent::<C>(&namespace, &name)
-                }
-                Err(e) => {
-                    ctx.forget_change::<C>(&namespace, &name);
-                    if !stop {
-                        unreachable |= failed(Step::Create, &name, e, &mut applied);
-                    }
-                    stop = true;
-                }
+                stop = true;
             }
         }
-        // Created follows the desired order, whatever order the answers came in.
-        let order: HashMap<&str, usize> = plan
-            .create
-            .iter()
-            .enumerate()
-            .map(|(i, d)| (d.name.as_str(), i))
-            .collect();
-        created.sort_by_key(|name| order.get(name.as_str()).copied());
     }
+    in_desired_order(&mut created, plan);
+    created
+}
 
-    // Corrections and adoptions are conditional merge patches: the resourceVersion we read
-    // makes the server answer 409 if the child changed since, and we look again rather than
-    // overwrite blindly.
-    let patch_child = |child: &Arc<C>, patch: serde_json::Value| {
-        let api = api.clone();
-        let name = child.name_any();
-        ctx.metrics.write(controller, C::KIND, WriteKind::Patch);
-        ctx.expect_change::<C>(&namespace, &name, child.resource_version());
-        let namespace = namespace.clone();
-        async move {
-            let result = ctx
-                .in_slot(api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)))
-                .await;
-            match result {
-                Ok(_) => {
-                    ctx.change_sent::<C>(&namespace, &name);
-                    Ok(true)
-                }
-                Err(e) => {
-                    ctx.forget_change::<C>(&namespace, &name);
-                    match e {
-                        kube::Error::Api(s) if s.code == 404 => Ok(false),
-                        e => Err(e),
-                    }
-                }
-            }
-        }
-    };
+/// A new child of the desired name and spec, in the parent's namespace, under its control.
+fn new_child<C: Child>(writer: &Writer<'_, C>, name: &str, spec: C::Spec) -> C {
+    let mut child = C::build(name, spec);
+    child.meta_mut().namespace = Some(writer.namespace.clone());
+    child.meta_mut().owner_references = Some(vec![writer.owner.clone()]);
+    child
+}
 
+/// Sort `created` as the plan desired them, whatever order the answers came in.
+fn in_desired_order<C: Child>(created: &mut [String], plan: &Plan<C>) {
+    let order: HashMap<&str, usize> = (plan.create.iter().enumerate())
+        .map(|(i, d)| (d.name.as_str(), i))
+        .collect();
+    created.sort_by_key(|name| order.get(name.as_str()).copied());
+}
+
+/// Put the desired spec back on children whose spec was edited by hand, one at a time;
+/// the first failure stops the step. Answers what was corrected, with the specs, for the
+/// Event ("t-1 (spec {"value":7} back to {"value":2})").
+async fn correct<C: Child>(writer: &mut Writer<'_, C>, plan: &Plan<C>) -> Vec<String> {
     let mut corrected = Vec::new();
-    if !unreachable && !held.contains(&Step::Correct) {
-        for (child, spec) in &plan.correct {
-            let name = child.name_any();
-            let patch = json!({
-                "metadata": { "resourceVersion": child.resource_version() },
-                "spec": spec,
-            });
-            match patch_child(child, patch).await {
-                Ok(true) => corrected.push(format!(
-                    "{name} (spec {} back to {})",
-                    spec_text(child.child_spec()),
-                    spec_text(spec)
-                )),
-                Ok(false) => {}
-                Err(e) => {
-                    unreachable |= failed(Step::Correct, &name, e, &mut applied);
-                    break;
-                }
+    for (child, spec) in &plan.correct {
+        let name = child.name_any();
+        let patch = json!({
+            "metadata": { "resourceVersion": child.resource_version() },
+            "spec": spec,
+        });
+        match writer.patch(child, patch).await {
+            Ok(true) => corrected.push(format!(
+                "{name} (spec {} back to {})",
+                spec_text(child.child_spec()),
+                spec_text(spec)
+            )),
+            Ok(false) => {}
+            Err(e) => {
+                writer.failed(Step::Correct, &name, e);
+                break;
             }
         }
     }
+    corrected
+}
 
+/// Take the children of a desired name that have no controller: our ownerReference added
+/// to theirs, and the desired spec; the first failure stops the step.
+async fn adopt<C: Child>(writer: &mut Writer<'_, C>, plan: &Plan<C>) -> Vec<String> {
     let mut adopted = Vec::new();
-    if !unreachable && !held.contains(&Step::Adopt) {
-        for (child, spec) in &plan.adopt {
-            let name = child.name_any();
-            let patch = json!({
-                "metadata": {
-                    "resourceVersion": child.resource_version(),
-                    "ownerReferences": adopted_references(child.as_ref(), &owner),
-                },
-                "spec": spec,
-            });
-            match patch_child(child, patch).await {
-                Ok(true) => adopted.push(name),
-                Ok(false) => {}
-                Err(e) => {
-                    unreachable |= failed(Step::Adopt, &name, e, &mut applied);
-                    break;
-                }
+    for (child, spec) in &plan.adopt {
+        let name = child.name_any();
+        let patch = json!({
+            "metadata": {
+                "resourceVersion": child.resource_version(),
+                "ownerReferences": adopted_references(child.as_ref(), &writer.owner),
+            },
+            "spec": spec,
+        });
+        match writer.patch(child, patch).await {
+            Ok(true) => adopted.push(name),
+            Ok(false) => {}
+            Err(e) => {
+                writer.failed(Step::Adopt, &name, e);
+                break;
             }
         }
     }
+    adopted
+}
 
+/// Delete the children the parent controls and no longer wants, one at a time, each with
+/// a UID precondition: the object we decided about, never a namesake created since. One
+/// already gone (404) is no failure; the first other failure stops the step. Answers the
+/// names deleted, sorted (the cache has no order; a sorted list reads better in
+/// `kubectl describe`).
+async fn delete<C: Child>(writer: &mut Writer<'_, C>, plan: &Plan<C>) -> Vec<String> {
+    let ctx = writer.ctx;
     let mut deleted = Vec::new();
-    if !unreachable && !held.contains(&Step::Delete) {
-        for child in &plan.delete {
-            let name = child.name_any();
-            // The uid precondition guarantees we delete the object we decided about, not a
-            // namesake created since.
-            let params = DeleteParams {
-                preconditions: Some(Preconditions {
-                    uid: child.uid(),
-                    resource_version: None,
-                }),
-                propagation_policy: Some(PropagationPolicy::Background),
-                ..DeleteParams::default()
-            };
-            ctx.metrics.write(controller, C::KIND, WriteKind::Delete);
-            ctx.expect_change::<C>(&namespace, &name, child.resource_version());
-            let result = ctx.in_slot(api.delete(&name, &params)).await;
-            match result {
-                Ok(_) => {
-                    ctx.change_sent::<C>(&namespace, &name);
-                    deleted.push(name)
-                }
-                Err(kube::Error::Api(s)) if s.code == 404 => {
-                    ctx.forget_change::<C>(&namespace, &name)
-                }
-                Err(e) => {
-                    ctx.forget_change::<C>(&namespace, &name);
-                    failed(Step::Delete, &name, e, &mut applied);
-                    break;
-                }
+    for child in &plan.delete {
+        let name = child.name_any();
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: child.uid(),
+                resource_version: None,
+            }),
+            propagation_policy: Some(PropagationPolicy::Background),
+            ..DeleteParams::default()
+        };
+        ctx.metrics
+            .write(writer.controller, C::KIND, WriteKind::Delete);
+        ctx.expectations
+            .expect::<C>(&writer.namespace, &name, child.resource_version());
+        let result = ctx.in_slot(writer.api.delete(&name, &params)).await;
+        match result {
+            Ok(_) => {
+                ctx.expectations.sent::<C>(&writer.namespace, &name);
+                deleted.push(name)
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => {
+                ctx.expectations.forget::<C>(&writer.namespace, &name)
+            }
+            Err(e) => {
+                ctx.expectations.forget::<C>(&writer.namespace, &name);
+                writer.failed(Step::Delete, &name, e);
+                break;
             }
         }
     }
-
-    // The cache has no order; a sorted list reads better in `kubectl describe`.
     deleted.sort();
-    let parent_name = format!("{namespace}/{}", parent.name_any());
-    let kind = P::kind(&());
-    let plural = |n: usize| {
-        if n == 1 {
-            C::KIND.to_string()
-        } else {
-            format!("{}s", C::KIND)
-        }
-    };
-    let reports = [
-        ("Created", "Create", &created, "created"),
-        ("Corrected", "Correct", &corrected, "corrected"),
-        ("Adopted", "Adopt", &adopted, "adopted"),
-        ("Deleted", "Delete", &deleted, "deleted the unwanted"),
-    ];
+    deleted
+}
+
+/// Tell what the steps did and what they could not: one log line and one Event per kind of
+/// write (the first children of a controller's object are not announced:
+/// [`events::announces_created`]), a Warning per child owned by somebody else, and one for
+/// names Kubernetes would refuse.
+async fn announce<P: Kind, C: Child>(ctx: &Context, parent: &P, plan: &Plan<C>, done: Done) {
     let has_controller = controller_uid(parent).is_some();
     let uid = parent.uid().unwrap_or_default();
     let created_before = ctx.events.created_children_of(&uid);
     let announce_created =
         events::announces_created(has_controller, parent.has_status(), created_before);
-    if !created.is_empty() && !announce_created {
+    if !done.created.is_empty() && !announce_created {
         ctx.events.note_children_created(uid);
     }
+    let reports = [
+        ("Created", "Create", &done.created, "created"),
+        ("Corrected", "Correct", &done.corrected, "corrected"),
+        ("Adopted", "Adopt", &done.adopted, "adopted"),
+        ("Deleted", "Delete", &done.deleted, "deleted the unwanted"),
+    ];
     for (reason, action, names, verb) in reports {
         if names.is_empty() {
             continue;
@@ -416,14 +489,39 @@ pub async fn apply<P: Kind, C: Child>(
         let note = format!(
             "{verb} {} {}: {}",
             names.len(),
-            plural(names.len()),
+            plural::<C>(names.len()),
             name_list(names)
         );
-        info!(%kind, parent = %parent_name, "{note}");
+        info!(kind = %P::kind(&()), parent = %parent_name(parent), "{note}");
         if reason != "Created" || announce_created {
             publish(ctx, parent, EventType::Normal, reason, action, note, None).await;
         }
     }
+    announce_conflicts(ctx, parent, plan).await;
+    announce_invalid_names(ctx, parent, plan).await;
+}
+
+/// "Number" or "Numbers".
+fn plural<C: Child>(n: usize) -> String {
+    if n == 1 {
+        C::KIND.to_string()
+    } else {
+        format!("{}s", C::KIND)
+    }
+}
+
+/// "namespace/name", for the log.
+fn parent_name<P: Kind>(parent: &P) -> String {
+    format!(
+        "{}/{}",
+        parent.namespace().unwrap_or_default(),
+        parent.name_any()
+    )
+}
+
+/// A Warning for each child of a desired name that somebody else controls: left alone.
+async fn announce_conflicts<P: Kind, C: Child>(ctx: &Context, parent: &P, plan: &Plan<C>) {
+    let namespace = parent.namespace().unwrap_or_default();
     for conflict in &plan.conflicts {
         let note = format!(
             "{} {namespace}/{} exists and is controlled by {}; leaving it alone",
@@ -431,7 +529,7 @@ pub async fn apply<P: Kind, C: Child>(
             conflict.name,
             conflict.owner
         );
-        info!(%kind, parent = %parent_name, "{note}");
+        info!(kind = %P::kind(&()), parent = %parent_name(parent), "{note}");
         // The child as the Event's related object: each conflicting child is a series of its
         // own, so a second conflict is not folded into the first one's message.
         let related = ObjectReference {
@@ -444,25 +542,21 @@ pub async fn apply<P: Kind, C: Child>(
         let (warning, reason) = (EventType::Warning, "ChildConflict");
         publish(ctx, parent, warning, reason, "Adopt", note, Some(related)).await;
     }
-    if !plan.invalid_names.is_empty() {
-        let note = format!(
-            "cannot create {} {}: the name would exceed {MAX_NAME_LEN} characters (shorten the parent's name)",
-            plan.invalid_names.len(),
-            plural(plan.invalid_names.len()),
-        );
-        info!(%kind, parent = %parent_name, "{note}");
-        publish(
-            ctx,
-            parent,
-            EventType::Warning,
-            "ChildNameTooLong",
-            "Create",
-            note,
-            None,
-        )
-        .await;
+}
+
+/// A Warning when some desired children's names would be longer than Kubernetes accepts.
+async fn announce_invalid_names<P: Kind, C: Child>(ctx: &Context, parent: &P, plan: &Plan<C>) {
+    if plan.invalid_names.is_empty() {
+        return;
     }
-    applied
+    let note = format!(
+        "cannot create {} {}: the name would exceed {MAX_NAME_LEN} characters (shorten the parent's name)",
+        plan.invalid_names.len(),
+        plural::<C>(plan.invalid_names.len()),
+    );
+    info!(kind = %P::kind(&()), parent = %parent_name(parent), "{note}");
+    let (warning, reason) = (EventType::Warning, "ChildNameTooLong");
+    publish(ctx, parent, warning, reason, "Create", note, None).await;
 }
 
 /// A spec as JSON for an Event's note. Specs are integers and lists of them, so this does
@@ -474,7 +568,7 @@ fn spec_text<S: Serialize>(spec: &S) -> String {
 
 /// Write an object's status if [`status::decide`] says it is due; answers when to look
 /// again (`None`: on the next watch event). `current` is the status as far as we know
-/// ([`Context::known_status`]); what we write is remembered until the cache shows it.
+/// ([`WrittenStatuses::known`](crate::runtime::statuses::WrittenStatuses::known)); what we write is remembered until the cache shows it.
 /// `standing` says whether it is the answer, and if not, how the children come along.
 pub async fn write_status<P: Kind, S: Serialize>(
     ctx: &Context,
@@ -503,7 +597,10 @@ pub async fn write_status<P: Kind, S: Serialize>(
                     name: name.clone(),
                     source: Box::new(source),
                 })?;
-            ctx.status_written(obj, desired, !matches!(standing, Standing::Answer));
+            if !matches!(standing, Standing::Answer) {
+                ctx.pace.reported(obj);
+            }
+            ctx.statuses.written(obj, desired);
             let message = patch
                 .pointer("/status/conditions/0/message")
                 .and_then(|m| m.as_str())

@@ -7,11 +7,16 @@
 //! - `cache.rs`: one kind's cache: its reflector store and its owner index, kept together.
 //! - `owner_index.rs`: which cached children each parent controls, kept from the watch events
 //!   (what a controller-runtime field indexer on the owner does: no cache scans).
-//! - `context.rs`: what every reconcile shares: the client, the caches, the Event publisher,
-//!   the metrics, and the manager's memory of writes the caches do not show yet
-//!   (expectations), of statuses in flight and of how each kind's children come along.
-//! - `retry.rs`: the retry policy around every reconcile: exponential backoff per object,
-//!   quiet 409s, fast retries while the API server is away.
+//! - `context.rs`: what every reconcile shares: the client, the caches, the metrics, the
+//!   request slots, and the manager's memories below, each a part of its own.
+//! - `expectations.rs`: children written whose echo the watch has not delivered yet, and
+//!   what a parent sees of its children through them (what controller-runtime users know as
+//!   expectations).
+//! - `statuses.rs`: statuses written whose echo has not come yet: the status as far as we know.
+//! - `pace.rs`: how a waiting parent's children come along (when a child of each kind last
+//!   settled, which caches relist, when a parent last reported its progress).
+//! - `retry.rs`: the retry policy around every reconcile: exponential backoff per object
+//!   (the failures it counts), quiet 409s, fast retries while the API server is away.
 //! - `outage.rs`: API server outages: reported in a few log lines, fast jittered retries, a
 //!   single probe that says when it is back.
 //! - `refusals.rs`: writes the API server refused: their backoff, and parents in a namespace
@@ -33,13 +38,16 @@
 pub mod cache;
 pub mod context;
 pub mod events;
+pub mod expectations;
 pub mod expiring;
 pub mod fair;
 pub mod gate;
 pub mod outage;
 pub mod owner_index;
+pub mod pace;
 pub mod refusals;
 pub mod replan;
 pub mod retry;
 pub mod slots;
+pub mod statuses;
 pub mod watches;

@@ -13,9 +13,9 @@ use kube::runtime::controller::Action;
 use tracing::{debug, warn};
 
 use crate::error::{Error, Result};
-use crate::metrics::ReconcileResult;
+use crate::metrics::{Metrics, ReconcileResult};
 use crate::runtime::context::Context;
-use crate::runtime::expiring::object_key;
+use crate::runtime::expiring::{Expiring, object_key};
 use crate::runtime::outage;
 
 /// Whether a computed status is an answer, or only a progress report.
@@ -85,6 +85,41 @@ fn backoff_from(base: Duration, attempt: u32) -> Duration {
     base.saturating_mul(factor).min(BACKOFF_MAX)
 }
 
+/// How long a failure is remembered for the backoff after the last one: twice the longest
+/// backoff, so an object that keeps failing keeps its count.
+const FAILURE_MEMORY: Duration = Duration::from_secs(600);
+
+/// Consecutive failures per object: what the error policy's backoff grows with, and a
+/// success starts again.
+pub struct Failures {
+    counts: Expiring<u32>,
+}
+
+impl Failures {
+    pub fn new(metrics: Metrics) -> Failures {
+        Failures {
+            counts: Expiring::new("failures", metrics, FAILURE_MEMORY),
+        }
+    }
+
+    /// `key` reconciled: its next failure backs off from the start again.
+    pub(crate) fn success(&self, key: &str) {
+        self.counts.remove(key);
+    }
+
+    /// One more consecutive failure of `key`; answers the count.
+    pub(crate) fn failure(&self, key: &str) -> u32 {
+        self.counts.update(key, |count| {
+            count.copied().unwrap_or_default().saturating_add(1)
+        })
+    }
+
+    /// Forget what outlived its time to live.
+    pub fn expire(&self) {
+        self.counts.expire();
+    }
+}
+
 /// Runs a reconcile with metrics, and turns a 409 Conflict into a quiet retry with its own
 /// short backoff: it only means the cache was a step behind another writer.
 ///
@@ -127,10 +162,10 @@ where
     }
     match result {
         Ok(outcome) => {
-            ctx.note_success(&key);
+            ctx.failures.success(&key);
             ctx.outage.reconciled(&key);
             if outcome.progress != Progress::Pending {
-                ctx.note_settled(K::kind(&()));
+                ctx.pace.settled(K::kind(&()));
             }
             timer.finish(match outcome.progress {
                 Progress::Settled | Progress::Blocked => ReconcileResult::Success,
@@ -142,7 +177,7 @@ where
             })
         }
         Err(error) if error.is_conflict() => {
-            let delay = conflict_backoff(ctx.note_failure(&key));
+            let delay = conflict_backoff(ctx.failures.failure(&key));
             debug!(%error, "{key}: conflict, looking again in {delay:?}");
             timer.finish(ReconcileResult::Requeue);
             Ok(Action::requeue(delay))
@@ -171,7 +206,7 @@ pub(crate) fn error_policy<K: Resource<DynamicType = ()>>(
         debug!(%error, attempt, "{key}: API server unreachable; retrying in {delay:?}");
         return Action::requeue(delay);
     }
-    let attempt = ctx.note_failure(&key);
+    let attempt = ctx.failures.failure(&key);
     let delay = backoff(attempt);
     warn!(%error, attempt, "{key}: reconcile failed; retrying in {delay:?}");
     Action::requeue(delay)
@@ -202,6 +237,21 @@ mod tests {
             pending(Some(secs(2))).requeue_within(Some(secs(3))),
             pending(Some(secs(2)))
         );
+    }
+
+    /// Each failure of an object counts one more (the backoff doubles with it), another
+    /// object's on its own; a success starts the count again.
+    #[test]
+    fn failures_count_per_object_until_a_success() {
+        let failures = Failures::new(Metrics::new());
+        let counts: Vec<u32> = (0..3)
+            .map(|_| failures.failure("Tuple/default/t"))
+            .collect();
+        assert_eq!(counts, [1, 2, 3]);
+        assert_eq!(failures.failure("Tuple/default/u"), 1);
+        failures.success("Tuple/default/t");
+        assert_eq!(failures.failure("Tuple/default/t"), 1);
+        assert_eq!(failures.failure("Tuple/default/u"), 2);
     }
 
     #[test]

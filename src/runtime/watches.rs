@@ -112,7 +112,7 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
                 _ => None,
             };
             if let Some(pause) = pause {
-                relisting.relist_started(gone_kind.clone());
+                relisting.pace.relist_started(gone_kind.clone());
                 debug!(
                     "watching {}s: resourceVersion too old; listing again in {pause:?}",
                     gone_kind
@@ -137,7 +137,7 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
         })
         .map(move |event| match event {
             Ok(watcher::Event::Apply(obj)) => {
-                ctx.saw_event(&obj);
+                ctx.expectations.saw(&obj);
                 index.apply(&obj);
                 tell_parents(&obj);
                 // The cache's own copy: a burst of 10000 events queues pointers, not 10000
@@ -146,7 +146,7 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
                 let _ = own.unbounded_send(cached.unwrap_or_else(|| Arc::new(obj)));
             }
             Ok(watcher::Event::Delete(obj)) => {
-                ctx.saw_event(&obj);
+                ctx.expectations.saw(&obj);
                 index.delete(&obj);
                 tell_parents(&obj)
             }
@@ -154,7 +154,7 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
             // shows the old one. (Init comes again before every attempt of a failing list:
             // the snapshot is of the cache, which only InitDone replaces.)
             Ok(watcher::Event::Init) => {
-                ctx.relist_started(K::kind(&()));
+                ctx.pace.relist_started(K::kind(&()));
                 if before_relist.is_empty() {
                     before_relist = reader.state();
                 }
@@ -162,7 +162,8 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
             // A (re)list is complete and the cache swapped in: everything is news, and so is
             // everything that vanished while the watch was down.
             Ok(watcher::Event::InitDone) => {
-                ctx.relist_done(K::kind(&()));
+                ctx.expectations.relisted(&K::kind(&()));
+                ctx.pace.relist_done(K::kind(&()));
                 let now = reader.state();
                 index.rebuild(&now);
                 for gone in vanished(&std::mem::take(&mut before_relist), &now) {
@@ -182,11 +183,11 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
             Ok(watcher::Event::InitApply(_)) => {}
             // An unreachable server is reported once, by the outage above.
             Err(error) if watch_unreachable(&error) => {
-                ctx.watch_failed(K::kind(&()));
+                ctx.pace.watch_failed(K::kind(&()));
                 debug!(%error, "watching {}s failed; retrying", K::kind(&()))
             }
             Err(error) => {
-                ctx.watch_failed(K::kind(&()));
+                ctx.pace.watch_failed(K::kind(&()));
                 warn!(%error, "watching {}s failed; retrying with backoff", K::kind(&()))
             }
         })

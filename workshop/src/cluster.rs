@@ -18,6 +18,9 @@ pub struct Cluster {
     /// The current context's namespace (`default` when it names none): where `kubectl`
     /// without `-n` puts things.
     pub namespace: String,
+    /// The namespace the current context names, if it names one (a room's shared kubeconfig
+    /// usually does not; the guide's shared-cluster section sets it to the participant's).
+    pub context_namespace: Option<String>,
     /// "context kind-kind, https://127.0.0.1:33445", for messages.
     pub described: String,
 }
@@ -26,6 +29,13 @@ pub struct Cluster {
 /// completes the error message with what to do without a cluster (e.g. "or leave out
 /// CLUSTER=1: the check then starts a test API server of its own").
 pub async fn connect(instead: &str) -> anyhow::Result<Cluster> {
+    connect_as(instead, None).await
+}
+
+/// [`connect`], with every request signed as `participant`'s ([`crate::room::Signature`]):
+/// on a shared cluster, the API server's request log and the objects' managedFields then say
+/// whose controllers wrote what.
+pub async fn connect_as(instead: &str, participant: Option<&str>) -> anyhow::Result<Cluster> {
     let kubeconfig = match Kubeconfig::read() {
         Ok(kubeconfig) => kubeconfig,
         Err(e) => anyhow::bail!(
@@ -38,6 +48,13 @@ pub async fn connect(instead: &str) -> anyhow::Result<Cluster> {
         ),
     };
     let context = kubeconfig.current_context.clone();
+    let context_namespace = kubeconfig
+        .contexts
+        .iter()
+        .find(|named| Some(&named.name) == context.as_ref())
+        .and_then(|named| named.context.as_ref())
+        .and_then(|c| c.namespace.clone())
+        .filter(|ns| !ns.is_empty());
     let config = match kube::Config::from_custom_kubeconfig(
         kubeconfig.clone(),
         &KubeConfigOptions::default(),
@@ -61,17 +78,23 @@ pub async fn connect(instead: &str) -> anyhow::Result<Cluster> {
     };
     let namespace = config.default_namespace.clone();
     let port = config.cluster_url.port_u16();
-    let client = kube::Client::try_from(config).map_err(|e| {
+    let no_client = |e: kube::Error| {
         anyhow::anyhow!(
             "{}",
             t!(m::NO_CLIENT, described = described, cause = root_cause(&e))
         )
-    })?;
+    };
+    let client = match participant {
+        Some(participant) => crate::room::Signature::new(participant).client(config),
+        None => kube::Client::try_from(config),
+    }
+    .map_err(no_client)?;
     let start = what_to_start(context.as_deref(), port);
     match tokio::time::timeout(Duration::from_secs(10), client.apiserver_version()).await {
         Ok(Ok(_)) => Ok(Cluster {
             client,
             namespace,
+            context_namespace,
             described,
         }),
         Ok(Err(e)) => anyhow::bail!(
@@ -104,7 +127,8 @@ fn what_to_start(context: Option<&str>, port: Option<u16>) -> String {
             let kubeconfig = kubeconfig_var()
                 .map(|k| format!(" --kubeconfig {}", PathBuf::from(k).display()))
                 .unwrap_or_default();
-            let command = format!("cargo run -p test-apiserver --{port}{kubeconfig}");
+            let command =
+                format!("cargo run --profile workshop -p test-apiserver --{port}{kubeconfig}");
             t!(m::START_TEST_SERVER, command = command)
         }
         Some(name) if name.contains("minikube") => m::START_MINIKUBE.text(),

@@ -37,6 +37,10 @@ enum Command {
         #[arg(long)]
         force: bool,
         #[arg(long)]
+        participant: Option<String>,
+        #[arg(long)]
+        namespace: Option<String>,
+        #[arg(long)]
         solution: bool,
     },
     Run {
@@ -48,6 +52,8 @@ enum Command {
         namespace: Option<String>,
         #[arg(long, short = 'A')]
         all_namespaces: bool,
+        #[arg(long)]
+        participant: Option<String>,
         #[arg(long)]
         solution: bool,
     },
@@ -79,11 +85,14 @@ const HELP: &cli::Help = &[
     ("crds", "dir", m::CLI_CRDS_DIR),
     ("install", "", m::CLI_INSTALL),
     ("install", "force", m::CLI_INSTALL_FORCE),
+    ("install", "participant", m::CLI_RUN_PARTICIPANT),
+    ("install", "namespace", m::CLI_INSTALL_NAMESPACE),
     ("run", "", m::CLI_RUN),
     ("run", "stage", m::CLI_RUN_STAGE),
     ("run", "test_server", m::CLI_RUN_TEST_SERVER),
     ("run", "namespace", m::CLI_RUN_NAMESPACE),
     ("run", "all_namespaces", m::CLI_RUN_ALL_NAMESPACES),
+    ("run", "participant", m::CLI_RUN_PARTICIPANT),
     ("check", "", m::CLI_CHECK),
     ("check", "stage", m::CLI_CHECK_STAGE),
     ("check", "cluster", m::CLI_CHECK_CLUSTER),
@@ -108,12 +117,21 @@ async fn main() -> ExitCode {
     m::choose(cli.lang.as_deref());
     let result = match cli.command {
         Command::Crds { dir, solution } => print_crds(&Track::select(solution), dir),
-        Command::Install { force, solution } => install(&Track::select(solution), force).await,
+        Command::Install {
+            force,
+            participant,
+            namespace,
+            solution,
+        } => {
+            let who = room::participant(participant.as_deref());
+            install(&Track::select(solution), force, &who, namespace.as_deref()).await
+        }
         Command::Run {
             stage,
             test_server,
             namespace,
             all_namespaces,
+            participant,
             solution,
         } => {
             // kube-client logs every failed request at ERROR; the runner says it in one line.
@@ -125,7 +143,8 @@ async fn main() -> ExitCode {
                 (Some(namespace), false) => Scope::Namespace(namespace),
                 (None, false) => Scope::Context,
             };
-            run(&Track::select(solution), stage, test_server, scope).await
+            let who = room::participant(participant.as_deref());
+            run(&Track::select(solution), stage, test_server, scope, &who).await
         }
         Command::Check {
             stage,
@@ -188,9 +207,24 @@ enum Scope {
     All,
 }
 
-/// Runs the controllers until Ctrl-C (or until every one of them stopped).
-async fn run(track: &Track, stage: u8, test_server: bool, scope: Scope) -> anyhow::Result<()> {
+/// Runs the controllers until Ctrl-C (or until every one of them stopped, or another
+/// controller turns out to work in the same namespace).
+async fn run(
+    track: &Track,
+    stage: u8,
+    test_server: bool,
+    scope: Scope,
+    participant: &str,
+) -> anyhow::Result<()> {
     let server = if test_server {
+        // First, as on a cluster; nothing is printed after the KUBECONFIG line, which a
+        // script may stop reading at.
+        let namespace = match &scope {
+            Scope::All => None,
+            Scope::Namespace(namespace) => Some(namespace.as_str()),
+            Scope::Context => Some("default"),
+        };
+        println!("{}", where_line(participant, namespace, "default"));
         let server = TestServer::start().await?;
         server.apply_crd_yaml(&crds::yaml(track)?)?;
         println!(
@@ -205,32 +239,67 @@ async fn run(track: &Track, stage: u8, test_server: bool, scope: Scope) -> anyho
     } else {
         None
     };
-    let (client, context_namespace) = match &server {
-        Some(server) => (server.client(), "default".to_string()),
+    let (client, kubectls, context_namespace) = match &server {
+        Some(server) => (server.client(), "default".to_string(), None),
         None => {
-            let cluster = cluster::connect(&m::RUN_WITHOUT_CLUSTER.text()).await?;
-            (cluster.client, cluster.namespace)
+            let instead = m::RUN_WITHOUT_CLUSTER.text();
+            let cluster = cluster::connect_as(&instead, Some(participant)).await?;
+            (cluster.client, cluster.namespace, cluster.context_namespace)
         }
     };
-    if server.is_none() {
-        crds_installed(&client, track, stage).await?;
-    }
     let namespace = match scope {
-        Scope::Context => Some(context_namespace),
+        Scope::Context if server.is_some() => Some(kubectls.clone()),
+        Scope::Context => Some(room::your_namespace(
+            None,
+            context_namespace.as_deref(),
+            participant,
+        )),
         Scope::Namespace(namespace) => Some(namespace),
         Scope::All => None,
     };
+    if server.is_none() {
+        println!(
+            "{}",
+            where_line(participant, namespace.as_deref(), &kubectls)
+        );
+        crds_installed(&client, track, stage).await?;
+    }
+    if let (None, Some(namespace)) = (&server, &namespace) {
+        room::ensure_namespace(&client, namespace, participant)
+            .await
+            .map_err(|why| anyhow::anyhow!(why))?;
+        let found = others_in(&client, track, stage, namespace, participant).await?;
+        if let Some(foreign) = found {
+            anyhow::bail!(
+                "{}",
+                t!(
+                    m::RUN_LEAVES_ALONE,
+                    namespace = namespace,
+                    foreign = foreign
+                )
+            );
+        }
+    }
     let watching = match &namespace {
         Some(namespace) => t!(m::SCOPE_NAMESPACE, namespace = namespace),
         None => m::SCOPE_ALL.text(),
     };
-    let mut controllers = Controllers::start(track, stage, &Context::new(client, namespace));
+    let ctx = Context::new(client, namespace.clone());
+    let mut controllers = Controllers::start(track, stage, &ctx);
     tracing::info!(
         stage,
         code = track.dir,
         "{}",
         t!(m::RUNNING, scope = watching)
     );
+    // Another controller that starts in this namespace after us (both found it empty) shows
+    // in the statuses it writes: then ours stop, rather than fight over the same objects.
+    let lookout = match (&server, &namespace) {
+        (None, Some(namespace)) => Some(namespace.clone()),
+        _ => None,
+    };
+    let mut ticks: u32 = 0;
+    let mut others = None;
     loop {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => break,
@@ -239,6 +308,22 @@ async fn run(track: &Track, stage: u8, test_server: bool, scope: Scope) -> anyho
                     tracing::error!("{}", m::EVERY_CONTROLLER_STOPPED.text());
                     break;
                 }
+                ticks = ticks.wrapping_add(1);
+                let Some(namespace) = lookout.as_deref().filter(|_| ticks.is_multiple_of(LOOKOUT_TICKS)) else {
+                    continue;
+                };
+                match others_in(&ctx.client, track, stage, namespace, participant).await {
+                    Ok(None) => {}
+                    Ok(Some(foreign)) => {
+                        others = Some(t!(
+                            m::RUN_STOPS_FOR_OTHERS,
+                            namespace = namespace,
+                            foreign = foreign
+                        ));
+                        break;
+                    }
+                    Err(e) => tracing::warn!("{e}"),
+                }
             }
         }
     }
@@ -246,6 +331,9 @@ async fn run(track: &Track, stage: u8, test_server: bool, scope: Scope) -> anyho
     controllers.stop();
     if let Some(server) = server {
         server.shutdown().await;
+    }
+    if let Some(others) = others {
+        anyhow::bail!("{others}");
     }
     let names: Vec<&str> = stopped.keys().map(|kind| kind.name()).collect();
     anyhow::ensure!(
@@ -258,21 +346,44 @@ async fn run(track: &Track, stage: u8, test_server: bool, scope: Scope) -> anyho
 
 /// `make workshop-install`: writes workshop/crds/, asks the room's question (would this
 /// replace CRDs that others use?), then `kubectl apply -f workshop/crds/`.
-async fn install(track: &Track, force: bool) -> anyhow::Result<()> {
+async fn install(
+    track: &Track,
+    force: bool,
+    participant: &str,
+    namespace: Option<&str>,
+) -> anyhow::Result<()> {
     let repository = check::repository();
     let dir = "workshop/crds";
+    let instead = m::INSTALL_WITHOUT_CLUSTER.text();
+    let cluster = cluster::connect_as(&instead, Some(participant)).await;
+    // Without a cluster the files are still written: then the error.
+    let namespace = cluster.as_ref().ok().map(|cluster| {
+        room::your_namespace(namespace, cluster.context_namespace.as_deref(), participant)
+    });
+    if let (Ok(cluster), Some(namespace)) = (&cluster, &namespace) {
+        println!(
+            "{}",
+            where_line(participant, Some(namespace), &cluster.namespace)
+        );
+    }
     for name in crds::write(track, &repository.join(dir))? {
         println!("{}", t!(m::WROTE, path = format!("{dir}/{name}")));
     }
-    let cluster = cluster::connect(&m::INSTALL_WITHOUT_CLUSTER.text()).await?;
+    let cluster = cluster?;
+    let namespace = namespace.unwrap_or_else(|| cluster.namespace.clone());
+    let me = room::Signature::new(participant);
     let install = room::may_install(
         &cluster.client,
         &crds::generate(track),
-        &cluster.namespace,
+        &namespace,
+        &me,
         force,
     )
     .await
     .map_err(|why| anyhow::anyhow!(why))?;
+    room::ensure_namespace(&cluster.client, &namespace, participant)
+        .await
+        .map_err(|why| anyhow::anyhow!(why))?;
     for note in install.notes {
         println!("({note})");
     }
@@ -317,4 +428,54 @@ async fn crds_installed(client: &kube::Client, track: &Track, stage: u8) -> anyh
         }
     }
     Ok(())
+}
+
+/// How many 500 ms ticks of the runner pass between two looks for another controller in its
+/// namespace (5 s: a LIST per kind, thirty runners on one cluster are 18 LISTs a second).
+const LOOKOUT_TICKS: u32 = 10;
+
+/// The first line of `run` and `install`: who, and which namespace, with the command that
+/// makes kubectl's namespace the same when it is not.
+fn where_line(participant: &str, namespace: Option<&str>, kubectls: &str) -> String {
+    match namespace {
+        None => t!(m::WHERE_ALL, participant = participant),
+        Some(namespace) if namespace == kubectls => {
+            t!(m::WHERE, participant = participant, namespace = namespace)
+        }
+        Some(namespace) => t!(
+            m::WHERE_NOT_KUBECTLS,
+            participant = participant,
+            namespace = namespace,
+            context = kubectls
+        ),
+    }
+}
+
+/// What says that a controller other than the participant's looks after objects of the
+/// stages' kinds in `namespace` ([`room::describe_foreign`]), if one does.
+async fn others_in(
+    client: &kube::Client,
+    track: &Track,
+    stage: u8,
+    namespace: &str,
+    participant: &str,
+) -> anyhow::Result<Option<String>> {
+    let crds: Vec<_> = crds::generate(track)
+        .into_iter()
+        .take(usize::from(stage))
+        .collect();
+    let found =
+        room::others_controllers(client, &crds, namespace, &room::Signature::new(participant))
+            .await
+            .map_err(|said| {
+                anyhow::anyhow!(
+                    "{}",
+                    t!(
+                        m::CANNOT_LOOK_FOR_OTHERS,
+                        namespace = namespace,
+                        said = said
+                    )
+                )
+            })?;
+    Ok((!found.is_empty()).then(|| room::describe_foreign(&found)))
 }

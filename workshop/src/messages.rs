@@ -140,8 +140,8 @@ messages! {
     GENERATE_CRDS: "generate the CRDs from your types", "自分の型から CRD を生成する";
     CRD_APPLY_FAILED: "kubectl apply of the CRDs generated from your types failed: {said}",
         "自分の型から生成した CRD の kubectl apply が失敗しました: 「{said}」";
-    CRD_APPLY_HINT: "is the cluster reachable (kubectl get namespaces)? Does the CRD generate (cargo run -p math-workshop -- crds)?",
-        "クラスターにつながりますか (kubectl get namespaces)? CRD を生成できますか (cargo run -p math-workshop -- crds)?";
+    CRD_APPLY_HINT: "is the cluster reachable (kubectl get namespaces)? Does the CRD generate (cargo run --profile workshop -p math-workshop -- crds)?",
+        "クラスターにつながりますか (kubectl get namespaces)? CRD を生成できますか (cargo run --profile workshop -p math-workshop -- crds)?";
     CRDS_INSTALLED: "installed the CRDs generated from {track} (kubectl apply), namespace {namespace}",
         "{track}から生成した CRD をインストールしました (kubectl apply)。Namespace は {namespace}";
     CRDS_ALREADY: "the CRDs generated from {track} are installed already, namespace {namespace}",
@@ -346,6 +346,28 @@ messages! {
     REFUSING_INSTALL: "refusing to install your CRDs: {why}. Yours would change their schema for every controller that watches them. On a cluster of your own, add FORCE=1 (make) or --force",
         "自分の CRD のインストールを拒否しました: {why}。インストールすると、それをウォッチするすべてのコントローラーにとってスキーマが変わってしまいます。自分専用のクラスターなら FORCE=1 (make) か --force を付けてください";
 
+    // A room on a shared cluster: each participant's namespace, signed writes (issue 29).
+    WHERE: "participant {participant}, namespace {namespace}", "参加者 {participant}、Namespace {namespace}";
+    WHERE_NOT_KUBECTLS: "participant {participant}, namespace {namespace} (kubectl puts what you apply in {context}; to make it yours: kubectl config set-context --current --namespace {namespace})",
+        "参加者 {participant}、Namespace {namespace} (kubectl が apply したものは {context} に入ります。自分の Namespace にするには: kubectl config set-context --current --namespace {namespace})";
+    WHERE_ALL: "participant {participant}, every namespace", "参加者 {participant}、すべての Namespace";
+    UNNAMED_CONTROLLER: "a controller that gives no name (the finished manager?)",
+        "名前を名乗らないコントローラー (完成版のマネージャー?)";
+    FOREIGN_OBJECTS: "{count} of its objects are looked after by another controller ({controllers}): {objects}",
+        "そのうち {count} 個のオブジェクトは別のコントローラー ({controllers}) が受け持っています: {objects}";
+    RUN_LEAVES_ALONE: "namespace {namespace}: {foreign}. Your controllers leave them alone and do not start: work in a namespace of your own (NAMESPACE=<name> or PARTICIPANT=<your name>), or stop that controller",
+        "Namespace {namespace}: {foreign}。自分のコントローラーはそれに触らず、起動しません。自分の Namespace で作業するか (NAMESPACE=<名前> か PARTICIPANT=<自分の名前>)、そのコントローラーを止めてください";
+    RUN_STOPS_FOR_OTHERS: "namespace {namespace}: {foreign}. Your controllers stop and leave them alone: work in a namespace of your own (NAMESPACE=<name> or PARTICIPANT=<your name>), or stop that controller",
+        "Namespace {namespace}: {foreign}。自分のコントローラーは止まり、それに触りません。自分の Namespace で作業するか (NAMESPACE=<名前> か PARTICIPANT=<自分の名前>)、そのコントローラーを止めてください";
+    CANNOT_LOOK_FOR_OTHERS: "cannot tell whether another controller works in namespace {namespace}: {said}",
+        "Namespace {namespace} でほかのコントローラーが動いているかどうか分かりません: 「{said}」";
+    CRD_USED_HERE: "the CRD {name} in the cluster differs from yours ({whose}), and in your namespace {namespace} {foreign}",
+        "クラスターの CRD {name} は自分のものと違い ({whose})、自分の Namespace {namespace} では{foreign}";
+    CLI_RUN_PARTICIPANT: "Who you are: your writes are signed math-workshop-<you>, and a context that names no namespace gets math-workshop-<you> (default: user-host).",
+        "自分の名前。書き込みに math-workshop-<自分> と署名し、Namespace を指定しないコンテキストでは math-workshop-<自分> を使う (既定: user-host)";
+    CLI_INSTALL_NAMESPACE: "The namespace you work in, whose objects the CRD guard looks at too (default: as for run).",
+        "作業する Namespace。CRD のガードはその中のオブジェクトも見る (既定: run と同じ)";
+
     // Connecting to the cluster.
     NO_KUBECONFIG: "no kubeconfig (KUBECONFIG is unset and ~/.kube/config does not exist)",
         "kubeconfig がありません (KUBECONFIG が未設定で、~/.kube/config もありません)";
@@ -379,12 +401,12 @@ messages! {
         "workshop/src/exercises/ を見張っています。保存するとチェックし直し、Enter ですぐチェック、Ctrl-C で終了します。";
     WATCH_HEADER: "━━ workshop-watch: stage {stage} ({kind}), workshop/src/exercises/{file} ━━",
         "━━ workshop-watch: ステージ {stage} ({kind})、workshop/src/exercises/{file} ━━";
-    WATCH_BUILDING: "building (cargo build -p math-workshop) …", "ビルド中 (cargo build -p math-workshop) …";
+    WATCH_BUILDING: "building (cargo build --profile workshop -p math-workshop) …", "ビルド中 (cargo build --profile workshop -p math-workshop) …";
     WATCH_NO_CARGO: "✗ cannot run cargo: {error}", "✗ cargo を実行できません: 「{error}」";
     WATCH_NO_COMPILE_ONE: "✗ does not compile (1 error, {seconds} s):", "✗ コンパイルできません (エラー 1 件、{seconds} 秒):";
     WATCH_NO_COMPILE: "✗ does not compile ({count} errors, {seconds} s):", "✗ コンパイルできません (エラー {count} 件、{seconds} 秒):";
-    WATCH_MORE_ERRORS: "  … and {count} more (cargo build -p math-workshop shows them all, in full)",
-        "  … ほかに {count} 件 (cargo build -p math-workshop ですべて詳しく見られます)";
+    WATCH_MORE_ERRORS: "  … and {count} more (cargo build --profile workshop -p math-workshop shows them all, in full)",
+        "  … ほかに {count} 件 (cargo build --profile workshop -p math-workshop ですべて詳しく見られます)";
     WATCH_FIX_IT: "Fix it and save: the watch builds again.", "直して保存すると、もう一度ビルドします。";
     WATCH_NOTHING_RECOMPILED: "nothing to recompile", "再コンパイルなし";
     WATCH_RECOMPILED: "recompiled: {crates}", "再コンパイル: {crates}";
@@ -439,8 +461,8 @@ messages! {
         "動かす最後のステージ (1 Number、2 +Tuple、3 +Fermat。既定は 3)";
     CLI_RUN_TEST_SERVER: "Start an in-memory test API server with your CRDs installed, and run against it.",
         "自分の CRD を入れたインメモリーのテスト用 API サーバーを起動し、それに対して動かす";
-    CLI_RUN_NAMESPACE: "The namespace your controllers look after (default: the current context's, where kubectl puts what you apply).",
-        "コントローラーが受け持つ Namespace (既定: 今のコンテキストのもの。kubectl が apply したものを置く所)";
+    CLI_RUN_NAMESPACE: "The namespace your controllers look after (default: the one the current context names, where kubectl puts what you apply; math-workshop-<participant> when it names none).",
+        "コントローラーが受け持つ Namespace (既定: 今のコンテキストが指定するもの。kubectl が apply したものを置く所。指定がなければ math-workshop-<participant>)";
     CLI_RUN_ALL_NAMESPACES: "Look after every namespace, like kubebuilder's `make run` (a cluster of your own).",
         "kubebuilder の `make run` のように、すべての Namespace を受け持つ (自分専用のクラスター向け)";
     CLI_CHECK: "Check stage N: ✓ or ✗ per expectation, with hints; exits non-zero on any ✗.",
@@ -483,6 +505,23 @@ messages! {
     CLI_INVALID_COMMAND_LINE: "the command line is not valid", "コマンドラインが正しくありません";
     CLI_DID_YOU_MEAN: " (did you mean {suggested}?)", " ({suggested} のことですか?)";
     CLI_SEE_HELP: "; --help shows the usage", "。使い方は --help で表示できます";
+
+    // make workshop-doctor (workshop/doctor.sh, a shell script: it runs before anything is
+    // built; workshop/tests/doctor.rs checks that it prints these very texts).
+    DOCTOR_OK: "workshop-doctor: ✓ {tools}: everything the workshop builds with is here",
+        "workshop-doctor: ✓ {tools}: ワークショップのビルドに必要なものはそろっています";
+    DOCTOR_MISSING: "✗ {tool} is missing; to install it: {command}",
+        "✗ {tool} が見つかりません。インストールするには: {command}";
+    DOCTOR_CC: "cc (a C compiler: ring and jemalloc compile C code)",
+        "cc (C コンパイラー。ring と jemalloc が C のコードをコンパイルします)";
+    DOCTOR_RUST_OLD: "✗ rustc {version} is too old: this project is Rust edition 2024 and needs {needed} or newer; to update: {command}",
+        "✗ rustc {version} は古すぎます。このプロジェクトは Rust edition 2024 で、{needed} 以降が必要です。更新するには: {command}";
+    DOCTOR_PACKAGE: "the package {package} of your distribution's package manager",
+        "ディストリビューションのパッケージマネージャーで {package} パッケージ";
+    DOCTOR_SUMMARY: "workshop-doctor: {count} missing (above); install, then run make workshop-doctor again",
+        "workshop-doctor: 足りないものが {count} 件あります (上記)。インストールしてから、もう一度 make workshop-doctor を実行してください";
+    DOCTOR_PREPARED: "workshop-prepare: done in {minutes} min {seconds} s, {total} of disk (target/ {target}, crates in ~/.cargo {crates}); the workshop now runs without network",
+        "workshop-prepare: 完了しました ({minutes} 分 {seconds} 秒、ディスク {total}: target/ が {target}、~/.cargo のクレートが {crates})。これでワークショップはネットワークなしで動きます";
 }
 
 #[cfg(test)]

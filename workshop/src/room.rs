@@ -6,7 +6,13 @@
 //! - the controllers of a check, and of `workshop-run`, watch one namespace, not the cluster
 //!   ([`crate::context::Context::watched`]);
 //! - CRDs are cluster-scoped: installing yours over different ones that objects in other
-//!   namespaces use is refused unless forced ([`may_install`]).
+//!   namespaces use, or objects of your namespace that another controller looks after, is
+//!   refused unless forced ([`may_install`]);
+//! - `workshop-run` and `workshop-install` work in the participant's namespace
+//!   ([`your_namespace`]), and every request they and the checks send is signed with the
+//!   participant's name ([`Signature`]): a runner that finds objects another controller looks
+//!   after (another participant's runner, the finished manager) leaves them alone
+//!   ([`others_controllers`]).
 
 use crate::messages as m;
 use crate::t;
@@ -57,6 +63,235 @@ pub fn participant(explicit: Option<&str>) -> String {
 /// The namespace of a participant's `--cluster` checks.
 pub fn check_namespace(participant: &str) -> String {
     dns_label(&format!("math-workshop-check-{participant}"), 63)
+}
+
+/// The participant's own namespace on a shared cluster, beside the checks' throwaway one
+/// ([`check_namespace`]): a check deletes its namespace when it starts and ends, so it cannot
+/// be the one that holds the participant's work.
+pub fn participant_namespace(participant: &str) -> String {
+    dns_label(&format!("math-workshop-{participant}"), 63)
+}
+
+/// Where `workshop-run` and `workshop-install` work: `NAMESPACE=` if given; else the namespace
+/// the kubeconfig's context names (kubectl puts what the participant applies there, and the
+/// guide's shared-cluster section sets it to theirs); else, on a context that names none (a
+/// room's shared kubeconfig), the participant's own, never `default`, which everyone shares.
+pub fn your_namespace(explicit: Option<&str>, context: Option<&str>, participant: &str) -> String {
+    match explicit.or(context) {
+        Some(namespace) => namespace.to_string(),
+        None => participant_namespace(participant),
+    }
+}
+
+/// Creates `name` for `participant` (marked as theirs, as a check's) when it does not exist;
+/// one that exists is used as it is, and never deleted: it holds the participant's work.
+pub async fn ensure_namespace(
+    client: &kube::Client,
+    name: &str,
+    participant: &str,
+) -> Result<(), String> {
+    let api = Api::<Namespace>::all(client.clone());
+    let existing = api
+        .get_opt(name)
+        .await
+        .map_err(|e| t!(m::CANNOT_READ_NAMESPACE, name = name, said = said(&e)))?;
+    if existing.is_some() {
+        return Ok(());
+    }
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            labels: Some([(MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string())].into()),
+            annotations: Some([(PARTICIPANT.to_string(), participant.to_string())].into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    match api.create(&PostParams::default(), &namespace).await {
+        Ok(_) => Ok(()),
+        // Created at the same moment by the participant's other tool.
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(e) => Err(t!(m::CANNOT_CREATE_NAMESPACE, name = name, said = said(&e))),
+    }
+}
+
+/// Whose controllers wrote: the participant's name on every request of the runner and of a
+/// `--cluster` check. The field manager `math-workshop` of the exercises' server-side applies
+/// becomes `math-workshop-<participant>` (and the User-Agent says the same), so that the
+/// objects' managedFields and the API server's audit or request log tell two participants'
+/// controllers apart, and a runner can tell its own objects from someone else's.
+#[derive(Debug, Clone)]
+pub struct Signature {
+    manager: String,
+}
+
+impl Signature {
+    pub fn new(participant: &str) -> Signature {
+        Signature {
+            manager: format!("{}-{participant}", crate::context::MANAGER),
+        }
+    }
+
+    /// `math-workshop-<participant>`.
+    pub fn field_manager(&self) -> &str {
+        &self.manager
+    }
+
+    /// `math-workshop-<participant>/<version>`: an API server that derives a field manager
+    /// from the User-Agent (a write without `fieldManager`) derives the same one.
+    pub fn user_agent(&self) -> String {
+        format!("{}/{}", self.manager, env!("CARGO_PKG_VERSION"))
+    }
+
+    /// The query of a request, with the exercises' field manager replaced by the
+    /// participant's; every other parameter as it was.
+    pub fn sign_query(&self, query: &str) -> String {
+        let plain = format!("fieldManager={}", crate::context::MANAGER);
+        query
+            .split('&')
+            .map(|pair| {
+                if pair == plain {
+                    format!("fieldManager={}", self.manager)
+                } else {
+                    pair.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("&")
+    }
+
+    /// A client of `config` whose every request carries the signature.
+    pub fn client(&self, mut config: kube::Config) -> kube::Result<kube::Client> {
+        if let Ok(agent) = http::HeaderValue::from_str(&self.user_agent()) {
+            config.headers.push((http::header::USER_AGENT, agent));
+        }
+        let signature = self.clone();
+        let sign = tower::util::MapRequestLayer::new(
+            move |mut request: http::Request<kube::client::Body>| {
+                signature.sign(&mut request);
+                request
+            },
+        );
+        Ok(kube::client::ClientBuilder::try_from(config)?
+            .with_layer(&sign)
+            .build())
+    }
+
+    fn sign<B>(&self, request: &mut http::Request<B>) {
+        let Some(query) = request.uri().query() else {
+            return;
+        };
+        let signed = self.sign_query(query);
+        if signed == query {
+            return;
+        }
+        let path_and_query = format!("{}?{signed}", request.uri().path());
+        let mut parts = request.uri().clone().into_parts();
+        parts.path_and_query = path_and_query.parse().ok().or(parts.path_and_query);
+        if let Ok(uri) = http::Uri::from_parts(parts) {
+            *request.uri_mut() = uri;
+        }
+    }
+}
+
+/// An object of the workshop's kinds whose status another controller writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Foreign {
+    /// `Tuple/tuple-sample`.
+    pub object: String,
+    /// The field manager of its status: `math-workshop-bob`, or the name the finished manager's
+    /// requests go by (empty when it sends none).
+    pub controller: String,
+}
+
+/// The controller that writes an object's status, from its managedFields: the manager of the
+/// newest entry of the status subresource that is not a person's (`kubectl …`).
+pub fn status_writer(meta: &ObjectMeta) -> Option<String> {
+    meta.managed_fields
+        .iter()
+        .flatten()
+        .filter(|entry| entry.subresource.as_deref() == Some("status"))
+        .map(|entry| entry.manager.clone().unwrap_or_default())
+        .rfind(|manager| !manager.starts_with("kubectl"))
+}
+
+/// Among `objects` (kind, metadata), those whose status a controller other than `me` writes.
+pub fn foreign<'a>(
+    objects: impl IntoIterator<Item = (&'a str, &'a ObjectMeta)>,
+    me: &Signature,
+) -> Vec<Foreign> {
+    objects
+        .into_iter()
+        .filter_map(|(kind, meta)| {
+            let controller = status_writer(meta)?;
+            (controller != me.field_manager()).then(|| Foreign {
+                object: format!("{kind}/{}", meta.name.clone().unwrap_or_default()),
+                controller,
+            })
+        })
+        .collect()
+}
+
+/// The objects of `kinds` (the track's CRDs) in `namespace` that another controller looks
+/// after (see [`foreign`]); a kind that is not installed has none.
+pub async fn others_controllers(
+    client: &kube::Client,
+    crds: &[CustomResourceDefinition],
+    namespace: &str,
+    me: &Signature,
+) -> Result<Vec<Foreign>, String> {
+    let mut found = Vec::new();
+    for crd in crds {
+        let resource = resource_of(crd);
+        let api = Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &resource);
+        let list = match api.list_metadata(&ListParams::default()).await {
+            Ok(list) => list,
+            Err(kube::Error::Api(status)) if status.code == 404 => continue,
+            Err(e) => return Err(said(&e)),
+        };
+        let kind = crd.spec.names.kind.as_str();
+        found.extend(foreign(
+            list.items.iter().map(|object| (kind, &object.metadata)),
+            me,
+        ));
+    }
+    Ok(found)
+}
+
+/// One line about what [`others_controllers`] found: how many, the first few, and whose.
+pub fn describe_foreign(found: &[Foreign]) -> String {
+    let mut controllers: Vec<String> = found
+        .iter()
+        .map(|f| match f.controller.as_str() {
+            "" => m::UNNAMED_CONTROLLER.text(),
+            name => name.to_string(),
+        })
+        .collect();
+    controllers.sort();
+    controllers.dedup();
+    let mut objects: Vec<&str> = found.iter().take(3).map(|f| f.object.as_str()).collect();
+    if found.len() > 3 {
+        objects.push("…");
+    }
+    t!(
+        m::FOREIGN_OBJECTS,
+        count = found.len(),
+        objects = objects.join(", "),
+        controllers = controllers.join(", ")
+    )
+}
+
+/// The dynamic API resource of a CRD's first served version.
+fn resource_of(crd: &CustomResourceDefinition) -> ApiResource {
+    let version = crd
+        .spec
+        .versions
+        .iter()
+        .find(|v| v.served)
+        .map(|v| v.name.clone())
+        .unwrap_or_default();
+    let gvk = GroupVersionKind::gvk(&crd.spec.group, &version, &crd.spec.names.kind);
+    ApiResource::from_gvk_with_plural(&gvk, &crd.spec.names.plural)
 }
 
 /// This machine's name, if it has one.
@@ -213,17 +448,18 @@ pub struct Install {
 /// Whether `crds` may be installed into the cluster, where the participant works in
 /// `own_namespace`: `Ok` with the CRDs to write, or `Err` with why not. A CRD that is
 /// missing may always be installed, one that is the same as ours needs no write; a different
-/// one may be replaced only when no object of its kind exists outside `own_namespace`
-/// (nobody else uses it), or with `force`.
+/// one may be replaced only when no object of its kind exists outside `own_namespace`, and
+/// none in it is looked after by another controller (two participants who both work in
+/// `default`): nobody else uses it. Or with `force`.
 pub async fn may_install(
     client: &kube::Client,
     crds: &[CustomResourceDefinition],
     own_namespace: &str,
+    me: &Signature,
     force: bool,
 ) -> Result<Install, String> {
     let api = Api::<CustomResourceDefinition>::all(client.clone());
     let mut install = Install::default();
-    let notes = &mut install.notes;
     for crd in crds {
         let name = crd.metadata.name.clone().unwrap_or_default();
         let existing = api
@@ -258,13 +494,46 @@ pub async fn may_install(
                     error = e
                 );
                 if force {
-                    notes.push(t!(m::REPLACING_FORCED, why = why));
+                    install.notes.push(t!(m::REPLACING_FORCED, why = why));
                     install.writes.push(name);
                     continue;
                 }
                 return Err(t!(m::NOT_REPLACING, why = why));
             }
         };
+        let here =
+            match others_controllers(client, std::slice::from_ref(&existing), own_namespace, me)
+                .await
+            {
+                Ok(here) => here,
+                Err(e) => {
+                    let why = t!(
+                        m::CRD_USERS_UNKNOWN,
+                        name = name,
+                        whose = whose,
+                        kind = kind,
+                        error = e
+                    );
+                    if force {
+                        install.notes.push(t!(m::REPLACING_FORCED, why = why));
+                        install.writes.push(name);
+                        continue;
+                    }
+                    return Err(t!(m::NOT_REPLACING, why = why));
+                }
+            };
+        if users.is_empty() && !here.is_empty() {
+            let why = t!(
+                m::CRD_USED_HERE,
+                name = name,
+                whose = whose,
+                namespace = own_namespace,
+                foreign = describe_foreign(&here)
+            );
+            refuse_or_force(why, force, &name, &mut install)?;
+            continue;
+        }
+        let notes = &mut install.notes;
         if users.is_empty() {
             notes.push(t!(
                 m::REPLACING_UNUSED,
@@ -306,6 +575,22 @@ pub async fn may_install(
         return Err(t!(m::REFUSING_INSTALL, why = why));
     }
     Ok(install)
+}
+
+/// With `force`, notes that the CRD `name` is replaced all the same (and writes it); without,
+/// the refusal.
+fn refuse_or_force(
+    why: String,
+    force: bool,
+    name: &str,
+    install: &mut Install,
+) -> Result<(), String> {
+    if !force {
+        return Err(t!(m::REFUSING_INSTALL, why = why));
+    }
+    install.notes.push(t!(m::REPLACING_FORCED, why = why));
+    install.writes.push(name.to_string());
+    Ok(())
 }
 
 /// How many objects of the CRD's kind each namespace other than `own` holds.
@@ -366,6 +651,97 @@ mod tests {
         assert_eq!(participant(Some(&long)).len(), 40);
         assert_eq!(check_namespace("alice"), "math-workshop-check-alice");
         assert!(check_namespace(&participant(None)).len() <= 63);
+    }
+
+    #[test]
+    fn your_namespace_is_the_one_asked_for_else_the_contexts_else_your_own() {
+        assert_eq!(your_namespace(Some("x"), Some("y"), "alice"), "x");
+        assert_eq!(your_namespace(None, Some("y"), "alice"), "y");
+        assert_eq!(your_namespace(None, None, "alice"), "math-workshop-alice");
+        assert_eq!(participant_namespace("Alice"), "math-workshop-alice");
+    }
+
+    #[test]
+    fn only_the_exercises_field_manager_is_signed() {
+        let alice = Signature::new("alice");
+        assert_eq!(
+            alice.sign_query("fieldManager=math-workshop&force=true"),
+            "fieldManager=math-workshop-alice&force=true"
+        );
+        assert_eq!(
+            alice.sign_query("force=true&fieldManager=math-workshop"),
+            "force=true&fieldManager=math-workshop-alice"
+        );
+        // Somebody else's manager, or one that merely starts alike, is theirs.
+        assert_eq!(
+            alice.sign_query("fieldManager=math-workshop-bob"),
+            "fieldManager=math-workshop-bob"
+        );
+        assert_eq!(alice.sign_query("watch=true"), "watch=true");
+        assert_eq!(
+            alice.user_agent().split('/').next(),
+            Some("math-workshop-alice")
+        );
+    }
+
+    #[test]
+    fn foreign_objects_are_those_whose_status_another_controller_writes() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+        let entry = |manager: &str, sub: Option<&str>| ManagedFieldsEntry {
+            manager: Some(manager.to_string()),
+            subresource: sub.map(str::to_string),
+            operation: Some("Apply".to_string()),
+            ..Default::default()
+        };
+        let meta = |name: &str, entries: Vec<ManagedFieldsEntry>| ObjectMeta {
+            name: Some(name.to_string()),
+            managed_fields: Some(entries),
+            ..Default::default()
+        };
+        let alice = Signature::new("alice");
+        let mine = meta(
+            "a",
+            vec![
+                entry("kubectl-client-side-apply", None),
+                entry("math-workshop-alice", Some("status")),
+            ],
+        );
+        // bob's spec edit is not bob's controller; a person's status edit is nobody's.
+        let edited = meta(
+            "b",
+            vec![
+                entry("math-workshop-bob", None),
+                entry("math-workshop-alice", Some("status")),
+                entry("kubectl-patch", Some("status")),
+            ],
+        );
+        let bobs = meta("c", vec![entry("math-workshop-bob", Some("status"))]);
+        let managers = meta("d", vec![entry("", Some("status"))]);
+        let fresh = meta("e", vec![entry("kubectl-client-side-apply", None)]);
+        let found = foreign(
+            [&mine, &edited, &bobs, &managers, &fresh]
+                .into_iter()
+                .map(|m| ("Number", m)),
+            &alice,
+        );
+        assert_eq!(
+            found,
+            vec![
+                Foreign {
+                    object: "Number/c".into(),
+                    controller: "math-workshop-bob".into()
+                },
+                Foreign {
+                    object: "Number/d".into(),
+                    controller: String::new()
+                },
+            ]
+        );
+        assert_eq!(
+            describe_foreign(&found),
+            "2 of its objects are looked after by another controller (a controller that gives no \
+             name (the finished manager?), math-workshop-bob): Number/c, Number/d"
+        );
     }
 
     #[test]

@@ -4,6 +4,13 @@
 //! `make workshop-check STAGE=3` passes; `make workshop-watch STAGE=3` checks, and after a
 //! save of an exercise file builds and checks again.
 //!
+//! The organiser's drills run here too, as the organiser's plan writes them (`<!-- drill: … -->`
+//! blocks, the same in both guides): the two skips and the watch of "two stages behind"; the
+//! watch while the shared cluster is dead; and, after a participant's cluster died, the test
+//! API server started in its place, the CRDs and samples put back and the controllers run again,
+//! until the Fermat has its two squares. Only the port, the kubeconfig's path and the cargo
+//! profile (this test's, whose dependencies are built) differ from the guide's commands.
+//!
 //! The copy lives at a fixed place in this repository's target directory and builds into it:
 //! the dependencies are compiled already, and a file is only rewritten when it changed, so
 //! that the next run rebuilds little. Its two binaries get names of their own
@@ -68,6 +75,7 @@ fn copy() -> Option<PathBuf> {
         let content = match path.as_str() {
             "workshop/Cargo.toml" => renamed(&content, "math-workshop-trial"),
             "workshop/tools/Cargo.toml" => renamed(&content, "math-workshop-tools-trial"),
+            "test-apiserver/Cargo.toml" => renamed(&content, "test-apiserver-trial"),
             _ => content,
         };
         sync(&copy.join(&path), &content);
@@ -95,10 +103,31 @@ fn renamed(manifest: &[u8], name: &str) -> Vec<u8> {
 /// `make ARGS` in the copy, building into this repository's target directory.
 fn make(copy: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new("make");
-    cmd.args(args)
+    cmd.args(args);
+    as_participant(cmd, copy)
+}
+
+/// A drill's script, run by bash in the copy as the participant types it, with this test's
+/// kubeconfig path and port instead of the guide's.
+fn shell(copy: &Path, script: &str, kubeconfig: &Path, port: u16) -> Command {
+    let script = script
+        .replace("--profile workshop", "--profile dev")
+        .replace("/tmp/math.kubeconfig", &kubeconfig.display().to_string())
+        .replace("8010", &port.to_string());
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c").arg(format!("set -e\n{script}"));
+    as_participant(cmd, copy)
+}
+
+/// The environment of a participant's terminal in the copy.
+fn as_participant(mut cmd: Command, copy: &Path) -> Command {
+    // The test's own profile (its dependencies are built already), not the workshop's: a
+    // second build of everything would cost minutes and gigabytes per test run.
+    cmd.env("WORKSHOP_PROFILE", "dev")
         .env("LC_ALL", "C.UTF-8")
         .current_dir(copy)
         .env("CARGO_TARGET_DIR", target_dir())
+        .env_remove("KUBECONFIG")
         .env_remove("RUST_LOG")
         .env_remove("MAKEFLAGS");
     // What cargo set for this test: a build that sees it reruns ring's build script (it names
@@ -130,7 +159,7 @@ fn text(output: &Output) -> String {
 }
 
 #[test]
-fn skip_two_stages_write_the_third_check_it_and_watch_it() {
+fn skip_two_stages_write_the_third_check_it_and_watch_it_then_the_drills() {
     let Some(copy) = copy() else {
         eprintln!("not a git checkout: the catch-up test needs `git ls-files`");
         return;
@@ -143,10 +172,17 @@ fn skip_two_stages_write_the_third_check_it_and_watch_it() {
         std::fs::read(copy.join("workshop/src/solutions").join(file)).expect("a solution")
     };
 
-    for (stage, file, next) in [(1, "number.rs", "tuple.rs"), (2, "tuple.rs", "fermat.rs")] {
-        let skipped = make(&copy, &["workshop-skip", &format!("STAGE={stage}")])
-            .output()
-            .expect("make runs");
+    // The drill "two stages behind": two skips, then the watch of the third stage (below).
+    let behind = drill("behind");
+    let behind: Vec<&str> = behind.lines().collect();
+    assert_eq!(behind.len(), 3, "{behind:?}");
+    let skips = behind[..2].iter().map(|line| make_args(line));
+    for ((stage, file, next), skip) in [(1, "number.rs", "tuple.rs"), (2, "tuple.rs", "fermat.rs")]
+        .into_iter()
+        .zip(skips)
+    {
+        assert_eq!(skip, ["workshop-skip", &format!("STAGE={stage}")]);
+        let skipped = make(&copy, &skip).output().expect("make runs");
         let said = text(&skipped);
         assert!(skipped.status.success(), "{said}");
         assert!(
@@ -179,9 +215,30 @@ fn skip_two_stages_write_the_third_check_it_and_watch_it() {
         "{said}"
     );
 
+    // The drill "the shared cluster dies": the room's CLUSTER=1 check says so; the watch
+    // (the third line of "two stages behind" too) goes on without it.
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let scratch = tempfile::tempdir().expect("a temporary directory");
+    let shared = scratch.path().join("shared.kubeconfig");
+    dead_cluster(&runtime, &shared);
+    let refused = make(&copy, &["workshop-check", "STAGE=3", "CLUSTER=1"])
+        .env("KUBECONFIG", &shared)
+        .output()
+        .expect("make runs");
+    let said = text(&refused);
+    assert!(
+        !refused.status.success() && said.contains("does not answer"),
+        "{said}"
+    );
+    let watch_line = drill("shared-cluster");
+    assert_eq!(watch_line, behind[2]);
+    let watch_args = make_args(&watch_line);
+    assert_eq!(watch_args, ["workshop-watch", "STAGE=3"]);
+
     // The watch: a first round, then a save, then a second round that builds and checks.
     use std::os::unix::process::CommandExt;
-    let mut watch = make(&copy, &["workshop-watch", "STAGE=3"])
+    let mut watch = make(&copy, &watch_args)
+        .env("KUBECONFIG", &shared)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -227,6 +284,8 @@ fn skip_two_stages_write_the_third_check_it_and_watch_it() {
         .args(["-TERM", "--", &format!("-{}", watch.id())])
         .status();
     let _ = watch.wait();
+    // Every stage written: the drill "a participant's cluster dies".
+    let drilled = std::panic::catch_unwind(|| own_cluster_dies(&copy));
     // Back to the committed fermat.rs for the next run's incremental build.
     std::fs::write(exercises.join("fermat.rs"), starter("fermat.rs")).expect("write");
     let shown = seen.join("\n");
@@ -250,5 +309,159 @@ fn skip_two_stages_write_the_third_check_it_and_watch_it() {
         shown.contains("Stage 3: Fermat — your exercises")
             && shown.contains("That was the last stage."),
         "{shown}"
+    );
+    if let Err(panic) = drilled {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// The commands of the drill `name` in the organiser's plan: the same in both guides.
+fn drill(name: &str) -> String {
+    let marker = format!("<!-- drill: {name} -->");
+    let mut found = Vec::new();
+    for file in ["workshop/README.md", "workshop/README.ja.md"] {
+        let text = std::fs::read_to_string(repository().join(file)).unwrap_or_default();
+        let block: Vec<&str> = text
+            .lines()
+            .skip_while(|l| l.trim() != marker)
+            .skip(2)
+            .take_while(|l| !l.starts_with("```"))
+            .collect();
+        assert!(!block.is_empty(), "{file} has no drill `{name}`");
+        found.push(block.join("\n"));
+    }
+    assert_eq!(
+        found[0], found[1],
+        "the drill `{name}` differs between the guides"
+    );
+    found.swap_remove(0)
+}
+
+/// `make workshop-skip STAGE=1` → `["workshop-skip", "STAGE=1"]`.
+fn make_args(line: &str) -> Vec<&str> {
+    let args = line
+        .strip_prefix("make ")
+        .unwrap_or_else(|| panic!("not make: {line}"));
+    args.split_whitespace().collect()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The kubeconfig of a cluster that died: a test API server, stopped.
+fn dead_cluster(runtime: &tokio::runtime::Runtime, at: &Path) {
+    let server = runtime
+        .block_on(test_apiserver::TestServer::start())
+        .expect("the test API server starts");
+    std::fs::copy(server.kubeconfig_path(), at).expect("copy the kubeconfig");
+    runtime.block_on(server.shutdown());
+}
+
+fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
+    Command::new("kubectl")
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .expect("kubectl runs")
+}
+
+/// Repeats `read` every half second until it says `wanted`, for up to `seconds`.
+fn until(seconds: u64, wanted: &str, read: impl Fn() -> String) -> String {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    loop {
+        let now = read();
+        if now.trim() == wanted || Instant::now() > deadline {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn stop(mut group: std::process::Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", "--", &format!("-{}", group.id())])
+        .status();
+    let _ = group.wait();
+}
+
+/// The drill "a participant's cluster dies", at stage 3 (every stage written): the cluster
+/// held the CRDs and the samples; it dies; the drill's three terminals bring it all back.
+fn own_cluster_dies(copy: &Path) {
+    use std::os::unix::process::CommandExt;
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let scratch = tempfile::tempdir().expect("a temporary directory");
+    let kubeconfig = scratch.path().join("math.kubeconfig");
+    let (start, put_back, controllers) = (
+        drill("own-cluster 1"),
+        drill("own-cluster 3"),
+        drill("own-cluster 2"),
+    );
+
+    dead_cluster(&runtime, &kubeconfig);
+    // What the participant sees: their controllers cannot reach it, in one line.
+    let refused = shell(copy, &controllers, &kubeconfig, 0)
+        .output()
+        .expect("bash runs");
+    let said = text(&refused);
+    assert!(
+        !refused.status.success() && said.contains("does not answer"),
+        "{said}"
+    );
+
+    let port = free_port();
+    let server = shell(copy, &start, &kubeconfig, port)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("bash runs");
+    // cargo may build the test API server's binary first.
+    let answered = until(600, "ok", || {
+        let ok = kubectl(&kubeconfig, &["get", "namespace", "default"])
+            .status
+            .success();
+        if ok { "ok" } else { "" }.to_string()
+    });
+    let installed = shell(copy, &put_back, &kubeconfig, port)
+        .output()
+        .expect("bash runs");
+    let running = shell(copy, &controllers, &kubeconfig, port)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("bash runs");
+    let found = until(300, "true", || {
+        let read = kubectl(
+            &kubeconfig,
+            &[
+                "get",
+                "fermat",
+                "fermat-13",
+                "-o",
+                "jsonpath={.status.twoSquaresFound}",
+            ],
+        );
+        String::from_utf8_lossy(&read.stdout).into_owned()
+    });
+    let tuples = kubectl(&kubeconfig, &["get", "tuples", "-o", "name"]);
+    stop(running);
+    stop(server);
+    assert_eq!(answered, "ok", "the test API server of the drill answers");
+    assert!(installed.status.success(), "{}", text(&installed));
+    assert_eq!(
+        found.trim(),
+        "true",
+        "fermat-13 finds its two squares again"
+    );
+    assert!(
+        String::from_utf8_lossy(&tuples.stdout)
+            .contains("tuple.math.example.com/fermat-13-4-and-9"),
+        "{}",
+        text(&tuples)
     );
 }

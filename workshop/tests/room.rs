@@ -1,5 +1,5 @@
 //! A room that shares one cluster (the test API server, started on its own as an organiser
-//! would start it with `cargo run -p test-apiserver -- --crds crds/`, stands in for it):
+//! would start it with `cargo run --profile workshop -p test-apiserver -- --crds crds/`, stands in for it):
 //! participants' `--cluster` checks run side by side, each in a namespace of its own, and
 //! neither touches what is not theirs; CRDs that others use are not replaced unless forced;
 //! a namespace that is not a participant's is left alone; and a cluster that is not there is
@@ -346,9 +346,295 @@ async fn no_cluster_and_a_cluster_that_is_gone_are_said_in_one_line() {
     assert!(
         stderr.contains(&format!(
             "does not answer: connection refused. Is the test API server still running? Start it again \
-             (cargo run -p test-apiserver -- --port {port} --kubeconfig {})",
+             (cargo run --profile workshop -p test-apiserver -- --port {port} --kubeconfig {})",
             kubeconfig.display()
         )) && stderr.contains("(ARGS=--test-server)"),
         "{stderr}"
     );
+}
+
+/// The server's kubeconfig as a room's shared one usually is: its context names no namespace.
+fn kubeconfig_without_namespace(server: &TestServer, dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(server.kubeconfig_path()).expect("the kubeconfig");
+    let path = dir.join("shared.kubeconfig");
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|line| line.trim() != "namespace: default")
+        .collect();
+    std::fs::write(&path, kept.join("\n")).expect("write the kubeconfig");
+    path
+}
+
+/// `math-workshop ARGS` against a kubeconfig, stdout and stderr piped.
+fn workshop(kubeconfig: &Path, args: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_math-workshop"));
+    cmd.env("LC_ALL", "C.UTF-8")
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// The first line a running tool prints on stdout.
+async fn first_line(child: &mut tokio::process::Child) -> String {
+    use tokio::io::AsyncBufReadExt;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line())
+        .await
+        .expect("a first line within a minute")
+        .expect("stdout is readable");
+    line.unwrap_or_default()
+}
+
+/// Polls `kubectl ARGS` until its output contains `wanted` (30 s at most); the last output.
+async fn until(server: &TestServer, kubeconfig: &Path, args: &[&str], wanted: &str) -> String {
+    let mut last = String::new();
+    for _ in 0..150 {
+        let output = Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", kubeconfig)
+            .output()
+            .expect("kubectl runs");
+        last = said(&output);
+        if last.contains(wanted) {
+            return last;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let _ = server;
+    last
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_runner_works_in_the_participants_namespace_signs_its_writes_and_says_so_first() {
+    let server = TestServer::start()
+        .await
+        .expect("the test API server starts");
+    server
+        .apply_crd_yaml(&crds::yaml(&solutions::track()).expect("the CRDs generate"))
+        .expect("the workshop's CRDs install");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let shared = kubeconfig_without_namespace(&server, dir.path());
+
+    let mut runner = workshop(
+        &shared,
+        &[
+            "run",
+            "--stage",
+            "1",
+            "--solution",
+            "--participant",
+            "alice",
+        ],
+    )
+    .spawn()
+    .expect("the runner starts");
+    assert_eq!(
+        first_line(&mut runner).await,
+        "participant alice, namespace math-workshop-alice (kubectl puts what you apply in default; \
+         to make it yours: kubectl config set-context --current --namespace math-workshop-alice)"
+    );
+    // The runner made the namespace (marked as alice's), and looks after what is applied there.
+    let number = repository().join("samples/number.yaml");
+    let number = number.to_string_lossy();
+    let applied = Command::new("kubectl")
+        .args(["apply", "-n", "math-workshop-alice", "-f", &number])
+        .env("KUBECONFIG", &shared)
+        .output()
+        .expect("kubectl runs");
+    assert!(applied.status.success(), "{}", said(&applied));
+    let seen = until(
+        &server,
+        &shared,
+        &[
+            "get",
+            "number",
+            "number-sample",
+            "-n",
+            "math-workshop-alice",
+            "-o",
+            "jsonpath={.status.fizzBuzz}",
+        ],
+        "FizzBuzz",
+    )
+    .await;
+    assert!(
+        seen.contains("FizzBuzz"),
+        "alice's runner computed it: {seen}"
+    );
+    let status_writes: Vec<(String, String)> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb.is_write() && r.resource == "numbers")
+        .filter(|r| r.subresource.as_deref() == Some("status"))
+        .map(|r| (r.field_manager, r.user_agent))
+        .collect();
+    assert!(!status_writes.is_empty());
+    for (manager, agent) in &status_writes {
+        assert_eq!(manager, "math-workshop-alice", "{status_writes:?}");
+        assert!(
+            agent.starts_with("math-workshop-alice/"),
+            "{status_writes:?}"
+        );
+    }
+    let ns = ok(kubectl(
+        &server,
+        &["get", "namespace", "math-workshop-alice", "-o", "json"],
+        None,
+    ));
+    let ns: Value = serde_json::from_str(&ns).expect("JSON");
+    assert_eq!(
+        ns["metadata"]["annotations"]["math.example.com/workshop-participant"],
+        "alice"
+    );
+    runner.kill().await.expect("the runner stops");
+    server.shutdown().await;
+}
+
+/// bob's Number in `default`, its status written by bob's runner (as `kubectl` signs it here).
+fn bobs_number_in_default(server: &TestServer) {
+    ok(kubectl(
+        server,
+        &["apply", "-n", "default", "-f", "samples/number.yaml"],
+        None,
+    ));
+    ok(kubectl(
+        server,
+        &[
+            "patch",
+            "-n",
+            "default",
+            "number",
+            "number-sample",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"observedGeneration":1,"fizzBuzz":"FizzBuzz","isSquare":false,"isPrime":false}}"#,
+            "--field-manager=math-workshop-bob",
+        ],
+        None,
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runner_leaves_alone_what_another_participants_runner_looks_after() {
+    let server = TestServer::start()
+        .await
+        .expect("the test API server starts");
+    server
+        .apply_crd_yaml(&crds::yaml(&solutions::track()).expect("the CRDs generate"))
+        .expect("the workshop's CRDs install");
+    bobs_number_in_default(&server);
+    let before = ok(kubectl(
+        &server,
+        &[
+            "get",
+            "number",
+            "number-sample",
+            "-n",
+            "default",
+            "-o",
+            "json",
+        ],
+        None,
+    ));
+    server.reset_requests();
+
+    // alice in `default` too, as the test API server's kubeconfig says.
+    let runner = workshop(
+        &server.kubeconfig_path(),
+        &[
+            "run",
+            "--stage",
+            "1",
+            "--solution",
+            "--namespace",
+            "default",
+        ],
+    )
+    .spawn()
+    .expect("the runner starts");
+    let ended = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        runner.wait_with_output(),
+    )
+    .await;
+    let writes: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb.is_write())
+        .map(|r| format!("{} {} by {}", r.method, r.path, r.field_manager))
+        .collect();
+    let output = ended
+        .unwrap_or_else(|_| panic!("the runner is still running, and wrote {writes:?}"))
+        .expect("the runner ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    assert_eq!(stderr.lines().count(), 1, "one line:\n{stderr}");
+    assert!(
+        stderr.contains(
+            "namespace default: 1 of its objects are looked after by another controller \
+             (math-workshop-bob): Number/number-sample. Your controllers leave them alone and do not start"
+        ),
+        "{stderr}"
+    );
+    assert!(writes.is_empty(), "nothing written: {writes:?}");
+    let after = ok(kubectl(
+        &server,
+        &[
+            "get",
+            "number",
+            "number-sample",
+            "-n",
+            "default",
+            "-o",
+            "json",
+        ],
+        None,
+    ));
+    assert_eq!(before, after, "bob's Number is as it was");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_participants_in_default_do_not_replace_each_others_crds() {
+    // bob works in `default` with the finished manager's CRDs (different from alice's types).
+    let server = cluster_with_the_managers_crds().await;
+    bobs_number_in_default(&server);
+    let crd_version = |server: &TestServer| {
+        ok(kubectl(
+            server,
+            &[
+                "get",
+                "crd",
+                "numbers.math.example.com",
+                "-o",
+                "jsonpath={.metadata.resourceVersion}",
+            ],
+            None,
+        ))
+    };
+    let before = crd_version(&server);
+
+    let refused = workshop(&server.kubeconfig_path(), &["install", "--solution"])
+        .output()
+        .await
+        .expect("install runs");
+    let text = said(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "refusing to install your CRDs: the CRD numbers.math.example.com in the cluster differs from yours \
+             (it was not installed by math-workshop: the finished manager's, from `make install`?), and in your \
+             namespace default 1 of its objects are looked after by another controller (math-workshop-bob): \
+             Number/number-sample"
+        ),
+        "{text}"
+    );
+    assert_eq!(crd_version(&server), before, "bob's CRD is untouched");
+    server.shutdown().await;
 }

@@ -141,7 +141,8 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
     let client = match &server {
         Some(server) => server.client(),
         None => {
-            cluster::connect(&m::CHECK_WITHOUT_CLUSTER.text())
+            let instead = m::CHECK_WITHOUT_CLUSTER.text();
+            cluster::connect_as(&instead, Some(&opts.participant))
                 .await?
                 .client
         }
@@ -357,7 +358,8 @@ impl Session {
         if self.opts.stage == 1 {
             stages::number_crd(self);
         }
-        let install = match room::may_install(&client, &crds, &ns, self.opts.force).await {
+        let me = room::Signature::new(&self.opts.participant);
+        let install = match room::may_install(&client, &crds, &ns, &me, self.opts.force).await {
             Ok(install) => install,
             Err(why) => {
                 self.fail(&[], m::INSTALL_CRDS.text(), why);

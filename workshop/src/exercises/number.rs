@@ -22,7 +22,7 @@ use crate::context::{Context, Result, error_policy, log};
 //
 //     pub value: i64,
 //
-// then look at the CRD it generates: `cargo run -p math-workshop -- crds`.
+// then look at the CRD it generates: `cargo run --profile workshop -p math-workshop -- crds`.
 /// The desired state: one integer.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
 #[kube(

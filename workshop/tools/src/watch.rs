@@ -227,8 +227,29 @@ struct Built {
     cargo_said: String,
 }
 
-/// `cargo build --locked -p math-workshop`, its diagnostics in one line each
-/// (`--message-format=json-diagnostic-short`) and the binary's path from its artifact message.
+/// The cargo profile this watch was built with, from the directory it runs from
+/// (`target/<profile>/`, `debug` for dev): the workshop's builds share one, and a build of the
+/// exercises in another would compile every dependency a second time.
+fn own_profile() -> String {
+    let exe = std::env::current_exe().unwrap_or_default();
+    profile_of(&exe)
+}
+
+/// `target/workshop/math-workshop-tools` → `workshop`; `target/debug/…` → `dev`.
+fn profile_of(executable: &Path) -> String {
+    match executable
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|name| name.to_str())
+    {
+        Some("debug") | None => "dev".to_string(),
+        Some(name) => name.to_string(),
+    }
+}
+
+/// `cargo build --locked --profile <the watch's> -p math-workshop`, its diagnostics in one line
+/// each (`--message-format=json-diagnostic-short`) and the binary's path from its artifact
+/// message.
 fn build(repository: &Path) -> std::io::Result<Built> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
@@ -241,6 +262,8 @@ fn build(repository: &Path) -> std::io::Result<Built> {
         .args([
             "build",
             "--locked",
+            "--profile",
+            &own_profile(),
             "-p",
             "math-workshop",
             "--message-format=json-diagnostic-short",
@@ -336,5 +359,22 @@ fn settle(
             return now;
         }
         last = now;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_watch_builds_with_the_profile_it_was_built_with() {
+        assert_eq!(
+            profile_of(Path::new("/repo/target/workshop/math-workshop-tools")),
+            "workshop"
+        );
+        assert_eq!(
+            profile_of(Path::new("/repo/target/debug/math-workshop-tools")),
+            "dev"
+        );
     }
 }

@@ -1,0 +1,339 @@
+//! Children written whose echo the watch has not delivered yet (what controller-runtime users
+//! know as "expectations"), and what a parent sees of its children through them.
+//!
+//! A reconcile that runs between a write and its watch event would see the old state in the
+//! cache and write again (a duplicate create answered 409, a second correction): a write is
+//! remembered from just before its request until the watch shows its effect, and the parent
+//! waits for it instead. The watch clears an expectation on the child's next event, or a
+//! relist that is the truth about every answered write; a timeout is only a safety net.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Resource, ResourceExt};
+
+use crate::kind::{Child, Desired, controller_uid};
+use crate::metrics::Metrics;
+use crate::runtime::cache::Cache;
+use crate::runtime::expiring::{Expiring, key, object_key};
+
+/// How long a write may go unseen before the cache is believed again regardless: a safety
+/// net for a lost watch event (kube-controller-manager's ExpectationsTimeout is the same 5
+/// minutes). The watch normally delivers within milliseconds, but a manager starved of CPU
+/// can fall tens of seconds behind its watches, and a shorter timeout then creates every
+/// child a second time (18406 refused creates for a Fermat 10000 with 30 s, under valgrind).
+pub const IN_FLIGHT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A write to a child whose echo the watch has not delivered yet.
+#[derive(Clone, Debug)]
+struct Expected {
+    /// The child's resourceVersion in the cache when we wrote (`None`: it was absent).
+    seen: Option<String>,
+    /// The API server answered the write: a list made after now shows its effect.
+    answered: bool,
+}
+
+/// What the cache holds of a parent's children.
+pub struct CachedChildren<C> {
+    /// The objects of the desired names, in the parent's namespace, whoever controls them.
+    pub found: HashMap<String, Arc<C>>,
+    /// The objects the parent controls (by UID), in its namespace.
+    pub owned: Vec<Arc<C>>,
+    /// The names whose last write the cache does not show yet.
+    pub in_flight: HashSet<String>,
+    /// When the first of those writes times out: the parent must look again by then even if
+    /// no watch event comes (a child created and deleted before its echo leaves the cache
+    /// exactly as remembered, and nothing else would wake the parent).
+    pub recheck_in: Option<Duration>,
+}
+
+/// The writes to children that the caches do not show yet, by `Kind/namespace/name`.
+pub struct Expectations {
+    in_flight: Expiring<Expected>,
+}
+
+impl Expectations {
+    /// Expectations that the cache is believed again after `timeout` regardless
+    /// ([`IN_FLIGHT_TIMEOUT`]; tests shorten it).
+    pub fn new(metrics: Metrics, timeout: Duration) -> Expectations {
+        Expectations {
+            in_flight: Expiring::new("child_writes", metrics, timeout),
+        }
+    }
+
+    /// How long an expectation lives at most.
+    pub fn timeout(&self) -> Duration {
+        self.in_flight.ttl()
+    }
+
+    /// Remember that we are about to write to a child that the cache shows at `seen` (its
+    /// resourceVersion, `None` when absent). Until the cache moves past that, a parent that
+    /// looks waits for the write instead of making it again. Set before the request: the
+    /// watch may deliver the child (even its deletion by someone else) before the answer.
+    pub fn expect<C: Child>(&self, namespace: &str, name: &str, seen: Option<String>) {
+        let expected = Expected {
+            seen,
+            answered: false,
+        };
+        self.in_flight
+            .insert(key(C::KIND, namespace, name), expected);
+    }
+
+    /// The API server answered a write to this child (expected with [`Expectations::expect`]):
+    /// from now on a relist of the child's kind shows its effect.
+    pub fn sent<C: Child>(&self, namespace: &str, name: &str) {
+        let key = key(C::KIND, namespace, name);
+        if let Some((mut expected, _)) = self.in_flight.get(&key) {
+            expected.answered = true;
+            self.in_flight.insert(key, expected);
+        }
+    }
+
+    /// A write to this child did not happen (the request failed): nothing to wait for.
+    pub fn forget<C: Child>(&self, namespace: &str, name: &str) {
+        self.in_flight.remove(&key(C::KIND, namespace, name));
+    }
+
+    /// The watch delivered an event for `obj`: a write to it that we remembered has reached
+    /// the cache, or was overtaken by a later change or a deletion that has. Clearing on the
+    /// event, as controller-runtime's expectations do, also covers a child created and
+    /// deleted before its parent looked again: the cache then shows exactly what was
+    /// remembered (nothing), but both events went by.
+    pub fn saw<K: Resource<DynamicType = ()>>(&self, obj: &K) {
+        let key = object_key(obj);
+        if let Some((expected, _)) = self.in_flight.get(&key)
+            && expected.seen != obj.resource_version()
+        {
+            self.in_flight.remove(&key);
+        }
+    }
+
+    /// A (re)list of `kind` is in the cache: it is the truth about every write the API server
+    /// had answered before it, including those whose watch events the relist skipped (a child
+    /// created, then deleted while the watch was down, leaves no event at all). Those
+    /// expectations are met.
+    pub(crate) fn relisted(&self, kind: &str) {
+        let prefix = format!("{kind}/");
+        self.in_flight
+            .retain(|key, expected| !(key.starts_with(&prefix) && expected.answered));
+    }
+
+    /// One child as the parent sees it: its cached object, and how much longer a write to it
+    /// may still be on its way to the cache (`None`: it is not, or no longer; forgotten once
+    /// seen or timed out).
+    ///
+    /// The expectation is read before the cache, never after: the watch puts an object in the
+    /// cache first and clears its expectation second, so this order sees at least one of the
+    /// two. The other order could read the cache just before the child arrived and the
+    /// expectation just after it was cleared, see neither, and create the child again (the
+    /// API server answers 409: 1001 Number creates for a Fermat 1000, once in CI).
+    fn look<C: Child>(
+        &self,
+        store: &Store<C>,
+        namespace: &str,
+        name: &str,
+    ) -> (Option<Arc<C>>, Option<Duration>) {
+        let key = key(C::KIND, namespace, name);
+        let expected = self.in_flight.get(&key);
+        let cached = store.get(&ObjectRef::new(name).within(namespace));
+        let Some((expected, left)) = expected else {
+            return (cached, None);
+        };
+        if expected.seen == cached.as_ref().and_then(|c| c.resource_version()) {
+            return (cached, Some(left));
+        }
+        self.in_flight.remove(&key);
+        (cached, None)
+    }
+
+    /// From the cache, the objects of the desired names in the parent's namespace, the
+    /// objects there whose controller is the parent (by UID), and the names of those whose
+    /// last write has not reached the cache yet. No API request.
+    pub fn children<P: Resource, C: Child>(
+        &self,
+        cache: &Cache<C>,
+        parent: &P,
+        desired: &[Desired<C::Spec>],
+    ) -> CachedChildren<C> {
+        let store = &cache.store;
+        let ns = parent.meta().namespace.as_deref().unwrap_or_default();
+        let mut found = HashMap::new();
+        let mut in_flight = HashSet::new();
+        let mut recheck_in: Option<Duration> = None;
+        let mut note = |name: &str, left: Option<Duration>| {
+            if let Some(left) = left {
+                in_flight.insert(name.to_string());
+                recheck_in = Some(recheck_in.map_or(left, |r| r.min(left)));
+            }
+        };
+        for d in desired {
+            let (cached, left) = self.look(store, ns, &d.name);
+            note(&d.name, left);
+            if let Some(cached) = cached {
+                found.insert(d.name.clone(), cached);
+            }
+        }
+        // The children it no longer wants (to be deleted) are looked at the same way; one the
+        // cache no longer shows as the parent's leaves the list.
+        let uid = parent.meta().uid.as_deref();
+        let mut owned = Vec::new();
+        for child in uid.map_or_else(Vec::new, |uid| cache.owned(uid, ns)) {
+            let name = child.name_any();
+            if found.contains_key(&name) {
+                owned.push(child);
+                continue;
+            }
+            let (cached, left) = self.look(store, ns, &name);
+            note(&name, left);
+            owned.extend(cached.filter(|c| controller_uid(c.as_ref()) == uid));
+        }
+        CachedChildren {
+            found,
+            owned,
+            in_flight,
+            recheck_in,
+        }
+    }
+
+    /// Forget what outlived its time to live.
+    pub fn expire(&self) {
+        self.in_flight.expire();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use kube::runtime::{reflector, watcher};
+
+    use super::*;
+    use crate::api::{Number, NumberSpec, Tuple, TupleSpec};
+
+    fn expectations() -> Expectations {
+        Expectations::new(Metrics::default(), IN_FLIGHT_TIMEOUT)
+    }
+
+    fn desired(name: &str) -> Vec<Desired<NumberSpec>> {
+        vec![Desired {
+            name: name.to_string(),
+            spec: NumberSpec { value: 1 },
+        }]
+    }
+
+    fn tuple() -> Tuple {
+        let mut parent = Tuple::new("t", TupleSpec { numbers: vec![1] });
+        parent.meta_mut().namespace = Some("default".into());
+        parent.meta_mut().uid = Some("uid-t".into());
+        parent
+    }
+
+    fn number(name: &str, resource_version: &str) -> Number {
+        let mut child = Number::new(name, NumberSpec { value: 1 });
+        child.meta_mut().namespace = Some("default".into());
+        child.meta_mut().resource_version = Some(resource_version.into());
+        child
+    }
+
+    /// Whether the parent `t` sees a write to its child `name` still on its way.
+    fn awaited(expectations: &Expectations, cache: &Cache<Number>, name: &str) -> bool {
+        let seen = expectations.children(cache, &tuple(), &desired(name));
+        seen.in_flight.contains(name) && seen.recheck_in.is_some()
+    }
+
+    /// A create is awaited until the watch shows the child; an event of the child as the
+    /// cache showed it when we wrote (an old one, delivered late) does not end the wait.
+    #[test]
+    fn a_write_is_awaited_until_the_watch_shows_the_child_moved_on() {
+        let expectations = expectations();
+        let (store, mut writer) = reflector::store();
+        let cache = Cache::new(store);
+        let child = number("t-0", "1");
+        writer.apply_watcher_event(&watcher::Event::Apply(child.clone()));
+        expectations.expect::<Number>("default", "t-0", Some("1".into()));
+        expectations.sent::<Number>("default", "t-0");
+        assert!(awaited(&expectations, &cache, "t-0"));
+        expectations.saw(&child);
+        assert!(awaited(&expectations, &cache, "t-0"), "an old event");
+        expectations.saw(&number("t-0", "2"));
+        assert!(!awaited(&expectations, &cache, "t-0"));
+        // A write that failed is not awaited either.
+        expectations.expect::<Number>("default", "t-1", None);
+        expectations.forget::<Number>("default", "t-1");
+        assert!(!awaited(&expectations, &cache, "t-1"));
+    }
+
+    /// A relist meets the writes the API server answered before it, not those still on their
+    /// way (it may have been made before their request arrived), nor another kind's.
+    #[test]
+    fn a_relist_meets_only_the_answered_writes_of_its_kind() {
+        let expectations = expectations();
+        let cache = Cache::new(reflector::store::<Number>().0);
+        expectations.expect::<Number>("default", "answered", None);
+        expectations.sent::<Number>("default", "answered");
+        expectations.expect::<Number>("default", "unanswered", None);
+        expectations.expect::<Tuple>("default", "answered", None);
+        expectations.sent::<Tuple>("default", "answered");
+        expectations.relisted("Number");
+        assert!(!awaited(&expectations, &cache, "answered"));
+        assert!(awaited(&expectations, &cache, "unanswered"));
+        let tuples = expectations.in_flight.get("Tuple/default/answered");
+        assert!(tuples.is_some(), "a relist of Numbers met a Tuple's write");
+    }
+
+    /// A child we created is, whenever its parent looks, either in the cache or still
+    /// awaited: never neither, or the parent creates it a second time (answered 409; seen in
+    /// CI as 1001 Number creates for a Fermat 1000). The watch puts the child in the cache
+    /// and then clears the expectation, on its own thread, while the parent looks on another:
+    /// a look that read the cache before the child arrived and the expectation after it was
+    /// cleared saw neither.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_created_child_is_cached_or_awaited_whenever_its_parent_looks() {
+        let (numbers, mut writer) = reflector::store();
+        let cache = Cache::new(numbers);
+        let expectations = Arc::new(expectations());
+        let parent = tuple();
+        const CHILDREN: usize = 20_000;
+        // One more than the child the watch is about to deliver (0: none expected yet; a
+        // looker that starts before the first create has nothing to find).
+        let current = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let looker = std::thread::spawn({
+            let (expectations, cache) = (expectations.clone(), cache.clone());
+            let (current, done) = (current.clone(), done.clone());
+            move || {
+                let mut neither = Vec::new();
+                while !done.load(Ordering::Acquire) {
+                    let Some(i) = current.load(Ordering::Acquire).checked_sub(1) else {
+                        continue;
+                    };
+                    let name = format!("n-{i}");
+                    let seen = expectations.children(&cache, &parent, &desired(&name));
+                    if !seen.found.contains_key(&name) && !seen.in_flight.contains(&name) {
+                        neither.push(name);
+                    }
+                }
+                neither
+            }
+        });
+        for i in 0..CHILDREN {
+            let name = format!("n-{i}");
+            expectations.expect::<Number>("default", &name, None);
+            current.store(i + 1, Ordering::Release);
+            let child = number(&name, &i.to_string());
+            // What the watch does, in its order: the cache first, then the expectation.
+            writer.apply_watcher_event(&watcher::Event::Apply(child.clone()));
+            expectations.saw(&child);
+        }
+        done.store(true, Ordering::Release);
+        let neither = looker.join().expect("the looker did not panic");
+        assert!(
+            neither.is_empty(),
+            "{} looks saw a created child neither cached nor awaited, e.g. {:?}",
+            neither.len(),
+            neither.first()
+        );
+    }
+}

@@ -1,0 +1,110 @@
+//! Statuses written whose echo the watch has not delivered yet: the status as far as we
+//! know, for a reconcile that runs in between.
+//!
+//! Without it, a reconcile between a status write and its echo (a second child reported
+//! meanwhile) builds on the stale cache: the `Ready` condition gets a new
+//! `lastTransitionTime` and the same status is written twice.
+
+use std::time::Duration;
+
+use kube::{Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+
+use crate::metrics::Metrics;
+use crate::runtime::expiring::{Expiring, object_key};
+
+/// A status write that the watch has not delivered yet.
+#[derive(Clone)]
+struct WrittenStatus {
+    /// The object's resourceVersion in the cache when we wrote.
+    seen: String,
+    status: serde_json::Value,
+}
+
+/// The statuses written last, by object, until the cache shows the object past the
+/// resourceVersion it had when we wrote.
+pub struct WrittenStatuses {
+    written: Expiring<WrittenStatus>,
+}
+
+impl WrittenStatuses {
+    /// A memory whose entries are dropped after `timeout` even if no echo came (the same
+    /// safety net as the children's expectations).
+    pub fn new(metrics: Metrics, timeout: Duration) -> WrittenStatuses {
+        WrittenStatuses {
+            written: Expiring::new("status_writes", metrics, timeout),
+        }
+    }
+
+    /// The object's status as far as we know: the one we wrote last, while the cache still
+    /// shows the object as it was before that write; else the cached one (`cached`).
+    pub fn known<P, S>(&self, obj: &P, cached: Option<&S>) -> Option<S>
+    where
+        P: Resource<DynamicType = ()>,
+        S: Clone + DeserializeOwned,
+    {
+        let key = object_key(obj);
+        self.last_written(&key, obj.resource_version().as_deref())
+            .and_then(|written| serde_json::from_value(written).ok())
+            .or_else(|| cached.cloned())
+    }
+
+    /// `status` was written for `obj` (as the cache shows it now): remembered until the
+    /// cache shows the object past that resourceVersion.
+    pub fn written<P: Resource<DynamicType = ()>>(&self, obj: &P, status: serde_json::Value) {
+        if let Some(seen) = obj.resource_version() {
+            let written = WrittenStatus { seen, status };
+            self.written.insert(object_key(obj), written);
+        }
+    }
+
+    /// The status we last wrote for `key`, while the cache still shows the object as it was
+    /// before that write (resourceVersion `cached`).
+    fn last_written(&self, key: &str, cached: Option<&str>) -> Option<serde_json::Value> {
+        let (written, _) = self.written.get(key)?;
+        if Some(written.seen.as_str()) == cached {
+            return Some(written.status);
+        }
+        self.written.remove(key);
+        None
+    }
+
+    /// Forget what outlived its time to live.
+    pub fn expire(&self) {
+        self.written.expire();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::api::{Number, NumberSpec};
+
+    fn number(resource_version: &str) -> Number {
+        let mut n = Number::new("n", NumberSpec { value: 4 });
+        n.metadata.namespace = Some("default".into());
+        n.metadata.resource_version = Some(resource_version.into());
+        n
+    }
+
+    /// The status written is the one known while the cache shows the object as it was when
+    /// we wrote; once the cache moves on, the cache is the truth again, for good.
+    #[test]
+    fn the_written_status_is_known_until_the_cache_moves_past_it() {
+        let statuses = WrittenStatuses::new(Metrics::new(), Duration::from_secs(300));
+        let cached = json!({ "isSquare": false });
+        let known = |rv| statuses.known::<_, Value>(&number(rv), Some(&cached));
+        assert_eq!(known("1"), Some(cached.clone()));
+        let written = json!({ "isSquare": true });
+        statuses.written(&number("1"), written.clone());
+        assert_eq!(known("1"), Some(written));
+        assert_eq!(known("2"), Some(cached.clone()));
+        assert_eq!(
+            known("1"),
+            Some(cached),
+            "forgotten once the cache moved on"
+        );
+    }
+}

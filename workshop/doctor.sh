@@ -1,0 +1,220 @@
+#!/bin/sh
+# make workshop-doctor: is everything the workshop builds with on this laptop? One line per
+# missing tool, with the command that installs it on this system (Linux and its package
+# manager, macOS, WSL2; amd64 or arm64), in the reader's language.
+#
+# A POSIX shell script and not a Rust program: it must answer on the laptop that cannot build
+# one yet (no C compiler, no Rust, a rustc too old for edition 2024). It runs nothing but
+# shell built-ins, `uname` and the tools it checks, so that a test can run it with a PATH of
+# fake tools (workshop/tests/doctor.rs). Its sentences are those of workshop/src/messages.rs
+# (DOCTOR_*), which that test compares with what it prints.
+
+set -f
+
+# The oldest Rust the workshop builds with: Cargo.toml's rust-version (edition 2024 itself
+# needs 1.85).
+NEEDED_MINOR=89
+KUBECTL_VERSION=v1.33.0
+
+# The language, as the Rust tools choose it: the first of LC_ALL, LC_MESSAGES, LANG that is set.
+lang=en
+for value in "${LC_ALL:-}" "${LC_MESSAGES:-}" "${LANG:-}"; do
+    if [ -n "$value" ]; then
+        case $value in ja* | JA* | Ja*) lang=ja ;; esac
+        break
+    fi
+done
+
+# msg KEY: the template of a message in the chosen language (workshop/src/messages.rs).
+msg() {
+    case $lang:$1 in
+    en:OK) echo 'workshop-doctor: ✓ {tools}: everything the workshop builds with is here' ;;
+    ja:OK) echo 'workshop-doctor: ✓ {tools}: ワークショップのビルドに必要なものはそろっています' ;;
+    en:MISSING) echo '✗ {tool} is missing; to install it: {command}' ;;
+    ja:MISSING) echo '✗ {tool} が見つかりません。インストールするには: {command}' ;;
+    en:CC) echo 'cc (a C compiler: ring and jemalloc compile C code)' ;;
+    ja:CC) echo 'cc (C コンパイラー。ring と jemalloc が C のコードをコンパイルします)' ;;
+    en:RUST_OLD) echo '✗ rustc {version} is too old: this project is Rust edition 2024 and needs {needed} or newer; to update: {command}' ;;
+    ja:RUST_OLD) echo '✗ rustc {version} は古すぎます。このプロジェクトは Rust edition 2024 で、{needed} 以降が必要です。更新するには: {command}' ;;
+    en:PACKAGE) echo "the package {package} of your distribution's package manager" ;;
+    ja:PACKAGE) echo 'ディストリビューションのパッケージマネージャーで {package} パッケージ' ;;
+    en:SUMMARY) echo 'workshop-doctor: {count} missing (above); install, then run make workshop-doctor again' ;;
+    ja:SUMMARY) echo 'workshop-doctor: 足りないものが {count} 件あります (上記)。インストールしてから、もう一度 make workshop-doctor を実行してください' ;;
+    en:PREPARED) echo 'workshop-prepare: done in {minutes} min {seconds} s, {total} of disk (target/ {target}, crates in ~/.cargo {crates}); the workshop now runs without network' ;;
+    ja:PREPARED) echo 'workshop-prepare: 完了しました ({minutes} 分 {seconds} 秒、ディスク {total}: target/ が {target}、~/.cargo のクレートが {crates})。これでワークショップはネットワークなしで動きます' ;;
+    esac
+}
+
+# fill TEMPLATE NAME VALUE ...: the template with each {NAME} replaced by its VALUE.
+fill() {
+    text=$1
+    shift
+    while [ $# -ge 2 ]; do
+        key="{$1}"
+        while :; do
+            case $text in
+            *"$key"*) text="${text%%"$key"*}$2${text#*"$key"}" ;;
+            *) break ;;
+            esac
+        done
+        shift 2
+    done
+    printf '%s\n' "$text"
+}
+
+# size KB: a size as du -sh would round it, in MB below a GB.
+size() {
+    if [ "$1" -ge 1048576 ]; then
+        tenths=$((($1 * 10 + 524288) / 1048576))
+        echo "$((tenths / 10)).$((tenths % 10)) GB"
+    else
+        echo "$((($1 + 512) / 1024)) MB"
+    fi
+}
+
+# kilobytes DIR: what DIR holds on disk, 0 when it does not exist.
+kilobytes() {
+    if [ -d "$1" ]; then
+        set -- $(du -sk "$1" 2>/dev/null)
+        echo "${1:-0}"
+    else
+        echo 0
+    fi
+}
+
+# --footprint STARTED [NOW]: the last line of make workshop-prepare: how long it took since
+# STARTED (seconds since 1970) and what the build and the crates take on disk.
+if [ "${1:-}" = --footprint ]; then
+    now=${3:-$(date +%s)}
+    elapsed=$((now - ${2:-$now}))
+    target=$(kilobytes "${CARGO_TARGET_DIR:-target}")
+    cargo_home=${CARGO_HOME:-$HOME/.cargo}
+    crates=$(($(kilobytes "$cargo_home/registry") + $(kilobytes "$cargo_home/git")))
+    fill "$(msg PREPARED)" minutes $((elapsed / 60)) seconds $((elapsed % 60)) \
+        total "$(size $((target + crates)))" target "$(size "$target")" crates "$(size "$crates")"
+    exit 0
+fi
+
+have() {
+    command -v "$1" >/dev/null 2>&1
+}
+
+# The system: linux, wsl (Linux under Windows) or macos; and the CPU as kubectl's downloads
+# name it.
+system=linux
+case $(uname -s 2>/dev/null) in
+Darwin) system=macos ;;
+*)
+    case $(uname -r 2>/dev/null) in
+    *[Mm]icrosoft*) system=wsl ;;
+    esac
+    ;;
+esac
+case $(uname -m 2>/dev/null) in
+arm64 | aarch64) arch=arm64 ;;
+*) arch=amd64 ;;
+esac
+case $system in macos) os=darwin ;; *) os=linux ;; esac
+
+# The command that installs the distribution package $1 (Linux, WSL).
+package() {
+    if have apt-get; then
+        echo "sudo apt-get install -y $1"
+    elif have dnf; then
+        echo "sudo dnf install -y $1"
+    elif have pacman; then
+        echo "sudo pacman -S --needed $1"
+    elif have zypper; then
+        echo "sudo zypper install -y $1"
+    elif have apk; then
+        echo "sudo apk add $1"
+    else
+        fill "$(msg PACKAGE)" package "$1"
+    fi
+}
+
+# The C compiler's package: Debian's and Alpine's bring make and libc's headers with it.
+cc_package() {
+    if have apt-get; then
+        echo build-essential
+    elif have pacman; then
+        echo base-devel
+    elif have apk; then
+        echo build-base
+    else
+        echo gcc
+    fi
+}
+
+rustup_install="curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh"
+
+install_command() {
+    case $system:$1 in
+    *:rustc | *:cargo) echo "$rustup_install" ;;
+    macos:kubectl)
+        if have brew; then
+            echo "brew install kubectl"
+        else
+            echo "curl -LO https://dl.k8s.io/release/$KUBECTL_VERSION/bin/darwin/$arch/kubectl && chmod +x kubectl && sudo mv kubectl /usr/local/bin/"
+        fi
+        ;;
+    *:kubectl) echo "curl -LO https://dl.k8s.io/release/$KUBECTL_VERSION/bin/linux/$arch/kubectl && sudo install kubectl /usr/local/bin/" ;;
+    macos:*) echo "xcode-select --install" ;;
+    *:cc) package "$(cc_package)" ;;
+    *) package "$1" ;;
+    esac
+}
+
+missing=0
+found=""
+
+# found_tool TEXT: a tool that answered, for the ✓ line.
+found_tool() {
+    if [ -z "$found" ]; then found=$1; else found="$found, $1"; fi
+}
+
+missing_tool() {
+    missing=$((missing + 1))
+    fill "$(msg MISSING)" tool "$1" command "$(install_command "$2")"
+}
+
+# Rust: present, and new enough for edition 2024 and the crates' rust-version.
+if rust=$(rustc --version 2>/dev/null); then
+    set -- $rust
+    version=$2
+    old_ifs=$IFS
+    IFS=.
+    set -- $version
+    IFS=$old_ifs
+    minor=${2%%[!0-9]*}
+    if [ "$1" = 1 ] && [ "${minor:-0}" -lt "$NEEDED_MINOR" ]; then
+        missing=$((missing + 1))
+        if have rustup; then update="rustup update"; else update=$rustup_install; fi
+        fill "$(msg RUST_OLD)" version "$version" needed "1.$NEEDED_MINOR" command "$update"
+    else
+        found_tool "rustc $version"
+    fi
+else
+    missing_tool rustc rustc
+fi
+
+if cargo --version >/dev/null 2>&1; then found_tool cargo; else missing_tool cargo cargo; fi
+
+# A tool is there when it answers its version: macOS has shims of cc, make and git that only
+# offer to install the Command Line Tools.
+if cc --version >/dev/null 2>&1; then found_tool cc; else missing_tool "$(msg CC)" cc; fi
+if make --version >/dev/null 2>&1; then found_tool make; else missing_tool make make; fi
+if git --version >/dev/null 2>&1; then found_tool git; else missing_tool git git; fi
+
+if kubectl_said=$(kubectl version --client 2>/dev/null); then
+    set -- $kubectl_said
+    found_tool "kubectl $3"
+else
+    missing_tool kubectl kubectl
+fi
+
+if [ "$missing" -gt 0 ]; then
+    fill "$(msg SUMMARY)" count "$missing"
+    exit 1
+fi
+fill "$(msg OK)" tools "$found"

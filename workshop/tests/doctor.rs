@@ -1,0 +1,440 @@
+//! `make workshop-doctor` on laptops this machine is not: `workshop/doctor.sh` runs with a PATH
+//! that holds only fake tools (each answers its version, as the real one would), one missing at
+//! a time, on a fake Linux (Debian, Fedora), WSL2 or macOS, amd64 or arm64 (a fake `uname`).
+//! Each missing tool is one line that names it and the command that installs it there, in
+//! the words of workshop/src/messages.rs; the exit code says whether the build can start.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use math_workshop::messages::{
+    DOCTOR_CC, DOCTOR_MISSING, DOCTOR_OK, DOCTOR_PREPARED, DOCTOR_RUST_OLD, DOCTOR_SUMMARY, Lang,
+    Msg,
+};
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn script() -> PathBuf {
+    repository().join("workshop/doctor.sh")
+}
+
+/// A laptop: its system as `uname` tells it, and the tools on its PATH.
+struct Laptop {
+    /// `uname -s`, `uname -r`, `uname -m`.
+    uname: [&'static str; 3],
+    /// Fake tools, each with what its version command prints.
+    tools: Vec<(&'static str, &'static str)>,
+}
+
+const RUSTC: (&str, &str) = ("rustc", "rustc 1.90.0 (1159e78c4 2025-09-14)");
+const CARGO: (&str, &str) = ("cargo", "cargo 1.90.0 (840b83a10 2025-07-30)");
+const CC: (&str, &str) = ("cc", "cc (Debian 12.2.0-14) 12.2.0");
+const MAKE: (&str, &str) = ("make", "GNU Make 4.3");
+const GIT: (&str, &str) = ("git", "git version 2.39.5");
+const KUBECTL: (&str, &str) = (
+    "kubectl",
+    "Client Version: v1.33.0\nKustomize Version: v5.6.0",
+);
+const RUSTUP: (&str, &str) = ("rustup", "rustup 1.28.2");
+
+const DEBIAN: [&str; 3] = ["Linux", "6.1.0-26-amd64", "x86_64"];
+const WSL_ARM: [&str; 3] = ["Linux", "5.15.167.4-microsoft-standard-WSL2", "aarch64"];
+const MAC_ARM: [&str; 3] = ["Darwin", "24.1.0", "arm64"];
+
+impl Laptop {
+    /// Every tool the workshop needs, on `uname`'s system, with `extra` tools (a package
+    /// manager, brew, rustup).
+    fn complete(uname: [&'static str; 3], extra: &[&'static str]) -> Self {
+        let mut tools = vec![RUSTC, CARGO, CC, MAKE, GIT, KUBECTL];
+        tools.extend(extra.iter().map(|name| (*name, "")));
+        Laptop { uname, tools }
+    }
+
+    fn without(mut self, tool: &str) -> Self {
+        self.tools.retain(|(name, _)| *name != tool);
+        self
+    }
+
+    fn with(mut self, tool: (&'static str, &'static str)) -> Self {
+        self.tools.retain(|(name, _)| *name != tool.0);
+        self.tools.push(tool);
+        self
+    }
+
+    /// What `sh workshop/doctor.sh` prints there, line by line, and its exit code.
+    fn doctor(&self, lang: &str) -> (Vec<String>, Option<i32>) {
+        let bin = tempfile::tempdir().expect("a temporary directory");
+        let [system, release, machine] = self.uname;
+        fake(
+            bin.path(),
+            "uname",
+            &format!(
+                "case $1 in -s) echo {system} ;; -r) echo {release} ;; -m) echo {machine} ;; esac"
+            ),
+        );
+        for (name, version) in &self.tools {
+            let said: Vec<String> = version.lines().map(|l| format!("echo '{l}'")).collect();
+            fake(bin.path(), name, &said.join("\n"));
+        }
+        let output = Command::new("/bin/sh")
+            .arg(script())
+            .env_clear()
+            .env("PATH", bin.path())
+            .env("LANG", lang)
+            .output()
+            .expect("sh runs");
+        let text = String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr);
+        (
+            text.lines().map(str::to_string).collect(),
+            output.status.code(),
+        )
+    }
+}
+
+/// An executable `name` in `dir` that runs `body`.
+fn fake(dir: &Path, name: &str, body: &str) {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("a fake tool is written");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+        .expect("a fake tool is executable");
+}
+
+fn say(msg: &Msg, lang: Lang, args: &[(&str, &str)]) -> String {
+    let args: Vec<(&str, &dyn std::fmt::Display)> = args
+        .iter()
+        .map(|(name, value)| (*name, value as &dyn std::fmt::Display))
+        .collect();
+    msg.render(lang, &args)
+}
+
+/// The two lines of a doctor that found `tool` missing, installed with `command`.
+fn one_missing(tool: &str, command: &str, lang: Lang) -> Vec<String> {
+    vec![
+        say(
+            &DOCTOR_MISSING,
+            lang,
+            &[("tool", tool), ("command", command)],
+        ),
+        say(&DOCTOR_SUMMARY, lang, &[("count", "1")]),
+    ]
+}
+
+const ENGLISH: &str = "C.UTF-8";
+const RUSTUP_INSTALL: &str = "curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh";
+
+#[test]
+fn a_complete_laptop_passes_with_the_versions_it_found() {
+    let (lines, code) = Laptop::complete(DEBIAN, &["apt-get"]).doctor(ENGLISH);
+    assert_eq!(
+        lines,
+        [say(
+            &DOCTOR_OK,
+            Lang::En,
+            &[(
+                "tools",
+                "rustc 1.90.0, cargo, cc, make, git, kubectl v1.33.0"
+            )]
+        )]
+    );
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn each_missing_tool_on_debian_is_one_line_with_its_apt_command() {
+    let cc = DOCTOR_CC.render(Lang::En, &[]);
+    let cases = [
+        ("rustc", "rustc", RUSTUP_INSTALL.to_string()),
+        ("cargo", "cargo", RUSTUP_INSTALL.to_string()),
+        (
+            "cc",
+            cc.as_str(),
+            "sudo apt-get install -y build-essential".to_string(),
+        ),
+        ("make", "make", "sudo apt-get install -y make".to_string()),
+        ("git", "git", "sudo apt-get install -y git".to_string()),
+        (
+            "kubectl",
+            "kubectl",
+            "curl -LO https://dl.k8s.io/release/v1.33.0/bin/linux/amd64/kubectl && sudo install kubectl /usr/local/bin/"
+                .to_string(),
+        ),
+    ];
+    for (missing, named, command) in cases {
+        let (lines, code) = Laptop::complete(DEBIAN, &["apt-get"])
+            .without(missing)
+            .doctor(ENGLISH);
+        assert_eq!(
+            lines,
+            one_missing(named, &command, Lang::En),
+            "without {missing}"
+        );
+        assert_eq!(code, Some(1), "without {missing}");
+    }
+}
+
+#[test]
+fn fedora_gets_dnf_and_an_unknown_distribution_the_package_name() {
+    let cc = DOCTOR_CC.render(Lang::En, &[]);
+    let (lines, _) = Laptop::complete(DEBIAN, &["dnf"])
+        .without("cc")
+        .doctor(ENGLISH);
+    assert_eq!(lines, one_missing(&cc, "sudo dnf install -y gcc", Lang::En));
+    let (lines, _) = Laptop::complete(DEBIAN, &[]).without("git").doctor(ENGLISH);
+    assert_eq!(
+        lines,
+        one_missing(
+            "git",
+            "the package git of your distribution's package manager",
+            Lang::En
+        )
+    );
+}
+
+#[test]
+fn a_mac_gets_the_command_line_tools_and_kubectl_from_homebrew_or_for_its_cpu() {
+    let cc = DOCTOR_CC.render(Lang::En, &[]);
+    for (missing, named) in [("cc", cc.as_str()), ("make", "make"), ("git", "git")] {
+        let (lines, code) = Laptop::complete(MAC_ARM, &["brew"])
+            .without(missing)
+            .doctor(ENGLISH);
+        assert_eq!(
+            lines,
+            one_missing(named, "xcode-select --install", Lang::En),
+            "without {missing}"
+        );
+        assert_eq!(code, Some(1));
+    }
+    let (lines, _) = Laptop::complete(MAC_ARM, &["brew"])
+        .without("kubectl")
+        .doctor(ENGLISH);
+    assert_eq!(
+        lines,
+        one_missing("kubectl", "brew install kubectl", Lang::En)
+    );
+    let (lines, _) = Laptop::complete(MAC_ARM, &[])
+        .without("kubectl")
+        .doctor(ENGLISH);
+    assert_eq!(
+        lines,
+        one_missing(
+            "kubectl",
+            "curl -LO https://dl.k8s.io/release/v1.33.0/bin/darwin/arm64/kubectl && chmod +x kubectl && sudo mv kubectl /usr/local/bin/",
+            Lang::En
+        )
+    );
+}
+
+#[test]
+fn an_arm_laptop_under_wsl_gets_the_arm64_kubectl() {
+    let (lines, code) = Laptop::complete(WSL_ARM, &["apt-get"])
+        .without("kubectl")
+        .doctor(ENGLISH);
+    assert_eq!(
+        lines,
+        one_missing(
+            "kubectl",
+            "curl -LO https://dl.k8s.io/release/v1.33.0/bin/linux/arm64/kubectl && sudo install kubectl /usr/local/bin/",
+            Lang::En
+        )
+    );
+    assert_eq!(code, Some(1));
+}
+
+#[test]
+fn a_rustc_too_old_for_edition_2024_is_named_with_how_to_update_it() {
+    let old = (
+        "rustc",
+        "rustc 1.75.0 (82e1608df 2023-12-21) (built from a source tarball)",
+    );
+    let too_old = |command: &str| {
+        vec![
+            say(
+                &DOCTOR_RUST_OLD,
+                Lang::En,
+                &[
+                    ("version", "1.75.0"),
+                    ("needed", "1.89"),
+                    ("command", command),
+                ],
+            ),
+            say(&DOCTOR_SUMMARY, Lang::En, &[("count", "1")]),
+        ]
+    };
+    // A distribution's rustc: rustup is the way to a new one.
+    let (lines, code) = Laptop::complete(DEBIAN, &["apt-get"])
+        .with(old)
+        .doctor(ENGLISH);
+    assert_eq!(lines, too_old(RUSTUP_INSTALL));
+    assert_eq!(code, Some(1));
+    let (lines, _) = Laptop::complete(DEBIAN, &["apt-get"])
+        .with(old)
+        .with(RUSTUP)
+        .doctor(ENGLISH);
+    assert_eq!(lines, too_old("rustup update"));
+    // The oldest that builds passes.
+    let (_, code) = Laptop::complete(DEBIAN, &["apt-get"])
+        .with(("rustc", "rustc 1.89.0 (29483883e 2025-08-04)"))
+        .doctor(ENGLISH);
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn a_japanese_reader_reads_the_doctor_in_japanese() {
+    let (lines, code) = Laptop::complete(DEBIAN, &["apt-get"])
+        .without("cc")
+        .without("kubectl")
+        .doctor("ja_JP.UTF-8");
+    let cc = DOCTOR_CC.render(Lang::Ja, &[]);
+    assert_eq!(
+        lines,
+        [
+            say(
+                &DOCTOR_MISSING,
+                Lang::Ja,
+                &[
+                    ("tool", cc.as_str()),
+                    ("command", "sudo apt-get install -y build-essential")
+                ]
+            ),
+            say(
+                &DOCTOR_MISSING,
+                Lang::Ja,
+                &[
+                    ("tool", "kubectl"),
+                    (
+                        "command",
+                        "curl -LO https://dl.k8s.io/release/v1.33.0/bin/linux/amd64/kubectl && sudo install kubectl /usr/local/bin/"
+                    )
+                ]
+            ),
+            say(&DOCTOR_SUMMARY, Lang::Ja, &[("count", "2")]),
+        ]
+    );
+    assert_eq!(code, Some(1));
+}
+
+/// On this machine, through make, with the real tools: the line a participant sees first.
+#[test]
+fn make_workshop_doctor_passes_here() {
+    let output = Command::new("make")
+        .args(["--no-print-directory", "workshop-doctor"])
+        .current_dir(repository())
+        .env("LC_ALL", "C.UTF-8")
+        .env_remove("MAKEFLAGS")
+        .output()
+        .expect("make runs");
+    let said = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{said}");
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("workshop-doctor: ✓ rustc ")),
+        "{said}"
+    );
+}
+
+/// The script's sentences are the catalogue's, in both languages: a message edited in one
+/// place only fails here.
+#[test]
+fn the_script_speaks_the_catalogues_words() {
+    let text = std::fs::read_to_string(script()).unwrap_or_default();
+    let catalogue = [
+        &DOCTOR_OK,
+        &DOCTOR_MISSING,
+        &DOCTOR_CC,
+        &DOCTOR_RUST_OLD,
+        &math_workshop::messages::DOCTOR_PACKAGE,
+        &DOCTOR_SUMMARY,
+        &DOCTOR_PREPARED,
+    ];
+    let mut wrong = Vec::new();
+    for msg in catalogue {
+        let key = msg.key.trim_start_matches("DOCTOR_");
+        for (lang, words) in [("en", msg.en), ("ja", msg.ja)] {
+            let single = format!("{lang}:{key}) echo '{words}' ;;");
+            let double = format!("{lang}:{key}) echo \"{words}\" ;;");
+            if !text.contains(&single) && !text.contains(&double) {
+                wrong.push(format!("{} ({lang})", msg.key));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "workshop/doctor.sh says these otherwise than workshop/src/messages.rs: {}",
+        wrong.join(", ")
+    );
+}
+
+/// The block after the guide's `<!-- not run: …doctor… -->` marker.
+fn guide_example(file: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(repository().join(file)).unwrap_or_default();
+    let mut lines = text.lines().skip_while(|l| {
+        !(l.starts_with("<!-- not run:") && l.contains("workshop/tests/doctor.rs"))
+    });
+    lines
+        .by_ref()
+        .take_while(|l| !l.starts_with("```"))
+        .for_each(drop);
+    lines
+        .take_while(|l| !l.starts_with("```"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Both guides show what the doctor prints on a Debian laptop without a C compiler and kubectl.
+#[test]
+fn the_guides_example_is_what_the_doctor_prints() {
+    for (file, lang) in [
+        ("workshop/README.md", ENGLISH),
+        ("workshop/README.ja.md", "ja_JP.UTF-8"),
+    ] {
+        let (printed, _) = Laptop::complete(DEBIAN, &["apt-get"])
+            .without("cc")
+            .without("kubectl")
+            .doctor(lang);
+        assert_eq!(guide_example(file), printed, "{file}");
+    }
+}
+
+/// `make workshop-prepare`'s last line: how long it took and what the build and the crates hold
+/// on disk (here a target directory of 5 MB and 2 MB of crates, started 125 s before).
+#[test]
+fn prepare_ends_with_its_time_and_disk() {
+    let scratch = tempfile::tempdir().expect("a temporary directory");
+    let target = scratch.path().join("target");
+    let registry = scratch.path().join("cargo/registry");
+    std::fs::create_dir_all(&target).expect("mkdir");
+    std::fs::create_dir_all(&registry).expect("mkdir");
+    std::fs::write(target.join("build"), vec![7u8; 5 << 20]).expect("write");
+    std::fs::write(registry.join("crates"), vec![7u8; 2 << 20]).expect("write");
+    for (lang, reader) in [(ENGLISH, Lang::En), ("ja_JP.UTF-8", Lang::Ja)] {
+        let output = Command::new("/bin/sh")
+            .arg(script())
+            .args(["--footprint", "1000", "1125"])
+            .env("CARGO_TARGET_DIR", &target)
+            .env("CARGO_HOME", scratch.path().join("cargo"))
+            .env("LANG", lang)
+            .env_remove("LC_ALL")
+            .env_remove("LC_MESSAGES")
+            .output()
+            .expect("sh runs");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout).trim_end(),
+            say(
+                &DOCTOR_PREPARED,
+                reader,
+                &[
+                    ("minutes", "2"),
+                    ("seconds", "5"),
+                    ("total", "7 MB"),
+                    ("target", "5 MB"),
+                    ("crates", "2 MB")
+                ]
+            )
+        );
+    }
+}

@@ -1,0 +1,105 @@
+//! The day's footprint: everything the workshop builds shares one cargo profile (`workshop`,
+//! no debug information in the dependencies), so that a laptop holds one build of kube,
+//! k8s-openapi and the rest, not two. A `make workshop-…` target or a command of the guides that
+//! built with another profile (cargo's default `dev`, or `--release`) would compile every
+//! dependency again, minutes and gigabytes on a participant's laptop, in the room. (What the
+//! profile saves is measured, not tested: the guide's "Get it and build it at home".)
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The cargo commands that build something (`cargo run`, `build`, `install`) in `text`.
+fn builds(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for line in text.lines() {
+        for (at, _) in line.match_indices("cargo ") {
+            let rest = &line[at..];
+            let command: String = rest
+                .split(['`', '|', ';', ')'])
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            let verb = command.split_whitespace().nth(1).unwrap_or_default();
+            if matches!(verb, "run" | "build" | "install") {
+                found.push(command);
+            }
+        }
+    }
+    found
+}
+
+fn outside_the_profile(commands: Vec<String>) -> Vec<String> {
+    commands
+        .into_iter()
+        .filter(|c| !c.contains("--profile workshop"))
+        .collect()
+}
+
+#[test]
+fn every_workshop_make_target_builds_with_the_workshop_profile() {
+    let mut wrong = Vec::new();
+    for target in [
+        "workshop-prepare",
+        "workshop-crds",
+        "workshop-install",
+        "workshop-run",
+        "workshop-check",
+        "workshop-watch",
+        "workshop-skip",
+        "workshop-verify",
+    ] {
+        let output = Command::new("make")
+            .args(["-n", "--no-print-directory", target])
+            .current_dir(repository())
+            .env_remove("MAKEFLAGS")
+            .output()
+            .expect("make runs");
+        let said = String::from_utf8_lossy(&output.stdout);
+        let commands = builds(&said);
+        assert!(
+            !commands.is_empty(),
+            "make -n {target} runs no cargo:\n{said}"
+        );
+        for command in outside_the_profile(commands) {
+            wrong.push(format!("{target}: {command}"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "built with another profile than the workshop's:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_guides_and_the_tools_tell_the_participant_the_workshop_profile() {
+    let mut wrong = Vec::new();
+    for file in [
+        "workshop/README.md",
+        "workshop/README.ja.md",
+        "workshop/CHEATSHEET.md",
+        "workshop/CHEATSHEET.ja.md",
+        "workshop/src/messages.rs",
+        "workshop/src/cluster.rs",
+    ] {
+        let text = std::fs::read_to_string(repository().join(file)).unwrap_or_default();
+        // A command broken across two lines of Markdown is one command.
+        let joined = text.replace(" -p\n", " -p ");
+        for command in outside_the_profile(builds(&joined)) {
+            wrong.push(format!("{file}: {command}"));
+        }
+        if text.contains("target/debug/") {
+            wrong.push(format!("{file}: target/debug/"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "commands a participant copies that would build everything again:\n{}",
+        wrong.join("\n")
+    );
+}
