@@ -11,15 +11,16 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{
     DescriptorEncoder, EncodeLabelSet, EncodeLabelValue, EncodeMetric,
 };
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
@@ -133,6 +134,83 @@ pub const MEMORIES: [&str; 4] = [
     "failures",
 ];
 
+/// The fair queues ([`Metrics::show_fair_queue`]): `writes` (the request slots) and one per
+/// controller's reconciles (`number`, `tuple`, `fermat`). A fixed set: flows (namespaces)
+/// are never labels, so the series stay bounded however many users the cluster has.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueLabels {
+    queue: &'static str,
+}
+
+/// A fair queue as a scrape sees it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct QueueNow {
+    /// Waiters now.
+    pub waiting: usize,
+    /// Flows (namespaces) with waiters now.
+    pub flows: usize,
+    /// How long the longest waiter has waited so far, in seconds.
+    pub longest_wait: f64,
+}
+
+type ReadQueue = Box<dyn Fn() -> QueueNow + Send + Sync>;
+
+/// One gauge of the fair queues: its name, help, unit, and how it is read from a queue.
+type QueueGauge = (
+    &'static str,
+    &'static str,
+    Option<Unit>,
+    fn(&QueueNow) -> f64,
+);
+
+/// The fair queues, read at each scrape (so that the longest wait is the one of the moment).
+#[derive(Default)]
+struct FairQueues(std::sync::Mutex<Vec<(&'static str, ReadQueue)>>);
+
+impl std::fmt::Debug for FairQueues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("FairQueues").finish_non_exhaustive()
+    }
+}
+
+impl Collector for FairQueues {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let now: Vec<(&'static str, QueueNow)> = match self.0.lock() {
+            Ok(queues) => queues.iter().map(|(q, read)| (*q, read())).collect(),
+            Err(_) => Vec::new(),
+        };
+        let gauges: [QueueGauge; 3] = [
+            (
+                "fair_queue_depth",
+                "Requests (writes) or reconciles waiting for their turn now, by queue",
+                None,
+                |q| q.waiting as f64,
+            ),
+            (
+                "fair_queue_flows",
+                "Flows (namespaces) with something waiting now, by queue",
+                None,
+                |q| q.flows as f64,
+            ),
+            (
+                "fair_queue_longest_wait",
+                "How long the longest waiter of each queue has waited so far",
+                Some(Unit::Seconds),
+                |q| q.longest_wait,
+            ),
+        ];
+        for (name, help, unit, value) in gauges {
+            let mut family =
+                encoder.encode_descriptor(name, help, unit.as_ref(), MetricType::Gauge)?;
+            for (queue, q) in &now {
+                let labels = QueueLabels { queue };
+                ConstGauge::new(value(q)).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BuildLabels {
     version: &'static str,
@@ -176,6 +254,8 @@ struct Inner {
     remembered: Family<MemoryLabels, Gauge>,
     put_off: Family<ControllerLabels, Counter>,
     throttled: Counter,
+    queue_waits: Family<QueueLabels, Histogram, fn() -> Histogram>,
+    fair_queues: Arc<FairQueues>,
     write_total: AtomicU64,
     log_lines_dropped: Arc<LogLinesDropped>,
 }
@@ -301,6 +381,17 @@ impl Metrics {
              ten times, a second apart) or by the reconcile's backoff",
             throttled.clone(),
         );
+        let queue_waits =
+            Family::<QueueLabels, Histogram, fn() -> Histogram>::new_with_constructor(histogram);
+        registry.register_with_unit(
+            "fair_queue_wait",
+            "How long each request (queue writes) or reconcile (queue number, tuple, fermat) \
+             waited for its turn in the fair queue",
+            Unit::Seconds,
+            queue_waits.clone(),
+        );
+        let fair_queues = Arc::new(FairQueues::default());
+        registry.register_collector(Box::new(fair_queues.clone()));
         registry.register(
             "build",
             "Version of the running manager",
@@ -337,6 +428,8 @@ impl Metrics {
                 remembered,
                 put_off,
                 throttled,
+                queue_waits,
+                fair_queues,
                 write_total: AtomicU64::new(0),
                 log_lines_dropped,
             }),
@@ -385,6 +478,28 @@ impl Metrics {
     /// The API server answered a request 429 Too Many Requests.
     pub fn throttled(&self) {
         self.inner.throttled.inc();
+    }
+
+    /// What a fair queue calls with each waiter's wait when it gets its turn.
+    pub fn fair_queue_waits(&self, queue: &'static str) -> Arc<dyn Fn(Duration) + Send + Sync> {
+        let histogram = self
+            .inner
+            .queue_waits
+            .get_or_create(&QueueLabels { queue })
+            .clone();
+        Arc::new(move |waited: Duration| histogram.observe(waited.as_secs_f64()))
+    }
+
+    /// Show a fair queue's depth, flows and longest wait, read by `now` at each scrape.
+    pub fn show_fair_queue(
+        &self,
+        queue: &'static str,
+        now: impl Fn() -> QueueNow + Send + Sync + 'static,
+    ) {
+        if let Ok(mut queues) = self.inner.fair_queues.0.lock() {
+            queues.retain(|(q, _)| *q != queue);
+            queues.push((queue, Box::new(now)));
+        }
     }
 
     pub fn set_leader(&self, leader: bool) {

@@ -109,3 +109,103 @@ pub async fn someone_else_reconciles(client: &Client, ns: &str) -> bool {
         })
     })
 }
+
+/// The owned floor: what the manager writes, in the order it must. The Fermat is created
+/// first; each Tuple carries a controller ownerReference to it (controller and
+/// blockOwnerDeletion true), so it can only be created once the Fermat's UID is known, and
+/// each Number one to its Tuple, so a Tuple's Numbers wait for its create's answer; every
+/// status is whole (its Ready condition, counts, answers) and the Fermat's status is written
+/// last, when everything below is written. 32 requests in flight, as [`run`].
+pub async fn run_owned(client: &Client, ns: &str, n: i64) -> anyhow::Result<Duration> {
+    use math_controller::api::{Fermat, FermatSpec};
+    let start = Instant::now();
+    let fermat_api: Api<Fermat> = Api::namespaced(client.clone(), ns);
+    let tuple_api: Api<Tuple> = Api::namespaced(client.clone(), ns);
+    let number_api: Api<Number> = Api::namespaced(client.clone(), ns);
+    let fermat = fermat_api
+        .create(
+            &PostParams::default(),
+            &Fermat::new("f", FermatSpec { number: n }),
+        )
+        .await?;
+    let fermat_owner = owner_of("Fermat", &fermat)?;
+    let condition = |reason: &str, message: &str| {
+        json!([{
+            "type": "Ready", "status": "True", "reason": reason, "message": message,
+            "observedGeneration": 1, "lastTransitionTime": "2026-01-01T00:00:00Z"
+        }])
+    };
+    let tuples = (1..=n / 2).map(|a| {
+        let (tuple_api, number_api) = (tuple_api.clone(), number_api.clone());
+        let owner = fermat_owner.clone();
+        let name = format!("f-{a}-and-{}", n - a);
+        let numbers = vec![a, n - a];
+        let tuple_condition = condition("Computed", "2/2 Numbers ready; not all are squares");
+        let number_condition = condition("Computed", "computed");
+        async move {
+            let mut tuple = Tuple::new(
+                &name,
+                TupleSpec {
+                    numbers: numbers.clone(),
+                },
+            );
+            tuple.metadata.owner_references = Some(vec![owner]);
+            let tuple = tuple_api.create(&PostParams::default(), &tuple).await?;
+            let tuple_owner = owner_of("Tuple", &tuple)?;
+            let number_writes = numbers.iter().enumerate().map(|(i, value)| {
+                let mut number = Number::new(&format!("{name}-{i}"), NumberSpec { value: *value });
+                number.metadata.owner_references = Some(vec![tuple_owner.clone()]);
+                let status = json!({"status": {
+                    "observedGeneration": 1, "fizzBuzz": value.to_string(), "isSquare": false,
+                    "isPrime": false, "conditions": number_condition.clone()
+                }});
+                create_with_status(number_api.clone(), number, status)
+            });
+            futures::future::try_join_all(number_writes).await?;
+            let status = json!({"status": {
+                "observedGeneration": 1, "allSquares": false, "readyNumbers": 2,
+                "desiredNumbers": 2, "conditions": tuple_condition
+            }});
+            tuple_api
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+                .await?;
+            Ok::<(), anyhow::Error>(())
+        }
+    });
+    // Each Tuple's chain has at most two requests in flight, so 16 chains keep 32 in flight.
+    stream::iter(tuples)
+        .buffer_unordered(IN_FLIGHT / 2)
+        .try_collect::<Vec<_>>()
+        .await?;
+    let status = json!({"status": {
+        "observedGeneration": 1, "twoSquaresFound": false, "decompositions": [],
+        "isPrime": false, "oneModFour": false, "readyTuples": n / 2, "desiredTuples": n / 2,
+        "conditions": condition("Computed", "all Tuples ready")
+    }});
+    fermat_api
+        .patch_status("f", &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(start.elapsed())
+}
+
+/// A controller ownerReference to `obj`, as the manager writes it.
+fn owner_of<K: Resource<DynamicType = ()>>(
+    kind: &str,
+    obj: &K,
+) -> anyhow::Result<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
+    let uid = obj
+        .meta()
+        .uid
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("the created {kind} has no uid"))?;
+    Ok(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            api_version: K::api_version(&()).to_string(),
+            kind: kind.to_string(),
+            name: obj.meta().name.clone().unwrap_or_default(),
+            uid,
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        },
+    )
+}

@@ -202,7 +202,9 @@ impl Server {
 struct Row {
     n: i64,
     floor: Duration,
+    owned: Duration,
     converge: Duration,
+    fair: Option<Fair>,
     writes: Writes,
     minimum: u64,
     steady: u64,
@@ -295,16 +297,29 @@ async fn main() -> anyhow::Result<()> {
         })
         .collect();
     println!(
-        "\n| n | floor | manager | ratio | object writes (minimum) | progress reports | Event writes | steady 3 s | after restart | heal p50 / p99 | peak RSS | outage → Ready | apiserver restart → Ready |"
+        "\n| n | bare floor | owned floor | manager | ratio (owned / bare) | Fermat 13 alone / during / after restart | big alone / beside a Fermat 13 | object writes (minimum) | progress reports | Event writes | steady 3 s | after restart | heal p50 / p99 | peak RSS | outage → Ready | apiserver restart → Ready |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in rows {
         println!(
-            "| {} | {:.2} s | {:.2} s | {:.2}× | {} ({}) | {} | {} | {} | {} | {:.0} / {:.0} ms | {} | {} | {} |",
+            "| {} | {:.2} s | {:.2} s | {:.2} s | {:.2}× / {:.2}× | {} | {} | {} ({}) | {} | {} | {} | {} | {:.0} / {:.0} ms | {} | {} | {} |",
             r.n,
             r.floor.as_secs_f64(),
+            r.owned.as_secs_f64(),
             r.converge.as_secs_f64(),
+            r.converge.as_secs_f64() / r.owned.as_secs_f64(),
             r.converge.as_secs_f64() / r.floor.as_secs_f64(),
+            r.fair.as_ref().map_or("–".into(), |f| format!(
+                "{:.2} / {:.2} / {:.2} s",
+                f.small_alone.as_secs_f64(),
+                f.small_during.as_secs_f64(),
+                f.small_after_restart.as_secs_f64()
+            )),
+            r.fair.as_ref().map_or("–".into(), |f| format!(
+                "{:.2} / {:.2} s",
+                r.converge.as_secs_f64(),
+                f.big_during.as_secs_f64()
+            )),
             r.writes.objects(),
             r.minimum,
             r.writes.fermat_statuses.saturating_sub(1),
@@ -340,7 +355,8 @@ async fn measure(
     let tag = format!("{n}-{}", std::process::id());
     println!("Fermat n = {n}: {tuples} Tuples, {numbers} Numbers");
 
-    let floor_ns = format!("math-bench-floor-{tag}");
+    let prefix = prefix();
+    let floor_ns = format!("{prefix}-floor-{tag}");
     server.create_namespace(&floor_ns).await?;
     let pids = watched_pids();
     let cpu_before = cpu_times(&pids);
@@ -357,8 +373,17 @@ async fn measure(
         );
     }
     server.delete_namespace(&floor_ns).await;
+    let owned_ns = format!("{prefix}-floor-owned-{tag}");
+    server.create_namespace(&owned_ns).await?;
+    let owned = floor::run_owned(&server.client, &owned_ns, n).await?;
+    println!(
+        "  owned floor: the same objects as the manager writes them (the Fermat first, controller ownerReferences, a Tuple's Numbers after its create, whole statuses, the Fermat's status last) in {:.2} s ({:.2}× the bare floor)",
+        owned.as_secs_f64(),
+        owned.as_secs_f64() / floor.as_secs_f64()
+    );
+    server.delete_namespace(&owned_ns).await;
     if std::env::var("BENCH_FLOOR_WATCHED").is_ok_and(|v| v == "1") {
-        let watched_ns = format!("math-bench-floor-watched-{tag}");
+        let watched_ns = format!("{prefix}-floor-watched-{tag}");
         server.create_namespace(&watched_ns).await?;
         let cpu_before = cpu_times(&pids);
         let watched = floor::run_watched(&server.client, &watched_ns, tuples).await?;
@@ -376,10 +401,10 @@ async fn measure(
         server.delete_namespace(&watched_ns).await;
     }
 
-    let ns = format!("math-bench-{tag}");
+    let ns = format!("{prefix}-{tag}");
     server.create_namespace(&ns).await?;
     let kubeconfig = server.kubeconfig();
-    let manager = Manager::start(binary, kubeconfig.as_deref(), &ns).await?;
+    let manager = Manager::start(binary, kubeconfig.as_deref(), Some(&ns)).await?;
     let sharing = server.share_cpu_with(manager.pid());
     let fermats: Api<Fermat> = Api::namespaced(server.client.clone(), &ns);
     let cpu_before = cpu_times(&pids);
@@ -411,8 +436,9 @@ async fn measure(
     let writes = manager.writes().await?;
     let minimum = 2 * (tuples + numbers) as u64 + 1;
     println!(
-        "  converge: {:.2} s from creating the Fermat to its Ready status ({:.2}× the floor)",
+        "  converge: {:.2} s from creating the Fermat to its Ready status ({:.2}× the owned floor, {:.2}× the bare floor)",
         converge.as_secs_f64(),
+        converge.as_secs_f64() / owned.as_secs_f64(),
         converge.as_secs_f64() / floor.as_secs_f64()
     );
     if let Some(cpu) = manager_cpu {
@@ -472,7 +498,7 @@ async fn measure(
         sharing.abort();
     }
     manager.stop().await?;
-    let manager = Manager::start(binary, kubeconfig.as_deref(), &ns).await?;
+    let manager = Manager::start(binary, kubeconfig.as_deref(), Some(&ns)).await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let restart = manager.writes().await?.all();
     println!(
@@ -514,10 +540,17 @@ async fn measure(
     );
     manager.stop().await?;
     server.delete_namespace(&ns).await;
+    let fair = if std::env::var("BENCH_FAIR").is_ok_and(|v| v == "0") {
+        None
+    } else {
+        small_during_big(server, binary, n, converge).await?
+    };
     Ok(Row {
         n,
         floor,
+        owned,
         converge,
+        fair,
         writes,
         minimum,
         steady,
@@ -527,6 +560,129 @@ async fn measure(
         outage,
         restart_apiserver,
     })
+}
+
+/// The namespaces' prefix (`BENCH_NS_PREFIX`, default `math-bench`), to keep to one's own
+/// namespaces on a shared cluster.
+fn prefix() -> String {
+    std::env::var("BENCH_NS_PREFIX").unwrap_or_else(|_| "math-bench".to_string())
+}
+
+/// "Small during big" (issue 28): what a second user of the manager sees.
+struct Fair {
+    /// A Fermat 13's time to Ready on the idle manager.
+    small_alone: Duration,
+    /// Its time to Ready when applied (in another namespace) 3 s into a Fermat n's build.
+    small_during: Duration,
+    /// The Fermat n's convergence with the small one beside it.
+    big_during: Duration,
+    /// A Fermat 13's time to Ready once the manager was restarted over the Fermat n's objects.
+    small_after_restart: Duration,
+}
+
+/// The manager on all namespaces (the scenario needs two), a Fermat 13 alone, then a Fermat
+/// `n` and 3 s later a Fermat 13 in another namespace, then a restart over everything and a
+/// new Fermat 13. On a shared cluster a manager of all namespaces would reconcile other
+/// people's objects: the scenario is skipped when any Fermat or Tuple exists outside its
+/// namespaces.
+async fn small_during_big(
+    server: &Server,
+    binary: &std::path::Path,
+    n: i64,
+    big_alone: Duration,
+) -> anyhow::Result<Option<Fair>> {
+    let tag = format!("{n}-{}", std::process::id());
+    let prefix = prefix();
+    let (big_ns, small_ns) = (
+        format!("{prefix}-big-{tag}"),
+        format!("{prefix}-small-{tag}"),
+    );
+    let others = |list: Vec<String>| {
+        list.into_iter()
+            .filter(|ns| ns != &big_ns && ns != &small_ns)
+            .collect::<Vec<_>>()
+    };
+    let fermat_namespaces = Api::<Fermat>::all(server.client.clone())
+        .list(&Default::default())
+        .await?
+        .items
+        .iter()
+        .filter_map(|f| f.namespace())
+        .collect();
+    let tuple_namespaces = Api::<math_controller::api::Tuple>::all(server.client.clone())
+        .list(&kube::api::ListParams::default().limit(1))
+        .await?
+        .items
+        .iter()
+        .filter_map(|t| t.namespace())
+        .collect();
+    let foreign = [others(fermat_namespaces), others(tuple_namespaces)].concat();
+    if !foreign.is_empty() {
+        println!(
+            "  small during big: skipped, the cluster holds math objects of others ({foreign:?}); a manager of all namespaces would reconcile them"
+        );
+        return Ok(None);
+    }
+    server.create_namespace(&big_ns).await?;
+    server.create_namespace(&small_ns).await?;
+    let kubeconfig = server.kubeconfig();
+    let manager = Manager::start(binary, kubeconfig.as_deref(), None).await?;
+    let big: Api<Fermat> = Api::namespaced(server.client.clone(), &big_ns);
+    let small: Api<Fermat> = Api::namespaced(server.client.clone(), &small_ns);
+    let small_alone = apply_and_wait(&small, "alone", 13).await?;
+    let start = Instant::now();
+    big.create(
+        &PostParams::default(),
+        &Fermat::new("f", FermatSpec { number: n }),
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let small_during = apply_and_wait(&small, "during", 13).await?;
+    wait_ready(&big, "f", Duration::from_secs(1200), Duration::from_secs(1)).await?;
+    let big_during = start.elapsed();
+    println!(
+        "  small during big: a Fermat 13 is Ready {:.2} s after it is applied 3 s into the Fermat {n}'s build (alone: {:.2} s); the Fermat {n} converges in {:.2} s beside it ({:.2} s alone, {:+.1} %)",
+        small_during.as_secs_f64(),
+        small_alone.as_secs_f64(),
+        big_during.as_secs_f64(),
+        big_alone.as_secs_f64(),
+        (big_during.as_secs_f64() / big_alone.as_secs_f64() - 1.0) * 100.0
+    );
+    manager.stop().await?;
+    let manager = Manager::start(binary, kubeconfig.as_deref(), None).await?;
+    let small_after_restart = apply_and_wait(&small, "after-restart", 13).await?;
+    println!(
+        "  restart:  the manager restarted over the Fermat {n}'s {} objects; a new Fermat 13 is Ready {:.2} s after it is applied",
+        1 + 3 * (n / 2),
+        small_after_restart.as_secs_f64()
+    );
+    manager.stop().await?;
+    server.delete_namespace(&small_ns).await;
+    server.delete_namespace(&big_ns).await;
+    Ok(Some(Fair {
+        small_alone,
+        small_during,
+        big_during,
+        small_after_restart,
+    }))
+}
+
+/// Create Fermat `name` = `number` and wait for it to be Ready: how long that took.
+async fn apply_and_wait(api: &Api<Fermat>, name: &str, number: i64) -> anyhow::Result<Duration> {
+    let start = Instant::now();
+    api.create(
+        &PostParams::default(),
+        &Fermat::new(name, FermatSpec { number }),
+    )
+    .await?;
+    wait_ready(
+        api,
+        name,
+        Duration::from_secs(600),
+        Duration::from_millis(200),
+    )
+    .await?;
+    Ok(start.elapsed())
 }
 
 /// `BENCH_PIDS="name=pid ..."`: the processes whose CPU time is reported.

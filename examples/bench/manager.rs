@@ -139,15 +139,18 @@ async fn get(address: SocketAddr, path: &str) -> Option<String> {
 }
 
 impl Manager {
-    /// Start the binary on `namespace` and wait until it reports ready (caches listed).
+    /// Start the binary on `namespace` (`None`: all namespaces) and wait until it reports
+    /// ready (caches listed).
     pub async fn start(
         binary: &Path,
         kubeconfig: Option<&Path>,
-        namespace: &str,
+        namespace: Option<&str>,
     ) -> anyhow::Result<Manager> {
         let (metrics, probes) = (free_port()?, free_port()?);
         let mut command = Command::new(binary);
-        command.args(["--namespace", namespace]);
+        if let Some(namespace) = namespace {
+            command.args(["--namespace", namespace]);
+        }
         // The manager's default unless asked (BENCH_CONCURRENCY=16, say).
         if let Ok(concurrency) = std::env::var("BENCH_CONCURRENCY") {
             command.args(["--concurrency", &concurrency]);

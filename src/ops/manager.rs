@@ -30,7 +30,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::channel::mpsc;
 use kube::api::Api;
-use kube::runtime::controller::{Config as ControllerConfig, Controller};
+use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
 use kube::{Client, Resource};
@@ -48,6 +48,7 @@ use crate::ops::secure_metrics::{self, SecureMetrics};
 use crate::ops::serving::HttpLimits;
 use crate::ops::shutdown::{self, Stopped};
 use crate::runtime::context::Context;
+use crate::runtime::gate::Gate;
 use crate::runtime::retry::{error_policy, with_retry_policy};
 use crate::runtime::watches::{no_parents, resync, tell_parents, watch_and_fan_out};
 
@@ -336,19 +337,29 @@ async fn run_controllers(
     .take_until(stop.clone().cancelled_owned())
     .for_each(|()| futures::future::ready(()));
 
-    let config = ControllerConfig::default().concurrency(options.concurrency);
+    // The Controllers start every due reconcile; the gates bound how many run, and choose
+    // which, fairly across namespaces (`runtime/gate.rs`).
+    let gates = Gates::new(options.concurrency, &ctx.metrics);
+    let config = ControllerConfig::default().concurrency(0);
+    let (number_gate, tuple_gate, fermat_gate) = (
+        gates.number.clone(),
+        gates.tuple.clone(),
+        gates.fermat.clone(),
+    );
     let number_controller = Controller::for_shared_stream(number_changes, numbers.clone())
         .reconcile_all_on(resync(options.sync_period))
         .with_config(config.clone())
         .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(
-            |n, ctx| {
-                with_retry_policy(
-                    Number::CONTROLLER,
-                    n.clone(),
-                    ctx.clone(),
-                    number::reconcile(n, ctx),
-                )
+            move |n, ctx| {
+                gated(number_gate.clone(), n.clone(), move || {
+                    with_retry_policy(
+                        Number::CONTROLLER,
+                        n.clone(),
+                        ctx.clone(),
+                        number::reconcile(n, ctx),
+                    )
+                })
             },
             error_policy,
             ctx.clone(),
@@ -360,13 +371,15 @@ async fn run_controllers(
         .with_config(config.clone())
         .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(
-            |t, ctx| {
-                with_retry_policy(
-                    Tuple::CONTROLLER,
-                    t.clone(),
-                    ctx.clone(),
-                    tuple::reconcile(t, ctx),
-                )
+            move |t, ctx| {
+                gated(tuple_gate.clone(), t.clone(), move || {
+                    with_retry_policy(
+                        Tuple::CONTROLLER,
+                        t.clone(),
+                        ctx.clone(),
+                        tuple::reconcile(t, ctx),
+                    )
+                })
             },
             error_policy,
             ctx.clone(),
@@ -378,13 +391,15 @@ async fn run_controllers(
         .with_config(config)
         .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(
-            |f, ctx| {
-                with_retry_policy(
-                    Fermat::CONTROLLER,
-                    f.clone(),
-                    ctx.clone(),
-                    fermat::reconcile(f, ctx),
-                )
+            move |f, ctx| {
+                gated(fermat_gate.clone(), f.clone(), move || {
+                    with_retry_policy(
+                        Fermat::CONTROLLER,
+                        f.clone(),
+                        ctx.clone(),
+                        fermat::reconcile(f, ctx),
+                    )
+                })
             },
             error_policy,
             ctx.clone(),
@@ -425,11 +440,52 @@ async fn run_controllers(
             }
         }
     };
+    // On a shutdown the reconciles queued at the gates are turned away, not run.
+    let close_gates = async {
+        stop.cancelled().await;
+        gates.close();
+    };
     // The watches run until `stop`; the controllers until their graceful shutdown completes.
-    tokio::join!(controllers, sweeps, async {
+    tokio::join!(controllers, sweeps, close_gates, async {
         watches.await;
         debug!("watches stopped");
     });
+}
+
+/// One gate per controller.
+struct Gates {
+    number: Gate,
+    tuple: Gate,
+    fermat: Gate,
+}
+
+impl Gates {
+    fn new(concurrency: u16, metrics: &Metrics) -> Gates {
+        Gates {
+            number: Gate::new(Number::CONTROLLER, concurrency, metrics),
+            tuple: Gate::new(Tuple::CONTROLLER, concurrency, metrics),
+            fermat: Gate::new(Fermat::CONTROLLER, concurrency, metrics),
+        }
+    }
+
+    fn close(&self) {
+        self.number.close();
+        self.tuple.close();
+        self.fermat.close();
+    }
+}
+
+/// `reconcile()` once `obj` passes `gate`; a reconcile turned away by a shutdown did nothing
+/// and waits for nothing.
+async fn gated<K, F, Fut>(gate: Gate, obj: Arc<K>, reconcile: F) -> crate::error::Result<Action>
+where
+    K: Kind,
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = crate::error::Result<Action>>,
+{
+    gate.pass(obj.as_ref(), reconcile)
+        .await
+        .unwrap_or_else(|| Ok(Action::await_change()))
 }
 
 /// What a controller's output stream is drained with: errors were already logged by the

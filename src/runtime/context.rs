@@ -100,7 +100,7 @@ impl Context {
 
     /// At most `limit` write and Event requests open at once (0: no limit).
     pub fn with_requests_in_flight(mut self, limit: u16) -> Self {
-        self.requests = Slots::new(limit.into());
+        self.requests = Slots::observed(limit.into(), &self.metrics);
         self
     }
 

@@ -23,8 +23,14 @@
 //!   being deleted.
 //! - `replan.rs`: how soon a parent that waits for its children is planned again (no
 //!   sooner than ten times what its last plan cost).
-//! - `slots.rs`: the slots writes and Events take (`--requests-in-flight`), lent by a
-//!   request while the client waits to send it again (a 429).
+//! - `fair.rs`: fair queuing across flows (namespaces), as API Priority and Fairness does:
+//!   who goes next when the slots or the reconciles are all taken; urgent work first, with
+//!   aging so that nothing waits forever.
+//! - `slots.rs`: the slots writes and Events take (`--requests-in-flight`), handed out in
+//!   each reconcile's flow's turn, lent by a request while the client waits to send it again
+//!   (a 429).
+//! - `gate.rs`: the gate each reconcile passes before it runs: a controller's concurrency,
+//!   handed out fairly across namespaces, new and changed objects before settled ones.
 //! - `events.rs`: Events within kube-apiserver's limits (names, notes), a Warning said once.
 //! - `expiring.rs`: remembered writes and failures in maps whose entries expire (bounded
 //!   memory), and how those maps name an object.
@@ -34,6 +40,8 @@ pub mod context;
 pub mod events;
 pub mod expectations;
 pub mod expiring;
+pub mod fair;
+pub mod gate;
 pub mod outage;
 pub mod owner_index;
 pub mod pace;

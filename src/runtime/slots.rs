@@ -12,44 +12,66 @@
 //! [`Context::in_slot`]: crate::runtime::context::Context::in_slot
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use crate::metrics::Metrics;
+use crate::runtime::fair::{FairSlots, Flow, Permit, Priority};
 
 tokio::task_local! {
     /// The slot of the request being sent in this task, if it took one.
     static HELD: Held;
+    /// Whose request this task sends: the flow its slot is queued in ([`in_flow`]).
+    static FLOW: Flow;
 }
 
 struct Held {
-    slots: Arc<Semaphore>,
-    permit: Mutex<Option<OwnedSemaphorePermit>>,
+    slots: FairSlots,
+    flow: Flow,
+    permit: Mutex<Option<Permit>>,
 }
 
-/// At most so many requests open at once, all reconciles together.
+/// `work` (a reconcile), with every request it sends through [`Slots`] queued in `flow`: the
+/// reconcile's caller says whose it is, and the writes inside (`reconcile/writes.rs`) need not
+/// know.
+pub fn in_flow<F: Future>(flow: Flow, work: F) -> impl Future<Output = F::Output> {
+    FLOW.scope(flow, work)
+}
+
+/// The flow of this task's requests; those sent outside a reconcile share one.
+fn current_flow() -> Flow {
+    FLOW.try_with(Flow::clone)
+        .unwrap_or_else(|_| Flow::from(""))
+}
+
+/// At most so many requests open at once, all reconciles together, handed out fairly across
+/// flows (namespaces) when they are all taken ([`crate::runtime::fair`]).
 pub struct Slots {
-    semaphore: Arc<Semaphore>,
+    fair: FairSlots,
 }
 
 impl Slots {
     /// `limit` slots; 0 for no limit.
     pub fn new(limit: usize) -> Slots {
-        let limit = if limit == 0 {
-            Semaphore::MAX_PERMITS
-        } else {
-            limit
-        };
         Slots {
-            semaphore: Arc::new(Semaphore::new(limit)),
+            fair: FairSlots::new(limit, None),
         }
     }
 
-    /// `request`, sent in a slot, waiting while every slot is taken. (The slots are never
-    /// closed; if they were, the request would go without one.)
+    /// The same slots, with their queue shown in `metrics` as `writes`.
+    pub fn observed(limit: usize, metrics: &Metrics) -> Slots {
+        let fair = FairSlots::new(limit, Some(metrics.fair_queue_waits("writes")));
+        metrics.show_fair_queue("writes", fair.reader());
+        Slots { fair }
+    }
+
+    /// `request`, sent in a slot, waiting while every slot is taken, in its flow's turn.
+    /// (The slots are never closed; if they were, the request would go without one.)
     pub async fn run<T>(&self, request: impl Future<Output = T>) -> T {
-        let permit = self.semaphore.clone().acquire_owned().await.ok();
+        let flow = current_flow();
+        let permit = self.fair.acquire(flow.clone(), Priority::Urgent).await;
         let held = Held {
-            slots: self.semaphore.clone(),
+            slots: self.fair.clone(),
+            flow,
             permit: Mutex::new(permit),
         };
         HELD.scope(held, request).await
@@ -57,12 +79,13 @@ impl Slots {
 
     /// Slots free now.
     pub fn free(&self) -> usize {
-        self.semaphore.available_permits()
+        self.fair.free()
     }
 }
 
 /// `wait`, with this task's slot (if its request holds one) given back for its length and
-/// taken again after it. Called when the wait is decided, so the slot is free at once.
+/// taken again after it, in its flow's turn. Called when the wait is decided, so the slot is
+/// free at once.
 pub fn wait_without_slot<W>(wait: W) -> impl Future<Output = ()> + Send + 'static
 where
     W: Future<Output = ()> + Send + 'static,
@@ -70,14 +93,14 @@ where
     let slots = HELD
         .try_with(|held| {
             let freed = held.permit.lock().ok().and_then(|mut p| p.take());
-            freed.map(|_| held.slots.clone())
+            freed.map(|_| (held.slots.clone(), held.flow.clone()))
         })
         .ok()
         .flatten();
     async move {
         wait.await;
-        if let Some(slots) = slots {
-            let permit = slots.acquire_owned().await.ok();
+        if let Some((slots, flow)) = slots {
+            let permit = slots.acquire(flow, Priority::Urgent).await;
             let _ = HELD.try_with(|held| {
                 if let Ok(mut slot) = held.permit.lock() {
                     *slot = permit;
@@ -90,6 +113,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
     use std::time::Duration;
 
     /// One slot: a request that waits for its retry gives the slot to another request for
@@ -123,6 +147,37 @@ mod tests {
         let _ = resume_tx.send(());
         assert_eq!(throttled.await.expect("no panic"), "sent again");
         assert_eq!(slots.free(), 1);
+    }
+
+    /// The flow set around a reconcile is the one its requests queue in: with every slot
+    /// taken, another namespace's request goes after the first of a backlog, not after all.
+    #[tokio::test]
+    async fn requests_queue_in_the_flow_of_their_reconcile() {
+        let slots = Arc::new(Slots::new(1));
+        let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let holder = tokio::spawn({
+            let slots = slots.clone();
+            async move { slots.run(async move { release_rx.await.ok() }).await }
+        });
+        tokio::task::yield_now().await;
+        let mut senders = Vec::new();
+        for (ns, name) in [("big", "big-1"), ("big", "big-2"), ("small", "small-1")] {
+            let (slots, order) = (slots.clone(), order.clone());
+            senders.push(tokio::spawn(in_flow(Flow::from(ns), async move {
+                slots
+                    .run(async move { order.lock().map(|mut o| o.push(name)).ok() })
+                    .await
+            })));
+            tokio::task::yield_now().await;
+        }
+        let _ = release_tx.send(());
+        holder.await.expect("no panic");
+        for sender in senders {
+            sender.await.expect("no panic");
+        }
+        let order = order.lock().map(|o| o.clone()).unwrap_or_default();
+        assert_eq!(order, ["big-1", "small-1", "big-2"]);
     }
 
     /// Outside a slot (a watch, the lease) the wait is only a wait.

@@ -1,0 +1,228 @@
+//! Fair to every user (issue 28): a small object is answered while a big one is being built,
+//! on the test API server with every write slowed, so that the big one's fan-out takes many
+//! rounds of the manager's request slots and reconciles. The ordering is read from the
+//! server's request log (which writes came first), never from a clock.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Harness, eventually, fermat_ready, sample, wait_for};
+use kube::api::{Api, PostParams};
+use math_controller::api::{Fermat, FermatSpec};
+use math_controller::ops::manager::Options;
+use serde_json::json;
+use test_apiserver::{RequestFilter, RequestRecord, Verb};
+
+const OURS: [&str; 3] = ["numbers", "tuples", "fermats"];
+
+/// A write to one of our kinds in `namespace`.
+fn ours_in(r: &RequestRecord, namespace: &str) -> bool {
+    r.verb.is_write()
+        && OURS.contains(&r.resource.as_str())
+        && r.namespace.as_deref() == Some(namespace)
+}
+
+async fn create_namespace(h: &Harness, name: &str) {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(h.client.clone());
+    let namespace = serde_json::from_value(json!({"metadata": {"name": name}})).expect("namespace");
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("create namespace");
+}
+
+async fn create_fermat(h: &Harness, namespace: &str, number: i64) -> Fermat {
+    Api::<Fermat>::namespaced(h.client.clone(), namespace)
+        .create(
+            &PostParams::default(),
+            &Fermat::new("f", FermatSpec { number }),
+        )
+        .await
+        .expect("create Fermat")
+}
+
+/// A Fermat 13 applied in another namespace shortly after a Fermat 300 (150 Tuples, 300
+/// Numbers, about 900 writes) gets all its writes in while a third or more of the big one's
+/// children are still to be created: its flow's requests go ahead of the big one's backlog, in the
+/// write slots and in the reconciles. In one FIFO (before issue 28) it waited behind the
+/// big one's Tuples and Numbers and was the last to finish.
+#[tokio::test]
+async fn a_small_fermat_is_answered_while_a_big_one_is_built() {
+    let mut h = Harness::without_manager().await;
+    create_namespace(&h, "big").await;
+    create_namespace(&h, "small").await;
+    // Every write takes 5 ms at the server; two slots and four reconciles per kind make the
+    // big one's fan-out take hundreds of rounds.
+    let writes = [Verb::Create, Verb::Patch, Verb::Delete];
+    for verb in writes {
+        h.server
+            .set_latency(RequestFilter::new().verb(verb), Duration::from_millis(5));
+    }
+    let metrics = h.start_manager_observed(Options {
+        concurrency: 4,
+        requests_in_flight: 2,
+        ..Options::default()
+    });
+    create_fermat(&h, "big", 300).await;
+    let tuple_creates = RequestFilter::new()
+        .verb(Verb::Create)
+        .resource("tuples")
+        .namespace("big");
+    eventually(
+        "the big Fermat's fan-out has begun",
+        || async { Some(h.server.count(&tuple_creates)) },
+        |n| *n >= 10,
+    )
+    .await;
+    create_fermat(&h, "small", 13).await;
+    wait_for(
+        &Api::<Fermat>::namespaced(h.client.clone(), "small"),
+        "f",
+        fermat_ready,
+    )
+    .await;
+    wait_for(
+        &Api::<Fermat>::namespaced(h.client.clone(), "big"),
+        "f",
+        fermat_ready,
+    )
+    .await;
+
+    let log = h.server.requests();
+    let small_done = log
+        .iter()
+        .rposition(|r| ours_in(r, "small"))
+        .expect("the small Fermat's writes are in the log");
+    // The children's creates: the test created the Fermat itself.
+    let big_creates =
+        |r: &&RequestRecord| ours_in(r, "big") && r.verb == Verb::Create && r.resource != "fermats";
+    let total = log.iter().filter(big_creates).count();
+    let after = log[small_done..].iter().filter(big_creates).count();
+    eprintln!("{after} of the big Fermat's {total} creates came after the small one's last write");
+    assert_eq!(total, 450, "the big Fermat's 150 Tuples and 300 Numbers");
+    assert!(
+        after * 3 >= total,
+        "the small Fermat's last write came after two thirds of the big one's children were \
+         created: only {after} of {total} creates came after it"
+    );
+
+    // The queues show in /metrics, by queue only: the writes waited for their slots and the
+    // Tuples for their turns, nothing waits once everything converged, and no series names
+    // a namespace.
+    let text = metrics.encode();
+    let series = |name: &str, queue: &str| {
+        sample(
+            &text,
+            &format!("math_controller_{name}{{queue=\"{queue}\"}}"),
+        )
+    };
+    for queue in ["writes", "tuple"] {
+        let waits = series("fair_queue_wait_seconds_count", queue);
+        assert!(waits.is_some_and(|n| n > 0.0), "{queue}: {waits:?} waits");
+        let sum = series("fair_queue_wait_seconds_sum", queue);
+        assert!(sum.is_some_and(|s| s > 0.0), "{queue} waited: {sum:?} s");
+    }
+    for queue in ["writes", "number", "tuple", "fermat"] {
+        assert_eq!(series("fair_queue_depth", queue), Some(0.0), "{queue}");
+        assert_eq!(series("fair_queue_flows", queue), Some(0.0), "{queue}");
+        assert_eq!(
+            series("fair_queue_longest_wait_seconds", queue),
+            Some(0.0),
+            "{queue}"
+        );
+    }
+    let queue_lines = text.lines().filter(|l| l.contains("fair_queue"));
+    assert!(
+        queue_lines
+            .clone()
+            .all(|l| !l.contains("big") && !l.contains("small")),
+        "no namespace in a label: {:?}",
+        queue_lines.collect::<Vec<_>>()
+    );
+}
+
+/// The manager's log, captured in this test's thread (the in-process manager runs on it).
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Ok(mut log) = self.0.lock() {
+            log.extend_from_slice(buf);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn lines(&self) -> Vec<String> {
+        let log = self.0.lock().map(|l| l.clone()).unwrap_or_default();
+        String::from_utf8_lossy(&log)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// After a restart, the initial list brings a hundred settled Tuples and one new one (no
+/// status yet), all due at once, one reconcile at a time: the new one is reconciled first
+/// (at most one settled Tuple, let in before it arrived, goes before it), not after the
+/// settled ones that the list brought before it. (Before issue 28: in the list's order, after
+/// every other Tuple.)
+#[tokio::test]
+async fn after_a_restart_a_new_object_goes_before_the_initial_list() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("math_controller=debug"))
+        .with_writer({
+            let captured = captured.clone();
+            move || captured.clone()
+        })
+        .with_ansi(false)
+        .finish();
+    let _log = tracing::subscriber::set_default(subscriber);
+
+    let mut h = Harness::without_manager().await;
+    h.start_manager();
+    h.create_fermat("f", 200).await;
+    wait_for(&h.fermats(), "f", fermat_ready).await;
+    h.stop_manager().await;
+    // Named to come last in the list's order.
+    h.create_tuple("zz-new", vec![4, 9]).await;
+    let before_restart = captured.lines().len();
+    h.start_manager_with(Options {
+        concurrency: 1,
+        ..Options::default()
+    });
+    wait_for(&h.tuples(), "zz-new", common::tuple_ready).await;
+
+    let planned: Vec<String> = captured.lines()[before_restart..]
+        .iter()
+        .filter(|l| l.contains(" wants ") && l.contains("Tuple default/"))
+        .cloned()
+        .collect();
+    let new_at = planned
+        .iter()
+        .position(|l| l.contains("Tuple default/zz-new "))
+        .expect("the new Tuple was planned");
+    eprintln!(
+        "the new Tuple was plan {} of {} after the restart",
+        new_at + 1,
+        planned.len()
+    );
+    assert!(
+        planned.len() > 100,
+        "every settled Tuple is reconciled after the restart: {} plans",
+        planned.len()
+    );
+    assert!(
+        new_at <= 1,
+        "the new Tuple was the {}th Tuple planned after the restart",
+        new_at + 1
+    );
+}
