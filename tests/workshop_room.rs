@@ -106,7 +106,7 @@ async fn the_finished_manager_never_rewrites_a_participants_object() -> Result<(
         stderr.contains(
             "not watching every namespace: the workshop's controllers look after objects in 1 namespace \
              (math-workshop-alice: 1). This cluster is a room's: run the manager in a namespace of its own \
-             (`cargo run -- --namespace <name>`)"
+             (`--namespace <name>`)"
         ),
         "{stderr}"
     );

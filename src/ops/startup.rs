@@ -30,7 +30,7 @@ pub enum StartError {
     )]
     Forbidden(&'static str, String),
     #[error(
-        "not watching every namespace: the workshop's controllers look after objects in {0}. This cluster is a room's: run the manager in a namespace of its own (`cargo run -- --namespace <name>`), or on a cluster of its own"
+        "not watching every namespace: the workshop's controllers look after objects in {0}. This cluster is a room's: run the manager in a namespace of its own (`--namespace <name>`), or on a cluster of its own"
     )]
     WorkshopRoom(String),
 }
