@@ -170,10 +170,11 @@ impl Captured {
 }
 
 /// After a restart, the initial list brings a hundred settled Tuples and one new one (no
-/// status yet), all due at once, one reconcile at a time: the new one is reconciled first
-/// (at most one settled Tuple, let in before it arrived, goes before it), not after the
-/// settled ones that the list brought before it. (Before issue 28: in the list's order, after
-/// every other Tuple.)
+/// status yet), all due at once, one reconcile at a time: the new one is reconciled among the
+/// first, not after the settled ones that the list brought before it. A few settled Tuples may
+/// go first: one let in before it arrived, and on a slow machine those that have waited a
+/// second already (the aging that keeps a settled object from starving). Before issue 28 it
+/// was in the list's order, after every other Tuple: 86th of 104.
 #[tokio::test]
 async fn after_a_restart_a_new_object_goes_before_the_initial_list() {
     let captured = Captured::default();
@@ -221,7 +222,7 @@ async fn after_a_restart_a_new_object_goes_before_the_initial_list() {
         planned.len()
     );
     assert!(
-        new_at <= 1,
+        new_at < 10,
         "the new Tuple was the {}th Tuple planned after the restart",
         new_at + 1
     );
