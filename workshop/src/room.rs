@@ -483,8 +483,16 @@ pub async fn may_install(
             None => m::CRD_NOT_OURS.text(),
         };
         let kind = &crd.spec.names.kind;
-        let users = match users_elsewhere(client, &existing, own_namespace).await {
-            Ok(users) => users,
+        // Who else uses this CRD: in other namespaces, and other controllers in one's own.
+        let looked = async {
+            let users = users_elsewhere(client, &existing, own_namespace).await?;
+            let here =
+                others_controllers(client, std::slice::from_ref(&existing), own_namespace, me)
+                    .await?;
+            Ok::<_, String>((users, here))
+        };
+        let (users, here) = match looked.await {
+            Ok(found) => found,
             Err(e) => {
                 let why = t!(
                     m::CRD_USERS_UNKNOWN,
@@ -501,27 +509,6 @@ pub async fn may_install(
                 return Err(t!(m::NOT_REPLACING, why = why));
             }
         };
-        let here =
-            match others_controllers(client, std::slice::from_ref(&existing), own_namespace, me)
-                .await
-            {
-                Ok(here) => here,
-                Err(e) => {
-                    let why = t!(
-                        m::CRD_USERS_UNKNOWN,
-                        name = name,
-                        whose = whose,
-                        kind = kind,
-                        error = e
-                    );
-                    if force {
-                        install.notes.push(t!(m::REPLACING_FORCED, why = why));
-                        install.writes.push(name);
-                        continue;
-                    }
-                    return Err(t!(m::NOT_REPLACING, why = why));
-                }
-            };
         if users.is_empty() && !here.is_empty() {
             let why = t!(
                 m::CRD_USED_HERE,
