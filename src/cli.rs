@@ -40,6 +40,12 @@ pub struct RunArgs {
     /// reconciles (0: no limit); each is a connection of its own.
     #[arg(long, default_value_t = crate::ops::manager::REQUESTS_IN_FLIGHT)]
     pub requests_in_flight: u16,
+    /// While several namespaces are busy at once, each holds at most its share of
+    /// --requests-in-flight and of each controller's --concurrency, so that a small object's
+    /// requests do not queue at the API server behind a big one's, nor its reconciles behind
+    /// the big one's (false: one namespace may hold them all).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub flow_shares: bool,
     /// Where /metrics is served; 0 turns it off [default: 127.0.0.1:8080, or 127.0.0.1:8443
     /// with --metrics-secure].
     #[arg(long)]

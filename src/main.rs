@@ -99,6 +99,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         namespace: args.namespace,
         concurrency: args.concurrency,
         requests_in_flight: args.requests_in_flight,
+        flow_shares: args.flow_shares,
         probe_address: args.health_probe_bind_address.0,
         leader_election,
         sync_period: args.sync_period,

@@ -39,6 +39,7 @@
 
 mod floor;
 mod manager;
+mod timeline;
 
 use std::time::{Duration, Instant};
 
@@ -48,6 +49,7 @@ use math_controller::api::{Fermat, FermatSpec, Number};
 use test_apiserver::{RequestFilter, TestServer, Verb};
 
 use manager::{Manager, Writes};
+use timeline::Timeline;
 
 /// The slowed test server (`BENCH_SERVER=slow`): a model of the loopback kube-apiserver v1.24 +
 /// etcd docs/benchmark.md's real-control-plane rows come from (2 cores, the manager on the same
@@ -272,6 +274,16 @@ async fn main() -> anyhow::Result<()> {
         .transpose()?
         .unwrap_or(1)
         .max(1);
+    // BENCH_FAIR=only: the small-during-big scenario alone (its timelines, for a diagnosis),
+    // without the floors and the big one's time alone.
+    if std::env::var("BENCH_FAIR").is_ok_and(|v| v == "only") {
+        for &n in &sizes {
+            for _ in 0..repeat {
+                small_during_big(&server, &binary, n, None).await?;
+            }
+        }
+        return Ok(());
+    }
     let mut rows = Vec::new();
     for &n in &sizes {
         for _ in 0..repeat {
@@ -543,7 +555,7 @@ async fn measure(
     let fair = if std::env::var("BENCH_FAIR").is_ok_and(|v| v == "0") {
         None
     } else {
-        small_during_big(server, binary, n, converge).await?
+        small_during_big(server, binary, n, Some(converge)).await?
     };
     Ok(Row {
         n,
@@ -589,7 +601,7 @@ async fn small_during_big(
     server: &Server,
     binary: &std::path::Path,
     n: i64,
-    big_alone: Duration,
+    big_alone: Option<Duration>,
 ) -> anyhow::Result<Option<Fair>> {
     let tag = format!("{n}-{}", std::process::id());
     let prefix = prefix();
@@ -629,25 +641,44 @@ async fn small_during_big(
     let manager = Manager::start(binary, kubeconfig.as_deref(), None).await?;
     let big: Api<Fermat> = Api::namespaced(server.client.clone(), &big_ns);
     let small: Api<Fermat> = Api::namespaced(server.client.clone(), &small_ns);
+    let watched = Timeline::watch(&server.client, &small_ns);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let applied = Instant::now();
     let small_alone = apply_and_wait(&small, "alone", 13).await?;
+    let alone_timeline = watched.report("alone", applied);
+    drop(watched);
     let start = Instant::now();
     big.create(
         &PostParams::default(),
         &Fermat::new("f", FermatSpec { number: n }),
     )
     .await?;
+    let watched = Timeline::watch(&server.client, &small_ns);
     tokio::time::sleep(Duration::from_secs(3)).await;
+    let applied = Instant::now();
     let small_during = apply_and_wait(&small, "during", 13).await?;
+    let during_timeline = watched.report("during", applied);
+    drop(watched);
     wait_ready(&big, "f", Duration::from_secs(1200), Duration::from_secs(1)).await?;
     let big_during = start.elapsed();
+    let beside = match big_alone {
+        Some(alone) => format!(
+            "{:.2} s alone, {:+.1} %",
+            alone.as_secs_f64(),
+            (big_during.as_secs_f64() / alone.as_secs_f64() - 1.0) * 100.0
+        ),
+        None => "not measured alone".to_string(),
+    };
     println!(
-        "  small during big: a Fermat 13 is Ready {:.2} s after it is applied 3 s into the Fermat {n}'s build (alone: {:.2} s); the Fermat {n} converges in {:.2} s beside it ({:.2} s alone, {:+.1} %)",
+        "  small during big: a Fermat 13 is Ready {:.2} s after it is applied 3 s into the Fermat {n}'s build (alone: {:.2} s); the Fermat {n} converges in {:.2} s beside it ({beside})",
         small_during.as_secs_f64(),
         small_alone.as_secs_f64(),
         big_during.as_secs_f64(),
-        big_alone.as_secs_f64(),
-        (big_during.as_secs_f64() / big_alone.as_secs_f64() - 1.0) * 100.0
     );
+    println!("  the Fermat 13's children as a watch of the bench saw them, alone:");
+    alone_timeline.iter().for_each(|line| println!("{line}"));
+    println!("  and during the big one:");
+    during_timeline.iter().for_each(|line| println!("{line}"));
     manager.stop().await?;
     let manager = Manager::start(binary, kubeconfig.as_deref(), None).await?;
     let small_after_restart = apply_and_wait(&small, "after-restart", 13).await?;

@@ -155,6 +155,10 @@ impl Manager {
         if let Ok(concurrency) = std::env::var("BENCH_CONCURRENCY") {
             command.args(["--concurrency", &concurrency]);
         }
+        // BENCH_FLOW_SHARES=false: one namespace may hold every request slot (an A/B).
+        if let Ok(shares) = std::env::var("BENCH_FLOW_SHARES") {
+            command.arg(format!("--flow-shares={shares}"));
+        }
         command
             .arg(format!("--metrics-bind-address={metrics}"))
             .arg(format!("--health-probe-bind-address={probes}"))

@@ -82,6 +82,10 @@ pub struct Options {
     pub concurrency: u16,
     /// Write and Event requests open at once across all reconciles (0 means unbounded).
     pub requests_in_flight: u16,
+    /// While several namespaces are busy at once, each holds at most its share of
+    /// `requests_in_flight` and of `concurrency` (see [`crate::runtime::fair`]); `false` lets
+    /// one hold them all.
+    pub flow_shares: bool,
     /// Where `/metrics` is served; `None` disables it.
     pub metrics_address: Option<SocketAddr>,
     /// Serve `/metrics` over HTTPS to bearers the cluster authorizes (`--metrics-secure`);
@@ -113,6 +117,7 @@ impl Default for Options {
             namespace: None,
             concurrency: CONCURRENCY,
             requests_in_flight: REQUESTS_IN_FLIGHT,
+            flow_shares: true,
             metrics_address: None,
             metrics_secure: None,
             probe_address: None,
@@ -289,7 +294,7 @@ async fn run_controllers(
     let ctx = Arc::new(
         Context::new(client.clone(), caches, metrics)
             .with_in_flight_timeout(options.in_flight_timeout)
-            .with_requests_in_flight(options.requests_in_flight),
+            .with_requests_in_flight(options.requests_in_flight, options.flow_shares),
     );
     let ns = &options.namespace;
     // The server ends each watch before the client's read timeout could cut a quiet one.
@@ -339,7 +344,7 @@ async fn run_controllers(
 
     // The Controllers start every due reconcile; the gates bound how many run, and choose
     // which, fairly across namespaces (`runtime/gate.rs`).
-    let gates = Gates::new(options.concurrency, &ctx.metrics);
+    let gates = Gates::new(options.concurrency, options.flow_shares, &ctx.metrics);
     let config = ControllerConfig::default().concurrency(0);
     let (number_gate, tuple_gate, fermat_gate) = (
         gates.number.clone(),
@@ -460,11 +465,11 @@ struct Gates {
 }
 
 impl Gates {
-    fn new(concurrency: u16, metrics: &Metrics) -> Gates {
+    fn new(concurrency: u16, shares: bool, metrics: &Metrics) -> Gates {
         Gates {
-            number: Gate::new(Number::CONTROLLER, concurrency, metrics),
-            tuple: Gate::new(Tuple::CONTROLLER, concurrency, metrics),
-            fermat: Gate::new(Fermat::CONTROLLER, concurrency, metrics),
+            number: Gate::new(Number::CONTROLLER, concurrency, shares, metrics),
+            tuple: Gate::new(Tuple::CONTROLLER, concurrency, shares, metrics),
+            fermat: Gate::new(Fermat::CONTROLLER, concurrency, shares, metrics),
         }
     }
 

@@ -98,9 +98,11 @@ impl Context {
         self
     }
 
-    /// At most `limit` write and Event requests open at once (0: no limit).
-    pub fn with_requests_in_flight(mut self, limit: u16) -> Self {
-        self.requests = Slots::observed(limit.into(), &self.metrics);
+    /// At most `limit` write and Event requests open at once (0: no limit), each flow
+    /// (namespace) holding at most its share of them while others write too if `shares`
+    /// ([`crate::runtime::fair::FairSlots::shared`]).
+    pub fn with_requests_in_flight(mut self, limit: u16, shares: bool) -> Self {
+        self.requests = Slots::observed(limit.into(), shares, &self.metrics);
         self
     }
 

@@ -17,6 +17,13 @@
 //! waits forever (controller-runtime's priority queue starved its initial list for good,
 //! kubernetes-sigs/controller-runtime#3496).
 //!
+//! Request slots add what APF calls a flow's share of the server's concurrency
+//! ([`FairSlots::shared`]): the server answers what it was sent in arrival order, so a light
+//! flow's request, once sent, still waits behind every request a heavy flow already has open
+//! there. While more than one flow has asked within [`ACTIVE`], each may hold at most its
+//! share of the slots ([`share`]), and the slots a heavy flow may not take stay free: fewer of
+//! its requests are queued at the server ahead of the light flow's. Alone, a flow takes them all.
+//!
 //! [`FairQueue`] decides who is next (pure: no clock, no locks); [`FairSlots`] hands out its
 //! permits in that order.
 
@@ -30,6 +37,18 @@ use crate::metrics::QueueNow;
 
 /// After this long a [`Priority::Later`] waiter is served as an urgent one.
 pub const AGING: Duration = Duration::from_secs(1);
+
+/// A flow that asked for a slot this recently counts as active for the shares: a small
+/// object's requests come in steps (its children's creates, their statuses, its own), with a
+/// watch event and a reconcile between two steps, and a heavy flow that took every slot back
+/// in each such gap would be ahead of the light flow's next step at the server again.
+pub const ACTIVE: Duration = Duration::from_secs(1);
+
+/// How many slots of `limit` one flow may hold while `active` flows share them: an equal share,
+/// at least one; all of them for a flow alone.
+pub fn share(limit: usize, active: usize) -> usize {
+    limit.div_ceil(active.max(1)).max(1)
+}
 
 /// The key requests are queued fairly by (a namespace).
 pub type Flow = Arc<str>;
@@ -123,21 +142,30 @@ impl<T> FairQueue<T> {
     /// The next waiter and how long it waited: the first flow in turn with an urgent (or aged)
     /// waiter, else the first flow in turn; that flow goes to the back of the turns.
     pub fn pop(&mut self, now: Instant) -> Option<(T, Duration)> {
+        self.pop_where(now, |_| true)
+            .map(|(_, item, waited)| (item, waited))
+    }
+
+    /// [`FairQueue::pop`] among the flows `may` allows (those under their share), with the
+    /// waiter's flow; `None` when none of them has a waiter.
+    pub fn pop_where(
+        &mut self,
+        now: Instant,
+        may: impl Fn(&Flow) -> bool,
+    ) -> Option<(Flow, T, Duration)> {
         let aging = self.aging;
-        let turn = self
-            .turns
-            .iter()
-            .position(|f| self.flows.get(f).is_some_and(|q| q.has_urgent(now, aging)))
-            .unwrap_or(0);
+        let turn = (self.turns.iter())
+            .position(|f| may(f) && self.flows.get(f).is_some_and(|q| q.has_urgent(now, aging)))
+            .or_else(|| self.turns.iter().position(&may))?;
         let flow = self.turns.remove(turn)?;
         let queue = self.flows.get_mut(&flow)?;
         let waiting = queue.pop(now, aging);
         if queue.is_empty() {
             self.flows.remove(&flow);
         } else {
-            self.turns.push_back(flow);
+            self.turns.push_back(flow.clone());
         }
-        waiting.map(|w| (w.item, now.saturating_duration_since(w.since)))
+        waiting.map(|w| (flow, w.item, now.saturating_duration_since(w.since)))
     }
 
     /// Waiters now.
@@ -179,6 +207,56 @@ struct State {
     free: usize,
     closed: bool,
     queue: FairQueue<oneshot::Sender<Permit>>,
+    /// With shares ([`FairSlots::shared`]): the permits each flow holds, and when each flow
+    /// last asked for one.
+    shares: Option<Shares>,
+}
+
+/// Who holds the permits of shared slots, and who asked lately.
+struct Shares {
+    limit: usize,
+    held: HashMap<Flow, usize>,
+    asked: HashMap<Flow, Instant>,
+}
+
+impl Shares {
+    fn asked(&mut self, flow: &Flow, now: Instant) {
+        self.asked.insert(flow.clone(), now);
+        self.asked
+            .retain(|_, at| now.saturating_duration_since(*at) < ACTIVE);
+    }
+
+    /// Whether `flow` may take one more permit at `now`: under its share of the flows that
+    /// asked within [`ACTIVE`] or hold a permit.
+    fn may_take(&self, flow: &Flow, now: Instant) -> bool {
+        let recent = (self.asked.iter())
+            .filter(|(_, at)| now.saturating_duration_since(**at) < ACTIVE)
+            .map(|(f, _)| f);
+        let holding = self.held.keys().filter(|f| !self.asked.contains_key(*f));
+        let active = recent.chain(holding).count().max(1);
+        self.held.get(flow).copied().unwrap_or(0) < share(self.limit, active)
+    }
+
+    fn took(&mut self, flow: &Flow) {
+        *self.held.entry(flow.clone()).or_insert(0) += 1;
+    }
+
+    fn gave_back(&mut self, flow: &Flow) {
+        if let Some(held) = self.held.get_mut(flow) {
+            *held = held.saturating_sub(1);
+            if *held == 0 {
+                self.held.remove(flow);
+            }
+        }
+    }
+}
+
+impl State {
+    fn may_take(&self, flow: &Flow, now: Instant) -> bool {
+        self.shares
+            .as_ref()
+            .is_none_or(|shares| shares.may_take(flow, now))
+    }
 }
 
 struct Shared {
@@ -196,25 +274,38 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A permit came back.
-    fn release(self: &Arc<Self>) {
+    /// A permit of `flow` came back.
+    fn release(self: &Arc<Self>, flow: &Flow) {
         let mut state = self.lock();
         state.free = state.free.saturating_add(1);
+        if let Some(shares) = &mut state.shares {
+            shares.gave_back(flow);
+        }
         self.dispatch(&mut state);
     }
 
-    /// The free permits go to the next live waiters, in the queue's order.
+    /// The free permits go to the next live waiters, in the queue's order, among the flows
+    /// under their share; what no such flow waits for stays free.
     fn dispatch(self: &Arc<Self>, state: &mut State) {
         while state.free > 0 {
-            let Some((waiter, waited)) = state.queue.pop(Instant::now()) else {
+            let now = Instant::now();
+            let popped = {
+                let State { queue, shares, .. } = &mut *state;
+                let shares = &*shares;
+                queue.pop_where(now, |flow| {
+                    shares.as_ref().is_none_or(|s| s.may_take(flow, now))
+                })
+            };
+            let Some((flow, waiter, waited)) = popped else {
                 return;
             };
-            let permit = Permit {
-                shared: Some(self.clone()),
-            };
+            let permit = self.permit(flow.clone());
             match waiter.send(permit) {
                 Ok(()) => {
                     state.free -= 1;
+                    if let Some(shares) = &mut state.shares {
+                        shares.took(&flow);
+                    }
                     if let Some(on_grant) = &self.on_grant {
                         on_grant(waited);
                     }
@@ -222,6 +313,13 @@ impl Shared {
                 // The waiter gave up (its reconcile was dropped): the next one.
                 Err(mut unsent) => unsent.shared = None,
             }
+        }
+    }
+
+    fn permit(self: &Arc<Self>, flow: Flow) -> Permit {
+        Permit {
+            shared: Some(self.clone()),
+            flow,
         }
     }
 }
@@ -235,12 +333,13 @@ pub struct FairSlots {
 /// One permit of a [`FairSlots`], given back when dropped.
 pub struct Permit {
     shared: Option<Arc<Shared>>,
+    flow: Flow,
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
         if let Some(shared) = self.shared.take() {
-            shared.release();
+            shared.release(&self.flow);
         }
     }
 }
@@ -255,11 +354,31 @@ impl FairSlots {
                     free,
                     closed: false,
                     queue: FairQueue::new(AGING),
+                    shares: None,
                 }),
                 on_grant,
                 gather: false,
             }),
         }
+    }
+
+    /// The same, for requests to a server that answers in arrival order: while several flows
+    /// are active, each holds at most its [`share`] of the `limit` permits, and the rest stay
+    /// free (see the module's documentation). No limit, no shares.
+    pub fn shared(limit: usize, on_grant: Option<OnGrant>) -> Self {
+        FairSlots::new(limit, on_grant).with_shares(limit)
+    }
+
+    /// Shares of `limit` for the active flows (none for no limit).
+    fn with_shares(self, limit: usize) -> Self {
+        if limit > 0 {
+            self.shared.lock().shares = Some(Shares {
+                limit,
+                held: HashMap::new(),
+                asked: HashMap::new(),
+            });
+        }
+        self
     }
 
     /// The same, for reconciles: even with a permit free, a caller queues and yields once
@@ -270,12 +389,21 @@ impl FairSlots {
     /// even queued. The yield lets every reconcile started in the same round queue first,
     /// and the queue's order decides. (Writes need no such round: when their slots are free
     /// nobody waits, and when they are not, the queue decides anyway.)
-    pub fn gathering(limit: usize, on_grant: Option<OnGrant>) -> Self {
+    ///
+    /// With `shares`, the reconciles too are shared by the active flows ([`FairSlots::shared`]):
+    /// a big object's reconciles spend most of their time waiting for request slots, and
+    /// holding every turn of the gate meanwhile they would keep a small object's reconcile
+    /// waiting for one of them to end.
+    pub fn gathering(limit: usize, shares: bool, on_grant: Option<OnGrant>) -> Self {
         let mut slots = FairSlots::new(limit, on_grant);
         if let Some(shared) = Arc::get_mut(&mut slots.shared) {
             shared.gather = true;
         }
-        slots
+        if shares {
+            slots.with_shares(limit)
+        } else {
+            slots
+        }
     }
 
     /// A permit in `flow`'s turn; `None` once closed.
@@ -285,14 +413,23 @@ impl FairSlots {
             if state.closed {
                 return None;
             }
-            if !self.shared.gather && state.free > 0 && state.queue.is_empty() {
+            let now = Instant::now();
+            if let Some(shares) = &mut state.shares {
+                shares.asked(&flow, now);
+            }
+            if !self.shared.gather
+                && state.free > 0
+                && state.queue.is_empty()
+                && state.may_take(&flow, now)
+            {
                 state.free -= 1;
+                if let Some(shares) = &mut state.shares {
+                    shares.took(&flow);
+                }
                 if let Some(on_grant) = &self.shared.on_grant {
                     on_grant(Duration::ZERO);
                 }
-                return Some(Permit {
-                    shared: Some(self.shared.clone()),
-                });
+                return Some(self.shared.permit(flow));
             }
             let (tx, rx) = oneshot::channel();
             state.queue.push(flow, priority, Instant::now(), tx);
@@ -446,6 +583,74 @@ mod tests {
         assert_eq!(order, ["big-1", "small-1", "big-2"]);
         assert_eq!(slots.stats(), QueueStats::default());
         assert!(slots.acquire(flow("x"), Priority::Later).await.is_some());
+    }
+
+    /// Alone a flow may hold every slot; beside others an equal share, never none.
+    #[test]
+    fn a_flow_holds_its_share_of_the_slots_while_others_are_active() {
+        assert_eq!(share(64, 1), 64);
+        assert_eq!(share(64, 2), 32);
+        assert_eq!(share(64, 3), 22);
+        assert_eq!(share(2, 5), 1);
+        assert_eq!(share(16, 0), 16);
+    }
+
+    /// Four shared slots, all held by a heavy flow: a light flow that asks gets the first slot
+    /// given back, and the heavy flow gets no more until it holds no more than its share (2):
+    /// the slots it may not take stay free for the light flow's next request, which is
+    /// granted at once.
+    #[tokio::test]
+    async fn a_heavy_flow_gives_back_down_to_its_share_while_a_light_one_is_active() {
+        let slots = FairSlots::shared(4, None);
+        let mut heavy = Vec::new();
+        for _ in 0..4 {
+            heavy.push(slots.acquire(flow("big"), Priority::Urgent).await);
+        }
+        let light = {
+            let slots = slots.clone();
+            tokio::spawn(async move { slots.acquire(flow("small"), Priority::Urgent).await })
+        };
+        tokio::task::yield_now().await;
+        let more_heavy = {
+            let slots = slots.clone();
+            tokio::spawn(async move { slots.acquire(flow("big"), Priority::Urgent).await })
+        };
+        tokio::task::yield_now().await;
+        heavy.pop();
+        let light = light.await.expect("no panic");
+        assert!(light.is_some(), "the light flow got the slot given back");
+        heavy.pop();
+        assert_eq!(
+            slots.free(),
+            1,
+            "2 of the heavy flow's, 1 of the light flow's"
+        );
+        assert!(
+            !more_heavy.is_finished(),
+            "the heavy flow holds its share already"
+        );
+        let next_light = slots.acquire(flow("small"), Priority::Urgent).await;
+        assert!(next_light.is_some());
+        assert_eq!(slots.free(), 0);
+        drop((light, next_light));
+        tokio::task::yield_now().await;
+        assert!(
+            !more_heavy.is_finished(),
+            "the light flow asked within {ACTIVE:?}: still 2 for the heavy one"
+        );
+        assert_eq!(slots.free(), 2);
+        more_heavy.abort();
+    }
+
+    /// Without shares (the gates of other kinds, or `--flow-shares=false`), a flow takes
+    /// every free slot whoever else asked.
+    #[tokio::test]
+    async fn unshared_slots_go_to_whoever_waits() {
+        let slots = FairSlots::new(2, None);
+        let _light = slots.acquire(flow("small"), Priority::Urgent).await;
+        let heavy = slots.acquire(flow("big"), Priority::Urgent).await;
+        assert!(heavy.is_some());
+        assert_eq!(slots.free(), 0);
     }
 
     /// A closed gate turns its waiters away.

@@ -11,11 +11,14 @@
 //! reconcile itself is only built once it is let in.
 
 use std::future::Future;
+use std::time::Instant;
 
 use kube::ResourceExt;
+use tracing::debug;
 
 use crate::kind::Kind;
 use crate::metrics::Metrics;
+use crate::runtime::TIMELINE;
 use crate::runtime::fair::{FairSlots, Flow, Priority};
 use crate::runtime::slots::in_flow;
 
@@ -35,22 +38,34 @@ pub fn priority_of<K: Kind>(obj: &K) -> Priority {
     }
 }
 
+/// Milliseconds, for the timeline's lines.
+pub(crate) fn ms(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1e4).round() / 10.0
+}
+
 /// One controller's gate.
 #[derive(Clone)]
 pub struct Gate {
+    controller: &'static str,
     slots: FairSlots,
 }
 
 impl Gate {
     /// `concurrency` reconciles at once (0: no bound), their waits shown in `metrics` under
     /// the controller's name.
-    pub fn new(controller: &'static str, concurrency: u16, metrics: &Metrics) -> Gate {
+    pub fn new(
+        controller: &'static str,
+        concurrency: u16,
+        shares: bool,
+        metrics: &Metrics,
+    ) -> Gate {
         let slots = FairSlots::gathering(
             concurrency.into(),
+            shares,
             Some(metrics.fair_queue_waits(controller)),
         );
         metrics.show_fair_queue(controller, slots.reader());
-        Gate { slots }
+        Gate { controller, slots }
     }
 
     /// `reconcile()` run in `obj`'s turn, its writes queued in `obj`'s flow; `None` when the
@@ -62,10 +77,15 @@ impl Gate {
         Fut: Future,
     {
         let flow = flow_of(obj);
-        let turn = self.slots.acquire(flow.clone(), priority_of(obj)).await?;
+        let priority = priority_of(obj);
+        let arrived = Instant::now();
+        let turn = self.slots.acquire(flow.clone(), priority).await?;
+        let let_in = Instant::now();
+        debug!(target: TIMELINE, controller = self.controller, ns = %flow, name = %obj.name_any(), ?priority, waited_ms = ms(let_in - arrived), "let in at the gate");
         // Boxed: the waiting future stays small, whatever the reconcile's size.
-        let output = Box::pin(in_flow(flow, reconcile())).await;
+        let output = Box::pin(in_flow(flow.clone(), reconcile())).await;
         drop(turn);
+        debug!(target: TIMELINE, controller = self.controller, ns = %flow, name = %obj.name_any(), ran_ms = ms(let_in.elapsed()), "reconciled");
         Some(output)
     }
 

@@ -35,6 +35,12 @@
 //! - `expiring.rs`: remembered writes and failures in maps whose entries expire (bounded
 //!   memory), and how those maps name an object.
 
+/// The log target of one line per watch event, reconcile turn and request, with the object's
+/// namespace: `RUST_LOG=info,math_controller::timeline=debug` shows where an object's time
+/// to Ready goes (the watch, the wait at its controller's gate, the wait for a request slot,
+/// the API server's answer), which metrics aggregated over every flow cannot.
+pub const TIMELINE: &str = "math_controller::timeline";
+
 pub mod cache;
 pub mod context;
 pub mod events;

@@ -13,9 +13,14 @@
 
 use std::future::Future;
 use std::sync::Mutex;
+use std::time::Instant;
+
+use tracing::debug;
 
 use crate::metrics::Metrics;
+use crate::runtime::TIMELINE;
 use crate::runtime::fair::{FairSlots, Flow, Permit, Priority};
+use crate::runtime::gate::ms;
 
 tokio::task_local! {
     /// The slot of the request being sent in this task, if it took one.
@@ -53,13 +58,19 @@ impl Slots {
     /// `limit` slots; 0 for no limit.
     pub fn new(limit: usize) -> Slots {
         Slots {
-            fair: FairSlots::new(limit, None),
+            fair: FairSlots::shared(limit, None),
         }
     }
 
-    /// The same slots, with their queue shown in `metrics` as `writes`.
-    pub fn observed(limit: usize, metrics: &Metrics) -> Slots {
-        let fair = FairSlots::new(limit, Some(metrics.fair_queue_waits("writes")));
+    /// The same slots (shared by the active flows if `shares`), with their queue shown in
+    /// `metrics` as `writes`.
+    pub fn observed(limit: usize, shares: bool, metrics: &Metrics) -> Slots {
+        let waits = Some(metrics.fair_queue_waits("writes"));
+        let fair = if shares {
+            FairSlots::shared(limit, waits)
+        } else {
+            FairSlots::new(limit, waits)
+        };
         metrics.show_fair_queue("writes", fair.reader());
         Slots { fair }
     }
@@ -68,13 +79,17 @@ impl Slots {
     /// (The slots are never closed; if they were, the request would go without one.)
     pub async fn run<T>(&self, request: impl Future<Output = T>) -> T {
         let flow = current_flow();
+        let asked = Instant::now();
         let permit = self.fair.acquire(flow.clone(), Priority::Urgent).await;
+        let sent = Instant::now();
         let held = Held {
             slots: self.fair.clone(),
-            flow,
+            flow: flow.clone(),
             permit: Mutex::new(permit),
         };
-        HELD.scope(held, request).await
+        let answer = HELD.scope(held, request).await;
+        debug!(target: TIMELINE, ns = %flow, slot_ms = ms(sent - asked), answer_ms = ms(sent.elapsed()), free = self.fair.free(), "request answered");
+        answer
     }
 
     /// Slots free now.

@@ -16,6 +16,7 @@ use tracing::{debug, warn};
 
 use crate::error::is_unreachable;
 use crate::kind::{Kind, Parent};
+use crate::runtime::TIMELINE;
 use crate::runtime::cache::Cache;
 use crate::runtime::context::Context;
 use crate::runtime::outage::{WatchBackoff, random};
@@ -137,6 +138,7 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
         })
         .map(move |event| match event {
             Ok(watcher::Event::Apply(obj)) => {
+                debug!(target: TIMELINE, kind = %K::kind(&()), ns = obj.namespace().unwrap_or_default(), name = %obj.name_any(), rv = obj.resource_version().unwrap_or_default(), "watch event");
                 ctx.expectations.saw(&obj);
                 index.apply(&obj);
                 tell_parents(&obj);
