@@ -183,7 +183,12 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
         }
     };
     let kubeconfig = server.as_ref().map(TestServer::kubeconfig_path);
-    let kubectl = Kubectl::new(kubeconfig.as_deref(), &opts.namespace)?;
+    let mut kubectl = Kubectl::new(kubeconfig.as_deref(), &opts.namespace)?;
+    if let Ok(version) = client.apiserver_version().await
+        && kubectl::validates_by_download(&version.major, &version.minor)
+    {
+        kubectl.apply_unvalidated();
+    }
     // The controllers look after the check's namespace only: on a shared cluster, everyone
     // else's objects are not theirs to reconcile.
     let ctx = Context::new(client.clone(), Some(opts.namespace.clone()));
