@@ -84,8 +84,8 @@ fn the_guides_and_the_tools_tell_the_participant_the_workshop_profile() {
         "workshop/README.ja.md",
         "workshop/CHEATSHEET.md",
         "workshop/CHEATSHEET.ja.md",
-        "workshop/src/messages.rs",
-        "workshop/src/cluster.rs",
+        "workshop/kit/src/messages.rs",
+        "workshop/kit/src/cluster.rs",
     ] {
         let text = std::fs::read_to_string(repository().join(file)).unwrap_or_default();
         // A command broken across two lines of Markdown is one command.
@@ -101,5 +101,50 @@ fn the_guides_and_the_tools_tell_the_participant_the_workshop_profile() {
         wrong.is_empty(),
         "commands a participant copies that would build everything again:\n{}",
         wrong.join("\n")
+    );
+}
+
+/// What the learner's crate (`math-workshop`, rebuilt on every save) compiles besides the
+/// exercises and its two entry points (`lib.rs`, `main.rs`): its other source files, and the
+/// modules `lib.rs` declares other than `exercises`. (`src/solutions/` lies beside the exercises
+/// for the guides and `make workshop-skip`, but is math-workshop-kit's module.)
+fn compiled_with_the_exercises(workshop: &Path) -> Vec<String> {
+    let src = workshop.join("src");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&src).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !matches!(
+            name.as_str(),
+            "lib.rs" | "main.rs" | "exercises" | "solutions"
+        ) {
+            found.push(format!("workshop/src/{name}"));
+        }
+    }
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap_or_default();
+    for line in lib.lines().map(str::trim) {
+        let declared = line
+            .strip_prefix("pub mod ")
+            .or_else(|| line.strip_prefix("mod "));
+        if let Some(module) = declared.map(|m| m.trim_end_matches(';'))
+            && module != "exercises"
+        {
+            found.push(format!("lib.rs: mod {module}"));
+        }
+    }
+    found
+}
+
+/// A save in `make workshop-watch` recompiles the crate that holds the exercises, and links
+/// it. With the checker, the runner, the messages and the solutions in that crate too, each
+/// save recompiled all of them (about 5 000 lines): they are math-workshop-kit, built once by
+/// `make workshop-prepare`, and the exercises' crate re-exports it. (What that saves is measured
+/// in the guide's "The edit and check loop", not here.)
+#[test]
+fn a_save_recompiles_the_exercises_alone() {
+    let found = compiled_with_the_exercises(&repository().join("workshop"));
+    assert!(
+        found.is_empty(),
+        "the crate rebuilt on every save compiles more than the exercises: {}",
+        found.join(", ")
     );
 }

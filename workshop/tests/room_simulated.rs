@@ -500,6 +500,11 @@ async fn a_room_of_participants_each_heals_only_their_own() {
             s.heals.len(),
             s.runner_rss_kib / 1024
         );
+        // Why a check failed, in its own words (the first three ✗ lines and stderr), so that a
+        // measured room says what its control plane answered, not only how often.
+        for line in s.check_failures.iter().take(3) {
+            println!("      {}", line.chars().take(300).collect::<String>());
+        }
     }
     println!(
         "heal p50 {} ms, p99 {} ms over {} heals; runners' RSS median {} MiB, max {} MiB; API server CPU {cpu}",

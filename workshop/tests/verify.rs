@@ -287,3 +287,59 @@ fn run_reports_a_todo_once_and_keeps_the_others_running() {
         "the Number controller keeps running:\n{said}"
     );
 }
+
+/// Every kubectl a check starts is a step the learner sees (a `kubectl …` line), but for the
+/// CRDs' install (`apply -f -`, said as "installed the CRDs … (kubectl apply)"): anything else
+/// is a process (0.2–0.5 s on a 2-core laptop) that a save in `make workshop-watch` waits for
+/// without learning anything. `kubectl wait --for=condition=Established` was one: the check
+/// reads that condition through the client it already holds.
+#[test]
+fn a_check_starts_no_kubectl_that_it_does_not_show() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let log = dir.path().join("kubectl.log");
+    let wrapper = dir.path().join("kubectl");
+    std::fs::write(
+        &wrapper,
+        "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"$KUBECTL_LOG\"\nexec kubectl \"$@\"\n",
+    )
+    .expect("write the wrapper");
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&wrapper)
+        .status()
+        .expect("chmod runs");
+    let output = Command::new(env!("CARGO_BIN_EXE_math-workshop"))
+        .args(["check", "3", "--solution", "--timeout", "60"])
+        .env("LC_ALL", "C.UTF-8")
+        .env("KUBECTL", &wrapper)
+        .env("KUBECTL_LOG", &log)
+        .output()
+        .expect("math-workshop runs");
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    let started = std::fs::read_to_string(&log).expect("kubectl ran");
+    let hidden: Vec<&str> = started
+        .lines()
+        .map(|line| {
+            // `--cache-dir=<dir> -n <namespace> ARGS`: the ARGS, as the learner types them.
+            let rest = line.split_once(" -n ").map_or(line, |(_, rest)| rest);
+            rest.split_once(' ').map_or("", |(_, args)| args)
+        })
+        .filter(|args| *args != "apply -f -")
+        .filter(|args| {
+            // Files written on the spot are shown by their name alone.
+            let as_shown: Vec<&str> = args
+                .split(' ')
+                .map(|arg| match arg.strip_prefix('/') {
+                    Some(path) => path.rsplit('/').next().unwrap_or(path),
+                    None => arg,
+                })
+                .collect();
+            !shown.contains(&format!("kubectl {}", as_shown.join(" ")))
+        })
+        .collect();
+    assert!(
+        hidden.is_empty(),
+        "the check started kubectl for steps it does not show: {hidden:?}\n{shown}"
+    );
+}

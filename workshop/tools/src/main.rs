@@ -4,12 +4,12 @@
 //! `math-workshop` crate on purpose: a participant who is stuck often has code that does not
 //! build, and these are the tools they need then.
 
-// The learner track's one message catalogue, shared with the math-workshop crate.
+// The learner track's one message catalogue, shared with the math-workshop-kit crate.
 #[allow(dead_code)]
-#[path = "../../src/messages.rs"]
+#[path = "../../kit/src/messages.rs"]
 mod messages;
-// clap in the participant's language, shared with the math-workshop crate.
-#[path = "../../src/cli.rs"]
+// clap in the participant's language, shared with the math-workshop-kit crate.
+#[path = "../../kit/src/cli.rs"]
 mod cli;
 mod skip;
 mod snippets;

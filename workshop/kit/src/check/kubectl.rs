@@ -14,6 +14,23 @@ pub struct Kubectl {
     kubeconfig: Option<PathBuf>,
     namespace: String,
     cache: tempfile::TempDir,
+    /// `kubectl apply` without its client-side schema validation ([`validates_by_download`]).
+    apply_unvalidated: bool,
+}
+
+/// Whether kubectl validates what it applies by downloading the server's whole OpenAPI schema:
+/// on a server older than 1.25, which cannot validate fields itself (server-side field
+/// validation is beta, on by default, from Kubernetes 1.25), every `kubectl apply` GETs
+/// `/openapi/v2` first, 3.5 MB on kube-apiserver v1.24 with this project's CRDs. Thirty checks
+/// that start at once on such a room's cluster asked for it thirty times at once, and every one
+/// timed out (`error validating data: Get ".../openapi/v2?timeout=32s": context deadline
+/// exceeded`): measured on kube-apiserver v1.24 (the organiser's plan). From 1.25 on, kubectl
+/// asks the server to validate, with a small per-group document it caches, so it keeps doing
+/// that. `major`/`minor` as `/version` says them (`"1"`, `"24"` or `"24+"`); a version that
+/// does not parse keeps the validation.
+pub fn validates_by_download(major: &str, minor: &str) -> bool {
+    let number = |text: &str| text.trim_end_matches('+').parse::<u32>().ok();
+    matches!((number(major), number(minor)), (Some(1), Some(minor)) if minor < 25)
 }
 
 /// What one kubectl run printed, and whether it succeeded.
@@ -52,7 +69,14 @@ impl Kubectl {
             cache: tempfile::Builder::new()
                 .prefix("math-workshop-kubectl-")
                 .tempdir()?,
+            apply_unvalidated: false,
         })
+    }
+
+    /// `kubectl apply` without client-side validation from now on (see
+    /// [`validates_by_download`]): the API server still validates against the CRD's schema.
+    pub fn apply_unvalidated(&mut self) {
+        self.apply_unvalidated = true;
     }
 
     /// The program: `$KUBECTL` or `kubectl`.
@@ -70,6 +94,10 @@ impl Kubectl {
         cmd.arg(format!("--cache-dir={}", self.cache.path().display()))
             .args(["-n", &self.namespace])
             .args(args)
+            .args(
+                (self.apply_unvalidated && args.first() == Some(&"apply"))
+                    .then_some("--validate=false"),
+            )
             .stdin(if stdin.is_some() {
                 Stdio::piped()
             } else {
@@ -132,5 +160,20 @@ impl Kubectl {
     pub fn said(&self, ran: &Ran) -> String {
         let dir = format!("{}/", self.cache.path().display());
         ran.said().replace(&dir, "")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::validates_by_download;
+
+    #[test]
+    fn only_servers_before_1_25_make_kubectl_download_the_schema_to_validate() {
+        assert!(validates_by_download("1", "24"));
+        assert!(validates_by_download("1", "22+"));
+        assert!(!validates_by_download("1", "25"));
+        assert!(!validates_by_download("1", "33"));
+        assert!(!validates_by_download("2", "0"));
+        assert!(!validates_by_download("1", "unknown"));
     }
 }

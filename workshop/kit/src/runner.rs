@@ -73,7 +73,7 @@ impl Controllers {
             } else {
                 m::OTHERS_KEEP_RUNNING.text()
             };
-            tracing::error!(
+            tracing::error!(target: "math_workshop::runner",
                 "{}",
                 t!(
                     m::CONTROLLER_STOPPED,

@@ -84,7 +84,7 @@ where
 {
     let kind = K::kind(&()).to_string();
     let name = object.meta().name.clone().unwrap_or_default();
-    tracing::warn!(%kind, %name, %error, "{}", crate::messages::RECONCILE_FAILED.text());
+    tracing::warn!(target: "math_workshop::context", %kind, %name, %error, "{}", crate::messages::RECONCILE_FAILED.text());
     ctx.errors
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -99,7 +99,7 @@ pub async fn log<K>(
     K: Resource<DynamicType = ()>,
 {
     match result {
-        Ok((object, _)) => tracing::info!(
+        Ok((object, _)) => tracing::info!(target: "math_workshop::context",
             kind = %K::kind(&()),
             name = %object.name,
             "{}",
@@ -110,8 +110,10 @@ pub async fn log<K>(
         // A change of a child woke a parent that is gone (it was deleted, its children went
         // after it): kube-runtime never calls reconcile for an object that is not in its cache.
         Err(controller::Error::ObjectNotFound(object)) => {
-            tracing::debug!(%object, "not reconciled: no longer exists")
+            tracing::debug!(target: "math_workshop::context", %object, "not reconciled: no longer exists")
         }
-        Err(error) => tracing::warn!(kind = %K::kind(&()), %error, "controller"),
+        Err(error) => {
+            tracing::warn!(target: "math_workshop::context", kind = %K::kind(&()), %error, "controller")
+        }
     }
 }

@@ -389,7 +389,7 @@ pub async fn claim_namespace(
 pub async fn release_namespace(client: &kube::Client, name: &str) {
     let api = Api::<Namespace>::all(client.clone());
     if let Err(e) = api.delete(name, &DeleteParams::default()).await {
-        tracing::warn!(%name, error = %said(&e), "{}", m::NAMESPACE_NOT_DELETED.text());
+        tracing::warn!(target: "math_workshop::room", %name, error = %said(&e), "{}", m::NAMESPACE_NOT_DELETED.text());
     }
 }
 
