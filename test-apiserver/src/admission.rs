@@ -28,9 +28,13 @@ use crate::util::name_of;
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct PolicyRule {
+    /// `apiGroups` ("" for core, "*" for all).
     pub api_groups: Vec<String>,
+    /// `resources`, with `plural/subresource` for subresources ("*" for all).
     pub resources: Vec<String>,
+    /// `verbs` ("*" for all).
     pub verbs: Vec<String>,
+    /// `resourceNames` (empty: every name).
     pub resource_names: Vec<String>,
 }
 
@@ -38,12 +42,19 @@ pub struct PolicyRule {
 /// kube-apiserver's `authorizer.AttributesRecord`), with the answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AuthorizationCheck {
+    /// The verb asked about (`update` for a `finalizers` check, as the real plugin asks).
     pub verb: String,
+    /// The API group of the owner's resource.
     pub group: String,
+    /// The owner's resource (plural).
     pub resource: String,
+    /// `finalizers` when the check is about blocking the owner's deletion.
     pub subresource: Option<String>,
+    /// The namespace of the object being written.
     pub namespace: Option<String>,
+    /// The owner's name.
     pub name: String,
+    /// The authorizer's answer.
     pub allowed: bool,
 }
 

@@ -25,8 +25,11 @@ use crate::store::State;
 /// Who presents a token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserInfo {
+    /// The user's name, e.g. `system:serviceaccount:default:default`.
     pub username: String,
+    /// The user's UID.
     pub uid: String,
+    /// The user's groups (`system:authenticated` is added when a TokenReview answers).
     pub groups: Vec<String>,
 }
 

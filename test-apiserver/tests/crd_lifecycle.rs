@@ -17,10 +17,13 @@ use test_apiserver::TestServer;
 const CRD: &str = "widgets.testserver.example.com";
 const CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
 
+/// Through `apply_crds`, as a kube-rs project would install its typed CRDs (here read from
+/// the fixture rather than derived).
 async fn server_with_widgets() -> (TestServer, Api<DynamicObject>) {
     let s = TestServer::start().await.expect("server starts");
-    s.apply_crd_yaml(include_str!("fixtures/widgets.yaml"))
-        .expect("the CRD installs");
+    let crd: CustomResourceDefinition =
+        serde_yaml::from_str(include_str!("fixtures/widgets.yaml")).expect("a CRD");
+    s.apply_crds([crd]).await.expect("the CRD installs");
     let gvk = GroupVersionKind::gvk("testserver.example.com", "v1", "Widget");
     let api = Api::default_namespaced_with(s.client(), &ApiResource::from_gvk(&gvk));
     (s, api)

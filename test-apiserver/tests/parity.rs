@@ -29,6 +29,11 @@ fn config_map(name: &str) -> ConfigMap {
 
 /// kube-apiserver (evanphx/json-patch): a `test` op whose value is null succeeds when the path
 /// is missing. kube-runtime's `finalizer()` sends exactly this to add the first finalizer.
+///
+/// real kube-apiserver v1.24, 2026-11-25: the two ops on a ConfigMap without finalizers →
+/// 200, `metadata.finalizers: ["example.com/cleanup"]`; the `test` alone again → 422
+/// `{"status":"Failure","message":"the server rejected our request due to an error in our
+/// request","reason":"Invalid","details":{},"code":422}`.
 #[tokio::test]
 async fn json_patch_test_null_on_missing_path() {
     let s = server().await;
@@ -58,20 +63,32 @@ async fn json_patch_test_null_on_missing_path() {
         .patch("fin", &PatchParams::default(), &Patch::Json::<()>(again))
         .await
         .unwrap_err();
-    assert!(
-        matches!(e, kube::Error::Api(ref s) if s.code == 422),
-        "{e:?}"
+    let kube::Error::Api(status) = e else {
+        panic!("expected the server's Status, got {e:?}")
+    };
+    assert_eq!(
+        (status.code, status.reason.as_str(), status.message.as_str()),
+        (
+            422,
+            "Invalid",
+            "the server rejected our request due to an error in our request"
+        )
     );
 }
 
 /// kube-apiserver's generic registry answers a DELETE that removed the object at once with a
 /// `Status` (kube-rs: `Either::Right`), and one that waits on finalizers with the object
 /// (`Either::Left`). The example `crd_api` takes the branch the answer selects.
+///
+/// real kube-apiserver v1.24, 2026-11-25: DELETE of a ConfigMap → 200
+/// `{"kind":"Status","status":"Success","details":{"name":"gone","kind":"configmaps","uid":"4783bd4b-…"}}`;
+/// of one with a finalizer → 200, the ConfigMap with `deletionTimestamp` and its finalizers.
 #[tokio::test]
 async fn delete_answers_a_status_when_the_object_is_gone() {
     let s = server().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(s.client());
-    cms.create(&PostParams::default(), &config_map("gone"))
+    let created = cms
+        .create(&PostParams::default(), &config_map("gone"))
         .await
         .unwrap();
     let answer = cms.delete("gone", &DeleteParams::default()).await.unwrap();
@@ -83,6 +100,7 @@ async fn delete_answers_a_status_when_the_object_is_gone() {
         (details.name.as_str(), details.kind.as_str()),
         ("gone", "configmaps")
     );
+    assert_eq!(Some(details.uid), created.metadata.uid);
 
     let mut kept = config_map("kept");
     kept.metadata.finalizers = Some(vec!["example.com/keep".into()]);
@@ -110,6 +128,11 @@ fn api_code(e: kube::Error) -> u16 {
 /// Every control plane serves the built-in kinds (k8s-openapi's types): a Pod is created
 /// Pending (no node runs it), Nodes answer the `spec.unschedulable` field selector kube-rs's
 /// `cordon` relies on, and Jobs, CSRs, APIServices and ComponentStatuses can be listed.
+///
+/// real kube-apiserver v1.24, 2026-11-25 (no nodes): POST pod → 201, `status: {"phase":
+/// "Pending","qosClass":"BestEffort"}`; POST node → 201; `fieldSelector=spec.unschedulable==false`
+/// → 200 [testserver-n1], after the cordon patch → 200 []; list jobs, CSRs, apiservices,
+/// componentstatuses → 200 each.
 #[tokio::test]
 async fn built_in_kinds_are_served() {
     let s = server().await;
@@ -145,6 +168,11 @@ async fn built_in_kinds_are_served() {
 /// every namespace gets the ServiceAccount `default` and the ConfigMap `kube-root-ca.crt`
 /// (kube-controller-manager's controllers). kube-runtime's event tests write Events about
 /// the `kubernetes` Service.
+///
+/// real kube-apiserver v1.24, 2026-11-25: GET services/kubernetes, clusterroles cluster-admin,
+/// admin, edit, view → 200 each; componentstatuses/scheduler → 200, `conditions: [{"type":
+/// "Healthy","status":"False",…}]` (no scheduler runs there; ours says True); a new
+/// namespace's serviceaccounts/default → 200, configmaps/kube-root-ca.crt → 200, `data: {ca.crt}`.
 #[tokio::test]
 async fn a_new_cluster_holds_the_default_objects() {
     let s = server().await;
@@ -176,6 +204,11 @@ async fn a_new_cluster_holds_the_default_objects() {
 /// kube-apiserver 1.30+ (this server's `/version` says 1.32) answers aggregated discovery
 /// (`apidiscovery.k8s.io/v2`) on `/api` and `/apis`; kube-rs's `Discovery::run_aggregated`
 /// found nothing without it.
+///
+/// real kube-apiserver v1.24, 2026-11-25: `/version` → `minor: "24"`; `/apis` and `/api` with
+/// the aggregated `Accept` → 200 with the legacy `APIGroupList` / `APIVersions` (aggregated
+/// discovery is 1.26+; we report 1.32, so the v2 answer is right here, and kube-rs's three
+/// aggregated discovery tests fail on that server for this reason).
 #[tokio::test]
 async fn aggregated_discovery_v2() {
     let s = server().await;
@@ -222,9 +255,14 @@ async fn aggregated_discovery_v2() {
     assert!(discovery.has_group("apiregistration.k8s.io"));
 }
 
-/// Pod subresources answer as a cluster with no nodes: logs refuse (no host assigned), an
-/// eviction deletes the pod and answers 201, and ephemeral containers merge by name under
-/// a strategic merge patch.
+/// Pod subresources answer as a cluster with no nodes: logs of a pod no node runs are empty
+/// (204), an unknown container is refused, an eviction deletes the pod and answers 201, and
+/// ephemeral containers merge by name under a strategic merge patch, new ones first.
+///
+/// real kube-apiserver v1.24, 2026-11-25 (no nodes): GET pods/p1/log → 204, no body;
+/// `?container=nope` → 400 `container nope is not valid for pod p1`; strategic patches of
+/// ephemeralcontainers adding debug1, then debug2 → 200 [debug1], then 200 [debug2, debug1];
+/// POST eviction → 201 `{"kind":"Status","status":"Success","code":201}`, then GET → 404.
 #[tokio::test]
 async fn pod_subresources_without_a_kubelet() {
     let s = server().await;
@@ -232,8 +270,20 @@ async fn pod_subresources_without_a_kubelet() {
     pods.create(&PostParams::default(), &pod("p1"))
         .await
         .unwrap();
-    let e = pods.logs("p1", &LogParams::default()).await.unwrap_err();
-    assert_eq!(api_code(e), 400);
+    let logs = pods.logs("p1", &LogParams::default()).await.unwrap();
+    assert_eq!(logs, "");
+    let nope = LogParams {
+        container: Some("nope".into()),
+        ..LogParams::default()
+    };
+    let e = pods.logs("p1", &nope).await.unwrap_err();
+    let kube::Error::Api(status) = e else {
+        panic!("expected the server's Status, got {e:?}")
+    };
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (400, "container nope is not valid for pod p1")
+    );
 
     for name in ["debug1", "debug2"] {
         let patch = json!({"spec": {"ephemeralContainers": [{"name": name, "image": "busybox"}]}});
@@ -249,27 +299,52 @@ async fn pod_subresources_without_a_kubelet() {
         .into_iter()
         .map(|c| c.name)
         .collect();
-    assert_eq!(names, ["debug1", "debug2"]);
+    assert_eq!(names, ["debug2", "debug1"]);
 
     let status = pods.evict("p1", &EvictParams::default()).await.unwrap();
     assert_eq!(status.code, 201);
     assert_eq!(api_code(pods.get("p1").await.unwrap_err()), 404);
 }
 
-/// A CSR's `approval` subresource writes its conditions; a ServiceAccount's `token`
-/// subresource issues a token the server's TokenReview authenticates as that account.
+/// A CSR's request must be a PEM `CERTIFICATE REQUEST`; its `approval` subresource writes
+/// its conditions; a ServiceAccount's `token` subresource issues a token the server's
+/// TokenReview authenticates as that account.
+///
+/// real kube-apiserver v1.24, 2026-11-25: a CSR with `request: ""` → 422 `…"testserver-fake"
+/// is invalid: spec.request: Invalid value: []byte{}: PEM block type must be CERTIFICATE
+/// REQUEST` (cause FieldValueInvalid, field spec.request); with the PEM below → 201; the
+/// approval patch → 200, conditions [(Approved, True)]; POST serviceaccounts/default/token
+/// → 201; its TokenReview → 201, authenticated, `system:serviceaccount:testserver-q:default`.
 #[tokio::test]
 async fn csr_approval_and_service_account_tokens() {
     let s = server().await;
     let client = s.client();
     let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
-    let csr: CertificateSigningRequest = serde_json::from_value(json!({
-        "metadata": {"name": "fake"},
-        "spec": {"request": "", "signerName": "kubernetes.io/kube-apiserver-client",
-            "usages": ["client auth"]}
-    }))
-    .unwrap();
-    csrs.create(&PostParams::default(), &csr).await.unwrap();
+    let csr = |request: &str| -> CertificateSigningRequest {
+        serde_json::from_value(json!({
+            "metadata": {"name": "fake"},
+            "spec": {"request": request, "signerName": "kubernetes.io/kube-apiserver-client",
+                "usages": ["client auth"]}
+        }))
+        .unwrap()
+    };
+    let e = csrs
+        .create(&PostParams::default(), &csr(""))
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = e else {
+        panic!("expected the server's Status, got {e:?}")
+    };
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (
+            422,
+            "CertificateSigningRequest.certificates.k8s.io \"fake\" is invalid: spec.request: Invalid value: []byte{}: PEM block type must be CERTIFICATE REQUEST"
+        )
+    );
+    csrs.create(&PostParams::default(), &csr(CSR_PEM_BASE64))
+        .await
+        .unwrap();
     let approval = json!({"status": {"conditions": [
         {"type": "Approved", "status": "True", "reason": "Test", "message": "approved"}
     ]}});
@@ -308,7 +383,16 @@ async fn csr_approval_and_service_account_tokens() {
     );
 }
 
+/// A certificate request made for these tests (`openssl req -new`, P-256, CN testserver-fake),
+/// base64 as the API carries bytes.
+const CSR_PEM_BASE64: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlIVE1Id0NBUUF3R2pFWU1CWUdBMVVFQXd3UGRHVnpkSE5sY25abGNpMW1ZV3RsTUZrd0V3WUhLb1pJemowQwpBUVlJS29aSXpqMERBUWNEUWdBRXA4M1NON3dneCtLaFlhVWNaTFRHMDZzZGxqYjA1TUxyWFI4VTdSSjd5K1pVCkRNQW4zbTBQTnFDME9oVnArRTlpZWZUV2FKTUlSWWRlZUthVU9sQ3hHS0FBTUFvR0NDcUdTTTQ5QkFNQ0EwY0EKTUVRQ0lCTFJyWDNWbkN3ak94QnZBWG1wUVFTNVVscFhxRTVNaWdJQmp4RnEvalF5QWlBcktTTjNjVGhHZ2trWApocHA2dFlZbVZaOUtjbTJqTkZRZFNNbkRmN0kvc2c9PQotLS0tLUVORCBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K";
+
 /// The `scale` subresource of a Deployment reads and writes `spec.replicas`.
+///
+/// real kube-apiserver v1.24, 2026-11-25: GET deployments/d1/scale → 200 `{"kind":"Scale",
+/// "apiVersion":"autoscaling/v1",…,"spec":{"replicas":1},"status":{"replicas":1,"selector":
+/// "app=d1"}}` (replicas 1 in status: its deployment controller ran); merge patch of the scale
+/// `{"spec":{"replicas":3}}` → 200, the Deployment's `spec.replicas` 3.
 #[tokio::test]
 async fn scale_subresource_of_a_deployment() {
     let s = server().await;
@@ -337,6 +421,9 @@ async fn scale_subresource_of_a_deployment() {
 
 /// kube-apiserver writes `kind` and `apiVersion` first; kube-rs's error for an object of
 /// the wrong kind quotes that position ("expected Pod at line 1 column 17").
+///
+/// real kube-apiserver v1.24, 2026-11-25: GET configmaps/kube-root-ca.crt begins
+/// `{"kind":"ConfigMap","apiVersion":"v1","metadata":` (pretty-printed for curl).
 #[tokio::test]
 async fn bodies_start_with_kind_and_api_version() {
     let s = server().await;

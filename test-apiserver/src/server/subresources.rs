@@ -38,7 +38,8 @@ pub(super) fn serve(
         "eviction" => only_create(verb).and_then(|()| evict(shared, &t.rt, ns, name)),
         "binding" => only_create(verb).and_then(|()| bind(shared, t, headers, body, manager)),
         "token" => only_create(verb).and_then(|()| token(shared, &t.rt, ns, name, headers, body)),
-        "log" | "exec" | "attach" | "portforward" | "proxy" => {
+        "log" if t.rt.plural == "pods" => log(shared, &t.rt, ns, name, q),
+        "exec" | "attach" | "portforward" | "proxy" | "log" => {
             Err(no_node(shared, &t.rt, ns, name))
         }
         _ => return None,
@@ -269,6 +270,54 @@ fn chrono_after(seconds: i64) -> String {
     let at = std::time::SystemTime::now()
         + std::time::Duration::from_secs(u64::try_from(seconds).unwrap_or(0));
     crate::util::format_time(at, false)
+}
+
+/// The logs of a pod no node runs: kube-apiserver checks the container, then has no
+/// location to stream from and answers 204 with no body (real v1.24, 2026-11-25:
+/// `GET pods/p1/log` → 204; `?container=nope` → 400 `container nope is not valid for pod
+/// p1`). A pod with a node needs its kubelet, which this server does not have.
+fn log(
+    shared: &Arc<Shared>,
+    rt: &ResourceType,
+    ns: Option<&str>,
+    name: &str,
+    q: &HashMap<String, String>,
+) -> ApiResult<Response> {
+    let pod = shared.state().get(rt, ns, name)?;
+    let names: Vec<&str> = ["containers", "initContainers", "ephemeralContainers"]
+        .iter()
+        .filter_map(|k| pod.pointer(&format!("/spec/{k}")).and_then(Value::as_array))
+        .flatten()
+        .filter_map(|c| c.get("name").and_then(Value::as_str))
+        .collect();
+    match q
+        .get("container")
+        .map(String::as_str)
+        .filter(|c| !c.is_empty())
+    {
+        Some(c) if !names.contains(&c) => {
+            return Err(ApiError::bad_request(format!(
+                "container {c} is not valid for pod {name}"
+            )));
+        }
+        None if pod
+            .pointer("/spec/containers")
+            .and_then(Value::as_array)
+            .is_some_and(|c| c.len() > 1) =>
+        {
+            return Err(ApiError::bad_request(format!(
+                "a container name must be specified for pod {name}"
+            )));
+        }
+        _ => {}
+    }
+    let host = pod.pointer("/spec/nodeName").and_then(Value::as_str);
+    if host.is_some_and(|h| !h.is_empty()) {
+        return Err(no_node(shared, rt, ns, name));
+    }
+    let mut r = Response::new(axum::body::Body::empty());
+    *r.status_mut() = axum::http::StatusCode::NO_CONTENT;
+    Ok(r)
 }
 
 /// What kube-apiserver answers for a kubelet-backed subresource in a cluster with no nodes:

@@ -150,12 +150,18 @@ pub(crate) fn patch_document(doc: &mut Value, ptype: PatchType, body: &[u8]) -> 
         PatchType::Json => {
             let p: json_patch::Patch = serde_json::from_value(patch)
                 .map_err(|e| ApiError::bad_request(format!("error decoding json patch: {e}")))?;
+            // kube-apiserver answers every failed operation with these words alone and
+            // empty details (real v1.24: a failed `test` → 422, `"details":{}`).
             apply_json_patch(doc, &p).map_err(|e| {
-                ApiError::new(
-                    422,
-                    "Invalid",
-                    format!("the server rejected our request due to an error in our request: {e}"),
-                )
+                tracing::debug!("json patch refused: {e}");
+                ApiError {
+                    details: Some(json!({})),
+                    ..ApiError::new(
+                        422,
+                        "Invalid",
+                        "the server rejected our request due to an error in our request",
+                    )
+                }
             })
         }
         PatchType::Merge => {
@@ -323,22 +329,62 @@ pub(crate) fn merge_key(field: &str) -> Option<&'static str> {
 }
 
 /// Merges `patch` items into `items` by `key`: an item with a known key is merged into the
-/// existing one (or removed by `$patch: delete`), a new one is appended.
+/// existing one (or removed by `$patch: delete`), a new one is added; then the items are
+/// ordered as kube-apiserver orders them (see [`interleave`]).
 fn merge_list(items: &mut Vec<Value>, patch: &[Value], key: &str) {
+    let original = std::mem::take(items);
+    let mut patched = vec![];
     for p in patch {
-        let Some(k) = p.get(key) else {
-            items.push(p.clone());
-            continue;
-        };
         let delete = p.get("$patch").and_then(Value::as_str) == Some("delete");
-        match items.iter().position(|i| i.get(key) == Some(k)) {
-            Some(at) if delete => {
-                items.remove(at);
+        let existing = p
+            .get(key)
+            .and_then(|k| original.iter().find(|i| i.get(key) == Some(k)));
+        match existing {
+            _ if delete => {}
+            Some(old) => {
+                let mut merged = old.clone();
+                strategic_merge(&mut merged, p);
+                patched.push(merged);
             }
-            Some(at) => strategic_merge(&mut items[at], p),
-            None if delete => {}
-            None => items.push(p.clone()),
+            None => patched.push(p.clone()),
         }
+    }
+    let in_patch = |i: &Value| {
+        patch
+            .iter()
+            .any(|p| p.get(key).is_some() && p.get(key) == i.get(key))
+    };
+    let server_only: Vec<Value> = original.iter().filter(|i| !in_patch(i)).cloned().collect();
+    *items = interleave(server_only, patched, &original, key);
+}
+
+/// apimachinery's `mergeSortedSlice`: the items the patch names (in the patch's order) and
+/// the server's other items (in their order) are merged; a server item goes first only
+/// when both are on the server and it stood before. So new items come before the
+/// server's (real v1.24: env [A] patched with [B] → [B, A]; [B, A] with [A, C] → [B, A, C]).
+fn interleave(
+    server_only: Vec<Value>,
+    patched: Vec<Value>,
+    original: &[Value],
+    key: &str,
+) -> Vec<Value> {
+    let position = |v: &Value| {
+        original
+            .iter()
+            .position(|o| o.get(key) == v.get(key) && v.get(key).is_some())
+    };
+    let mut left = server_only.into_iter().peekable();
+    let mut right = patched.into_iter().peekable();
+    let mut out = vec![];
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (None, None) => return out,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(l), Some(r)) => matches!((position(l), position(r)), (Some(a), Some(b)) if a < b),
+        };
+        let next = if take_left { left.next() } else { right.next() };
+        out.extend(next);
     }
 }
 
@@ -361,9 +407,32 @@ mod tests {
         );
         assert_eq!(
             pod["spec"]["ephemeralContainers"],
-            json!([{"name": "a", "image": "z"}, {"name": "b", "image": "y"}])
+            json!([{"name": "b", "image": "y"}, {"name": "a", "image": "z"}])
         );
         assert_eq!(pod["spec"]["tolerations"], json!([{"key": "t"}]));
+    }
+
+    /// real kube-apiserver v1.24, 2026-11-25: a Deployment's env [A=1] patched with [B=2]
+    /// → [B=2, A=1]; then with [A=9, C=3] → [B=2, A=9, C=3].
+    #[test]
+    fn keyed_lists_keep_kube_apiservers_order() {
+        let env = |v: Value| json!({"env": v});
+        let mut doc = env(json!([{"name": "A", "value": "1"}]));
+        strategic_merge(&mut doc, &env(json!([{"name": "B", "value": "2"}])));
+        assert_eq!(
+            doc,
+            env(json!([{"name": "B", "value": "2"}, {"name": "A", "value": "1"}]))
+        );
+        strategic_merge(
+            &mut doc,
+            &env(json!([{"name": "A", "value": "9"}, {"name": "C", "value": "3"}])),
+        );
+        assert_eq!(
+            doc,
+            env(
+                json!([{"name": "B", "value": "2"}, {"name": "A", "value": "9"}, {"name": "C", "value": "3"}])
+            )
+        );
     }
 
     #[test]
