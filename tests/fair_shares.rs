@@ -6,40 +6,12 @@
 
 mod common;
 
+use common::flows::{create_fermat, create_namespace, ours_in};
 use common::{Harness, eventually, fermat_ready, wait_for};
-use kube::api::{Api, PostParams};
-use math_controller::api::{Fermat, FermatSpec};
+use kube::api::Api;
+use math_controller::api::Fermat;
 use math_controller::ops::manager::Options;
-use serde_json::json;
 use test_apiserver::{RequestFilter, RequestRecord, Verb};
-
-const OURS: [&str; 3] = ["numbers", "tuples", "fermats"];
-
-/// A write to one of our kinds in `namespace`.
-fn ours_in(r: &RequestRecord, namespace: &str) -> bool {
-    r.verb.is_write()
-        && OURS.contains(&r.resource.as_str())
-        && r.namespace.as_deref() == Some(namespace)
-}
-
-async fn create_namespace(h: &Harness, name: &str) {
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(h.client.clone());
-    let namespace = serde_json::from_value(json!({"metadata": {"name": name}})).expect("namespace");
-    namespaces
-        .create(&PostParams::default(), &namespace)
-        .await
-        .expect("create namespace");
-}
-
-async fn create_fermat(h: &Harness, namespace: &str, number: i64) -> Fermat {
-    Api::<Fermat>::namespaced(h.client.clone(), namespace)
-        .create(
-            &PostParams::default(),
-            &Fermat::new("f", FermatSpec { number }),
-        )
-        .await
-        .expect("create Fermat")
-}
 
 /// The position of the first request matching `first` and of the last matching `last`, in the
 /// order the server answered them, and how many of the big Fermat's writes it answered between

@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod binary;
+pub mod flows;
 pub mod https;
 
 use std::fmt::Debug;
