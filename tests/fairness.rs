@@ -199,3 +199,76 @@ async fn after_a_restart_a_new_object_goes_before_the_initial_list() {
         new_at + 1
     );
 }
+
+/// A reconcile that waits at the gate acts on the object as it is when its turn comes, not as
+/// it was when the `Controller` started it: a Tuple whose spec changed while it waited gets the
+/// Number of its new spec, created once, never the old one's. Before,
+/// the waiting reconcile carried the first version (kube-runtime hands a reconcile the object
+/// of its trigger) and created the old Number; the change, held by the `Controller` until
+/// then, ran a second reconcile that corrected it: a create, a PATCH of the spec, two statuses.
+#[tokio::test]
+async fn a_reconcile_waiting_at_the_gate_acts_on_the_newest_spec() {
+    let mut h = Harness::without_manager().await;
+    // Number creates take 100 ms: a Tuple of 30 holds the only Tuple turn for a while (its
+    // creates go out in rounds of the slow start).
+    h.server.set_latency(
+        RequestFilter::new().verb(Verb::Create).resource("numbers"),
+        Duration::from_millis(100),
+    );
+    let metrics = h.start_manager_observed(Options {
+        concurrency: 1,
+        ..Options::default()
+    });
+    h.create_tuple("busy", (1..=30).collect()).await;
+    let number_creates = RequestFilter::new().verb(Verb::Create).resource("numbers");
+    eventually(
+        "the busy Tuple's reconcile has begun",
+        || async { Some(h.server.count(&number_creates)) },
+        |n| *n >= 1,
+    )
+    .await;
+    h.create_tuple("t", vec![1]).await;
+    // Its reconcile waits at the gate (the only one there: busy's own news wait in the
+    // `Controller` until busy's reconcile ends).
+    let queued = "math_controller_fair_queue_depth{queue=\"tuple\"}";
+    eventually(
+        "t's reconcile waits at the Tuple gate",
+        || async { sample(&metrics.encode(), queued) },
+        |n| *n >= 1.0,
+    )
+    .await;
+    h.tuples()
+        .patch(
+            "t",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"spec": {"numbers": [4]}})),
+        )
+        .await
+        .expect("the Tuple's spec changes");
+    assert!(
+        h.server.count(&number_creates) < 30,
+        "the test changed the spec while the busy Tuple still held the gate"
+    );
+    let t = wait_for(&h.tuples(), "t", common::tuple_ready).await;
+    assert_eq!(t.spec.numbers, vec![4]);
+    // A create carries no name in its path: the Number's generation tells whether its spec
+    // was ever corrected, and the request log whether it was patched.
+    let number = h.numbers().get("t-0").await.expect("t-0");
+    let corrections = h.server.count(
+        &RequestFilter::new()
+            .verb(Verb::Patch)
+            .resource("numbers")
+            .name("t-0")
+            .main_resource(),
+    );
+    assert_eq!(
+        (number.spec.value, number.metadata.generation, corrections),
+        (4, Some(1), 0),
+        "t-0 (value, generation, spec patches): created for the old spec and corrected"
+    );
+    assert_eq!(
+        h.server.count(&number_creates),
+        31,
+        "30 Numbers of busy, one of t"
+    );
+}

@@ -27,13 +27,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use futures::channel::mpsc;
+use futures::{Stream, StreamExt};
 use kube::api::Api;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
-use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
-use kube::{Client, Resource};
+use kube::{Client, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
@@ -351,13 +351,22 @@ async fn run_controllers(
         gates.tuple.clone(),
         gates.fermat.clone(),
     );
+    // News of an object whose reconcile waits at its gate stays out of the `Controller`: the
+    // waiting reconcile reads the cache, which has it, when it is let in (`runtime/gate.rs`).
+    let number_changes = absorbed_at(number_gate.clone(), number_changes);
+    let tuple_changes = absorbed_at(tuple_gate.clone(), tuple_changes);
+    let fermat_changes = absorbed_at(fermat_gate.clone(), fermat_changes);
+    let tuples_with_news = news_absorbed_at(tuple_gate.clone(), tuples_with_news);
+    let fermats_with_news = news_absorbed_at(fermat_gate.clone(), fermats_with_news);
+    let (numbers_read, tuples_read, fermats_read) =
+        (numbers.clone(), tuples.clone(), fermats.clone());
     let number_controller = Controller::for_shared_stream(number_changes, numbers.clone())
         .reconcile_all_on(resync(options.sync_period))
         .with_config(config.clone())
         .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(
             move |n, ctx| {
-                gated(number_gate.clone(), n.clone(), move || {
+                gated(number_gate.clone(), numbers_read.clone(), n, move |n| {
                     with_retry_policy(
                         Number::CONTROLLER,
                         n.clone(),
@@ -377,7 +386,7 @@ async fn run_controllers(
         .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(
             move |t, ctx| {
-                gated(tuple_gate.clone(), t.clone(), move || {
+                gated(tuple_gate.clone(), tuples_read.clone(), t, move |t| {
                     with_retry_policy(
                         Tuple::CONTROLLER,
                         t.clone(),
@@ -397,7 +406,7 @@ async fn run_controllers(
         .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(
             move |f, ctx| {
-                gated(fermat_gate.clone(), f.clone(), move || {
+                gated(fermat_gate.clone(), fermats_read.clone(), f, move |f| {
                     with_retry_policy(
                         Fermat::CONTROLLER,
                         f.clone(),
@@ -480,17 +489,43 @@ impl Gates {
     }
 }
 
-/// `reconcile()` once `obj` passes `gate`; a reconcile turned away by a shutdown did nothing
+/// `reconcile(latest)` once `obj` passes `gate`, with the object as `store` holds it then; a
+/// reconcile turned away by a shutdown, or of an object deleted while it waited, did nothing
 /// and waits for nothing.
-async fn gated<K, F, Fut>(gate: Gate, obj: Arc<K>, reconcile: F) -> crate::error::Result<Action>
+async fn gated<K, F, Fut>(
+    gate: Gate,
+    store: Store<K>,
+    obj: Arc<K>,
+    reconcile: F,
+) -> crate::error::Result<Action>
 where
     K: Kind,
-    F: FnOnce() -> Fut,
+    F: FnOnce(Arc<K>) -> Fut,
     Fut: Future<Output = crate::error::Result<Action>>,
 {
-    gate.pass(obj.as_ref(), reconcile)
+    gate.pass(obj.as_ref(), &store, reconcile)
         .await
         .unwrap_or_else(|| Ok(Action::await_change()))
+}
+
+/// An object's own changes, but for those of objects whose reconcile waits at `gate`.
+fn absorbed_at<K: Kind>(
+    gate: Gate,
+    changes: impl Stream<Item = Arc<K>>,
+) -> impl Stream<Item = Arc<K>> {
+    changes.filter(move |obj| {
+        futures::future::ready(!gate.absorbs(obj.namespace().as_deref(), &obj.name_any()))
+    })
+}
+
+/// Parents with news of their children, but for those whose reconcile waits at `gate`.
+fn news_absorbed_at<K: Kind>(
+    gate: Gate,
+    news: impl Stream<Item = ObjectRef<K>>,
+) -> impl Stream<Item = ObjectRef<K>> {
+    news.filter(move |parent| {
+        futures::future::ready(!gate.absorbs(parent.namespace.as_deref(), &parent.name))
+    })
 }
 
 /// What a controller's output stream is drained with: errors were already logged by the
