@@ -30,10 +30,12 @@ use std::time::Duration;
 use futures::channel::mpsc;
 use futures::{Stream, StreamExt};
 use kube::api::Api;
-use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::controller::{
+    Action, Config as ControllerConfig, Controller, Error as ControllerError,
+};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
-use kube::{Client, Resource, ResourceExt};
+use kube::{Client, Resource};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
@@ -48,7 +50,7 @@ use crate::ops::secure_metrics::{self, SecureMetrics};
 use crate::ops::serving::HttpLimits;
 use crate::ops::shutdown::{self, Stopped};
 use crate::runtime::context::Context;
-use crate::runtime::gate::Gate;
+use crate::runtime::gate::{Gate, Key, object_ref};
 use crate::runtime::retry::{error_policy, with_retry_policy};
 use crate::runtime::watches::{no_parents, resync, tell_parents, watch_and_fan_out};
 
@@ -342,83 +344,102 @@ async fn run_controllers(
     .take_until(stop.clone().cancelled_owned())
     .for_each(|()| futures::future::ready(()));
 
-    // The Controllers start every due reconcile; the gates bound how many run, and choose
-    // which, fairly across namespaces (`runtime/gate.rs`).
-    let gates = Gates::new(options.concurrency, options.flow_shares, &ctx.metrics);
+    // The objects wait at the gates, which hand each Controller an object with a turn of its
+    // concurrency, fairly across namespaces (`runtime/gate.rs`); the Controllers run what
+    // they are handed at once.
+    let (gates, let_in) = Gates::new(options.concurrency, options.flow_shares, &ctx.metrics);
     let config = ControllerConfig::default().concurrency(0);
     let (number_gate, tuple_gate, fermat_gate) = (
         gates.number.clone(),
         gates.tuple.clone(),
         gates.fermat.clone(),
     );
-    // News of an object whose reconcile waits at its gate stays out of the `Controller`: the
-    // waiting reconcile reads the cache, which has it, when it is let in (`runtime/gate.rs`).
-    let number_changes = absorbed_at(number_gate.clone(), number_changes);
-    let tuple_changes = absorbed_at(tuple_gate.clone(), tuple_changes);
-    let fermat_changes = absorbed_at(fermat_gate.clone(), fermat_changes);
-    let tuples_with_news = news_absorbed_at(tuple_gate.clone(), tuples_with_news);
-    let fermats_with_news = news_absorbed_at(fermat_gate.clone(), fermats_with_news);
+    // What the watches and the resyncs tell the gates (run once the caches are complete).
+    let news = futures::future::join4(
+        own_news(number_gate.clone(), number_changes),
+        own_news(tuple_gate.clone(), tuple_changes),
+        own_news(fermat_gate.clone(), fermat_changes),
+        futures::future::join(
+            children_news(tuple_gate.clone(), tuples.clone(), tuples_with_news),
+            children_news(fermat_gate.clone(), fermats.clone(), fermats_with_news),
+        ),
+    );
+    let resyncs = futures::future::join3(
+        resync_news(number_gate.clone(), numbers.clone(), options.sync_period),
+        resync_news(tuple_gate.clone(), tuples.clone(), options.sync_period),
+        resync_news(fermat_gate.clone(), fermats.clone(), options.sync_period),
+    );
     let (numbers_read, tuples_read, fermats_read) =
         (numbers.clone(), tuples.clone(), fermats.clone());
-    let number_controller = Controller::for_shared_stream(number_changes, numbers.clone())
-        .reconcile_all_on(resync(options.sync_period))
-        .with_config(config.clone())
-        .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(
-            move |n, ctx| {
-                gated(number_gate.clone(), numbers_read.clone(), n, move |n| {
-                    with_retry_policy(
-                        Number::CONTROLLER,
-                        n.clone(),
-                        ctx.clone(),
-                        number::reconcile(n, ctx),
-                    )
-                })
-            },
-            error_policy,
-            ctx.clone(),
-        )
-        .for_each(log_result(Number::CONTROLLER));
-    let tuple_controller = Controller::for_shared_stream(tuple_changes, tuples.clone())
-        .reconcile_all_on(resync(options.sync_period))
-        .reconcile_on(tuples_with_news)
-        .with_config(config.clone())
-        .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(
-            move |t, ctx| {
-                gated(tuple_gate.clone(), tuples_read.clone(), t, move |t| {
-                    with_retry_policy(
-                        Tuple::CONTROLLER,
-                        t.clone(),
-                        ctx.clone(),
-                        tuple::reconcile(t, ctx),
-                    )
-                })
-            },
-            error_policy,
-            ctx.clone(),
-        )
-        .for_each(log_result(Tuple::CONTROLLER));
-    let fermat_controller = Controller::for_shared_stream(fermat_changes, fermats.clone())
-        .reconcile_all_on(resync(options.sync_period))
-        .reconcile_on(fermats_with_news)
-        .with_config(config)
-        .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(
-            move |f, ctx| {
-                gated(fermat_gate.clone(), fermats_read.clone(), f, move |f| {
-                    with_retry_policy(
-                        Fermat::CONTROLLER,
-                        f.clone(),
-                        ctx.clone(),
-                        fermat::reconcile(f, ctx),
-                    )
-                })
-            },
-            error_policy,
-            ctx.clone(),
-        )
-        .for_each(log_result(Fermat::CONTROLLER));
+    let number_controller =
+        Controller::for_shared_stream(futures::stream::pending(), numbers.clone())
+            .reconcile_on(let_in.number.map(object_ref::<Number>))
+            .with_config(config.clone())
+            .graceful_shutdown_on(stop.clone().cancelled_owned())
+            .run(
+                {
+                    let gate = number_gate.clone();
+                    move |n, ctx: Arc<Context>| {
+                        gated(gate.clone(), numbers_read.clone(), n, move |n| {
+                            with_retry_policy(
+                                Number::CONTROLLER,
+                                n.clone(),
+                                ctx.clone(),
+                                number::reconcile(n, ctx),
+                            )
+                        })
+                    }
+                },
+                error_policy,
+                ctx.clone(),
+            )
+            .for_each(log_result(Number::CONTROLLER, number_gate));
+    let tuple_controller =
+        Controller::for_shared_stream(futures::stream::pending(), tuples.clone())
+            .reconcile_on(let_in.tuple.map(object_ref::<Tuple>))
+            .with_config(config.clone())
+            .graceful_shutdown_on(stop.clone().cancelled_owned())
+            .run(
+                {
+                    let gate = tuple_gate.clone();
+                    move |t, ctx: Arc<Context>| {
+                        gated(gate.clone(), tuples_read.clone(), t, move |t| {
+                            with_retry_policy(
+                                Tuple::CONTROLLER,
+                                t.clone(),
+                                ctx.clone(),
+                                tuple::reconcile(t, ctx),
+                            )
+                        })
+                    }
+                },
+                error_policy,
+                ctx.clone(),
+            )
+            .for_each(log_result(Tuple::CONTROLLER, tuple_gate));
+    let fermat_controller =
+        Controller::for_shared_stream(futures::stream::pending(), fermats.clone())
+            .reconcile_on(let_in.fermat.map(object_ref::<Fermat>))
+            .with_config(config)
+            .graceful_shutdown_on(stop.clone().cancelled_owned())
+            .run(
+                {
+                    let gate = fermat_gate.clone();
+                    move |f, ctx: Arc<Context>| {
+                        gated(gate.clone(), fermats_read.clone(), f, move |f| {
+                            with_retry_policy(
+                                Fermat::CONTROLLER,
+                                f.clone(),
+                                ctx.clone(),
+                                fermat::reconcile(f, ctx),
+                            )
+                        })
+                    }
+                },
+                error_policy,
+                ctx.clone(),
+            )
+            .for_each(log_result(Fermat::CONTROLLER, fermat_gate));
 
     // The controllers start only once every cache holds a complete list: a reconcile that
     // read a half-filled cache would create children that exist. Waiting here, once, also
@@ -440,7 +461,15 @@ async fn run_controllers(
                 namespace = ns.as_deref().unwrap_or("all namespaces"),
                 "caches synced; starting the Number, Tuple and Fermat controllers"
             );
-            tokio::join!(number_controller, tuple_controller, fermat_controller);
+            // The news and the resyncs end with the watches and `stop`; the controllers once
+            // their graceful shutdown completes.
+            let told = async {
+                tokio::select! {
+                    _ = futures::future::join(news, resyncs) => {}
+                    _ = stop.cancelled() => {}
+                }
+            };
+            tokio::join!(number_controller, tuple_controller, fermat_controller, told);
             debug!("controllers stopped");
         }
     };
@@ -473,13 +502,29 @@ struct Gates {
     fermat: Gate,
 }
 
+/// The objects each gate lets in, for its Controller.
+struct LetIn {
+    number: mpsc::UnboundedReceiver<Key>,
+    tuple: mpsc::UnboundedReceiver<Key>,
+    fermat: mpsc::UnboundedReceiver<Key>,
+}
+
 impl Gates {
-    fn new(concurrency: u16, shares: bool, metrics: &Metrics) -> Gates {
-        Gates {
-            number: Gate::new(Number::CONTROLLER, concurrency, shares, metrics),
-            tuple: Gate::new(Tuple::CONTROLLER, concurrency, shares, metrics),
-            fermat: Gate::new(Fermat::CONTROLLER, concurrency, shares, metrics),
-        }
+    fn new(concurrency: u16, shares: bool, metrics: &Metrics) -> (Gates, LetIn) {
+        let (number, number_in) = Gate::new(Number::CONTROLLER, concurrency, shares, metrics);
+        let (tuple, tuple_in) = Gate::new(Tuple::CONTROLLER, concurrency, shares, metrics);
+        let (fermat, fermat_in) = Gate::new(Fermat::CONTROLLER, concurrency, shares, metrics);
+        let gates = Gates {
+            number,
+            tuple,
+            fermat,
+        };
+        let let_in = LetIn {
+            number: number_in,
+            tuple: tuple_in,
+            fermat: fermat_in,
+        };
+        (gates, let_in)
     }
 
     fn close(&self) {
@@ -508,33 +553,56 @@ where
         .unwrap_or_else(|| Ok(Action::await_change()))
 }
 
-/// An object's own changes, but for those of objects whose reconcile waits at `gate`.
-fn absorbed_at<K: Kind>(
-    gate: Gate,
-    changes: impl Stream<Item = Arc<K>>,
-) -> impl Stream<Item = Arc<K>> {
-    changes.filter(move |obj| {
-        futures::future::ready(!gate.absorbs(obj.namespace().as_deref(), &obj.name_any()))
-    })
+/// An object's own changes, told to its gate.
+async fn own_news<K: Kind>(gate: Gate, changes: impl Stream<Item = Arc<K>>) {
+    changes
+        .for_each(|obj| {
+            gate.news(obj.as_ref());
+            futures::future::ready(())
+        })
+        .await
 }
 
-/// Parents with news of their children, but for those whose reconcile waits at `gate`.
-fn news_absorbed_at<K: Kind>(
+/// Parents with news of their children, told to their gate (a parent no longer cached has
+/// nothing left to reconcile).
+async fn children_news<K: Kind>(
     gate: Gate,
+    parents: Store<K>,
     news: impl Stream<Item = ObjectRef<K>>,
-) -> impl Stream<Item = ObjectRef<K>> {
-    news.filter(move |parent| {
-        futures::future::ready(!gate.absorbs(parent.namespace.as_deref(), &parent.name))
+) {
+    news.for_each(|parent| {
+        if let Some(parent) = parents.get(&parent) {
+            gate.news(parent.as_ref());
+        }
+        futures::future::ready(())
     })
+    .await
+}
+
+/// Every cached object, told to its gate every `period` or so (see [`resync`]).
+async fn resync_news<K: Kind>(gate: Gate, objects: Store<K>, period: Duration) {
+    resync(period)
+        .for_each(|()| {
+            for obj in objects.state() {
+                gate.news(obj.as_ref());
+            }
+            futures::future::ready(())
+        })
+        .await
 }
 
 /// What a controller's output stream is drained with: errors were already logged by the
-/// error policy, so they only appear again at debug level.
-fn log_result<T, E: std::fmt::Display>(
+/// error policy, so they only appear again at debug level; an object the Controller no longer
+/// found in its cache gives back the turn its gate handed it.
+fn log_result<T, E: std::error::Error, Q: std::error::Error>(
     controller: &'static str,
-) -> impl FnMut(Result<T, E>) -> futures::future::Ready<()> {
+    gate: Gate,
+) -> impl FnMut(Result<T, ControllerError<E, Q>>) -> futures::future::Ready<()> {
     move |result| {
         if let Err(error) = result {
+            if let ControllerError::ObjectNotFound(obj) = &error {
+                gate.not_found(obj.namespace.as_deref(), &obj.name);
+            }
             debug!(controller, %error, "reconcile ended with an error");
         }
         futures::future::ready(())

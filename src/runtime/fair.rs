@@ -203,10 +203,31 @@ pub struct QueueStats {
 /// Called with each grant's wait (for the wait-time histogram).
 pub type OnGrant = Arc<dyn Fn(Duration) + Send + Sync>;
 
+/// What takes a permit when its turn comes: [`FairSlots::offer`]'s callback. It runs under the
+/// slots' lock (so it must not take a permit or drop one itself), and gives the permit back
+/// (`Err`) when it no longer wants it.
+pub type Grant = Box<dyn FnOnce(Permit) -> Result<(), Permit> + Send>;
+
+/// Who waits for a permit: a caller that awaits it ([`FairSlots::acquire`]), or a callback
+/// ([`FairSlots::offer`]).
+enum Waiter {
+    Caller(oneshot::Sender<Permit>),
+    Callback(Grant),
+}
+
+impl Waiter {
+    fn grant(self, permit: Permit) -> Result<(), Permit> {
+        match self {
+            Waiter::Caller(caller) => caller.send(permit),
+            Waiter::Callback(grant) => grant(permit),
+        }
+    }
+}
+
 struct State {
     free: usize,
     closed: bool,
-    queue: FairQueue<oneshot::Sender<Permit>>,
+    queue: FairQueue<Waiter>,
     /// With shares ([`FairSlots::shared`]): the permits each flow holds, and when each flow
     /// last asked for one.
     shares: Option<Shares>,
@@ -300,7 +321,7 @@ impl Shared {
                 return;
             };
             let permit = self.permit(flow.clone());
-            match waiter.send(permit) {
+            match waiter.grant(permit) {
                 Ok(()) => {
                     state.free -= 1;
                     if let Some(shares) = &mut state.shares {
@@ -310,7 +331,8 @@ impl Shared {
                         on_grant(waited);
                     }
                 }
-                // The waiter gave up (its reconcile was dropped): the next one.
+                // The waiter gave up (its reconcile was dropped, or it wants no permit any
+                // more): the next one. (Not given back through `release`: the lock is held.)
                 Err(mut unsent) => unsent.shared = None,
             }
         }
@@ -432,7 +454,9 @@ impl FairSlots {
                 return Some(self.shared.permit(flow));
             }
             let (tx, rx) = oneshot::channel();
-            state.queue.push(flow, priority, Instant::now(), tx);
+            state
+                .queue
+                .push(flow, priority, Instant::now(), Waiter::Caller(tx));
             rx
         };
         if self.shared.gather {
@@ -440,6 +464,24 @@ impl FairSlots {
         }
         self.shared.dispatch(&mut self.shared.lock());
         granted.await.ok()
+    }
+
+    /// `grant` gets a permit in `flow`'s turn, from the dispatch that hands it out (at once
+    /// when one is free and may be taken): for work that waits without a task of its own
+    /// (see [`crate::runtime::gate`]). Nothing happens once closed.
+    pub fn offer(&self, flow: Flow, priority: Priority, grant: Grant) {
+        let mut state = self.shared.lock();
+        if state.closed {
+            return;
+        }
+        let now = Instant::now();
+        if let Some(shares) = &mut state.shares {
+            shares.asked(&flow, now);
+        }
+        state
+            .queue
+            .push(flow, priority, now, Waiter::Callback(grant));
+        self.shared.dispatch(&mut state);
     }
 
     /// Every waiter gives up (gets `None`), and so does every later caller: for a shutdown,

@@ -1,29 +1,33 @@
-//! The gate a reconcile passes before it runs: a controller's concurrency, handed out fairly.
+//! The gate in front of each controller: which object is reconciled next, fairly across
+//! namespaces, `--concurrency` at a time.
 //!
 //! kube-runtime's `Controller` has no priority queue: it starts the objects it was told about
 //! in the order they became due, up to its concurrency, so a small object's reconcile waits
 //! behind the thousands of Tuples a big Fermat just created (or behind the whole initial list
-//! after a restart). Rather than fork its scheduler, the manager lets the `Controller` start
-//! every due reconcile (no concurrency bound of its own) and bounds them here: each waits at
-//! the gate of its controller, which lets `--concurrency` of them run at once, chosen by
-//! [`crate::runtime::fair`] (namespaces in turn; objects that are not settled before settled
-//! ones; aging). A waiting reconcile is a small future (the object and its turn); the
-//! reconcile itself is only built once it is let in.
+//! after a restart). Nor can a reconcile wait inside it cheaply: the `Controller` keeps the
+//! reconciles it started in a map that it polls whole on every wake-up, and scans the news it
+//! holds for them one by one, so thousands of reconciles waiting there made a big Fermat cost
+//! the manager half as much CPU again. So the objects wait here, *before* the `Controller`:
+//! the watches tell the gate their news ([`Gate::news`]), the gate queues each object once,
+//! in its namespace's flow ([`crate::runtime::fair`]: namespaces in turn; new, changed and
+//! waiting objects before settled ones; aging), and hands the `Controller` an object only with
+//! a turn of the controller's concurrency in hand. The `Controller` runs it at once
+//! ([`Gate::pass`]): it keeps what it does well (one reconcile of an object at a time, the
+//! requeues and the error policy's backoff), never more than `--concurrency` reconciles.
 //!
-//! A reconcile let in acts on the object as the cache holds it *then*, not as it was when the
-//! `Controller` started it (kube-runtime hands a reconcile the object of its trigger): a Tuple
-//! whose spec changed while it waited creates the Numbers of its new spec, never the old
-//! one's. So news of an object whose reconcile still waits adds nothing, and the gate
-//! [absorbs](Gate::absorbs) it before it reaches the `Controller`: otherwise the `Controller`
-//! holds it until the waiting reconcile has run, then runs another, and on every poll scans
-//! what it holds (kube-runtime's scheduler looks through its held messages one by one). With
-//! thousands of reconciles waiting that scan was a third of the manager's CPU.
+//! An object's reconcile acts on the object as the cache holds it when it runs, not when its
+//! news came: a Tuple whose spec changed while it waited creates the Numbers of its new spec,
+//! never the old one's. So news of an object that waits already adds nothing; news of an
+//! object whose reconcile runs queues it again once that reconcile ends (it may have read the
+//! cache before the news). A reconcile the `Controller` starts by itself (a requeue, the
+//! error policy's retry) takes its turn at the gate like any other, waiting in the queue.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
+use futures::channel::mpsc;
 use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::debug;
@@ -31,7 +35,7 @@ use tracing::debug;
 use crate::kind::Kind;
 use crate::metrics::Metrics;
 use crate::runtime::TIMELINE;
-use crate::runtime::fair::{FairSlots, Flow, Priority};
+use crate::runtime::fair::{FairSlots, Flow, Permit, Priority};
 use crate::runtime::slots::in_flow;
 
 /// Whose an object's reconcile is: its namespace.
@@ -55,54 +59,154 @@ pub(crate) fn ms(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1e4).round() / 10.0
 }
 
-/// An object of one kind, by namespace and name.
-type Key = (String, String);
+/// An object of the gate's kind: its namespace and name.
+pub type Key = (String, String);
 
 fn key_of<K: Kind>(obj: &K) -> Key {
     (obj.namespace().unwrap_or_default(), obj.name_any())
 }
 
+/// The `Controller`'s trigger for an object the gate let in.
+pub fn object_ref<K: Kind>((namespace, name): Key) -> ObjectRef<K> {
+    ObjectRef::new(&name).within(&namespace)
+}
+
+/// Where an object is between its news and the end of its reconcile.
+enum Stage {
+    /// Queued at the gate; `urgent` once it was queued as urgent.
+    Queued { urgent: bool, since: Instant },
+    /// Its turn came: handed to the `Controller`, which has not started it yet.
+    LetIn(Permit, Instant),
+    /// Started by the `Controller` without news of ours (a requeue, a retry): waits for its
+    /// turn inside the reconcile.
+    Waiting,
+    /// Reconciling; `news` came meanwhile (it may have read the cache before it).
+    Running { news: bool },
+}
+
+struct Shared {
+    controller: &'static str,
+    slots: FairSlots,
+    objects: Mutex<HashMap<Key, Stage>>,
+    /// To the `Controller`: the objects let in.
+    let_in: mpsc::UnboundedSender<Key>,
+}
+
 /// One controller's gate.
 #[derive(Clone)]
 pub struct Gate {
-    controller: &'static str,
-    slots: FairSlots,
-    /// The objects whose reconcile waits for its turn (one at most each: the `Controller`
-    /// never runs two reconciles of one object at once).
-    waiting: Arc<Mutex<HashSet<Key>>>,
+    shared: Arc<Shared>,
 }
 
 impl Gate {
     /// `concurrency` reconciles at once (0: no bound), their waits shown in `metrics` under
-    /// the controller's name.
+    /// the controller's name, and the stream of the objects let in, for the `Controller`.
     pub fn new(
         controller: &'static str,
         concurrency: u16,
         shares: bool,
         metrics: &Metrics,
-    ) -> Gate {
+    ) -> (Gate, mpsc::UnboundedReceiver<Key>) {
         let slots = FairSlots::gathering(
             concurrency.into(),
             shares,
             Some(metrics.fair_queue_waits(controller)),
         );
         metrics.show_fair_queue(controller, slots.reader());
-        Gate {
+        let (let_in, to_controller) = mpsc::unbounded();
+        let shared = Arc::new(Shared {
             controller,
             slots,
-            waiting: Arc::default(),
+            objects: Mutex::default(),
+            let_in,
+        });
+        (Gate { shared }, to_controller)
+    }
+
+    fn objects(&self) -> MutexGuard<'_, HashMap<Key, Stage>> {
+        // A panic while holding the lock leaves the stages as they were; go on with them.
+        (self.shared.objects.lock()).unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// `obj` changed, or something it looks at did: reconcile it, in its turn. Nothing more
+    /// when it waits already (its reconcile will read the cache, which has the news); once
+    /// more after its reconcile when it is running. A settled object that waits and now has
+    /// something to do is queued again as urgent (its older place is given up when its turn
+    /// comes).
+    pub fn news<K: Kind>(&self, obj: &K) {
+        let key = key_of(obj);
+        let priority = priority_of(obj);
+        {
+            let mut objects = self.objects();
+            match objects.get_mut(&key) {
+                None => {
+                    let urgent = priority == Priority::Urgent;
+                    let since = Instant::now();
+                    objects.insert(key.clone(), Stage::Queued { urgent, since });
+                }
+                Some(Stage::Queued { urgent, .. }) if !*urgent && priority == Priority::Urgent => {
+                    *urgent = true
+                }
+                Some(Stage::Running { news }) => {
+                    *news = true;
+                    return;
+                }
+                Some(_) => return,
+            }
         }
+        self.queue(key, flow_of(obj), priority);
     }
 
-    fn waiting(&self) -> std::sync::MutexGuard<'_, HashSet<Key>> {
-        // A panic while holding the lock leaves the set as it was; go on with it.
-        (self.waiting.lock()).unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// Queue `key` for a turn (its stage says `Queued` already).
+    fn queue(&self, key: Key, flow: Flow, priority: Priority) {
+        let gate = self.clone();
+        let grant = Box::new(move |permit| gate.let_in(key, permit));
+        self.shared.slots.offer(flow, priority, grant);
     }
 
-    /// `reconcile(obj)` run in `obj`'s turn, with `obj` as `store` holds it then, its writes
-    /// queued in `obj`'s flow. `None` when the gate closed first (a shutdown: queued
-    /// reconciles are dropped, not run), or the object is no longer cached (deleted while it
-    /// waited: there is nothing left to reconcile, and its children go with it).
+    /// `key`'s turn came: to the `Controller`, with its permit. Called under the slots' lock;
+    /// the permit goes back (`Err`) when `key` no longer waits here (let in through an
+    /// earlier place in the queue, or started by the `Controller` itself).
+    fn let_in(&self, key: Key, permit: Permit) -> Result<(), Permit> {
+        let mut objects = self.objects();
+        let Some(stage @ Stage::Queued { .. }) = objects.get_mut(&key) else {
+            return Err(permit);
+        };
+        let Stage::Queued { since, .. } = *stage else {
+            return Err(permit);
+        };
+        if self.shared.let_in.unbounded_send(key).is_err() {
+            // The `Controller` is gone (a shutdown).
+            return Err(permit);
+        }
+        *stage = Stage::LetIn(permit, since);
+        Ok(())
+    }
+
+    /// The `Controller` found no such object in its cache (deleted since its news): a permit
+    /// it was handed goes back.
+    pub fn not_found(&self, namespace: Option<&str>, name: &str) {
+        let key = (namespace.unwrap_or_default().to_string(), name.to_string());
+        let permit = {
+            let mut objects = self.objects();
+            match objects.remove(&key) {
+                Some(Stage::LetIn(permit, _)) => Some(permit),
+                Some(other) => {
+                    objects.insert(key, other);
+                    None
+                }
+                None => None,
+            }
+        };
+        // Given back outside the lock: the next object's turn takes it.
+        drop(permit);
+    }
+
+    /// `reconcile(obj)` with `obj` as `store` holds it now, its writes queued in `obj`'s
+    /// flow: at once when the gate let it in, else once its turn comes. `None` when the gate
+    /// closed first (a shutdown: queued reconciles are dropped, not run), or the object is no
+    /// longer cached (deleted meanwhile: nothing is left to reconcile, and its children go
+    /// with it).
     pub async fn pass<K, F, Fut>(
         &self,
         obj: &K,
@@ -114,58 +218,87 @@ impl Gate {
         F: FnOnce(Arc<K>) -> Fut,
         Fut: Future,
     {
+        let key = key_of(obj);
         let flow = flow_of(obj);
-        let priority = priority_of(obj);
         let arrived = Instant::now();
-        let waiting = Waiting::new(self, key_of(obj));
-        let turn = self.slots.acquire(flow.clone(), priority).await;
-        // Out of the waiting set before the cache is read: news that arrives from now on
-        // reaches the `Controller`, and news absorbed before now is in the cache already
-        // (the watch fills the cache before it tells anyone).
-        drop(waiting);
-        let turn = turn?;
+        let let_in = {
+            let mut objects = self.objects();
+            let stage = objects.insert(key.clone(), Stage::Waiting);
+            match stage {
+                Some(Stage::LetIn(permit, since)) => {
+                    objects.insert(key.clone(), Stage::Running { news: false });
+                    Some((permit, since))
+                }
+                // An object queued at the gate too gives up its place (its turn, when it
+                // comes, goes to the next).
+                _ => None,
+            }
+        };
+        // From here on the object's stage is ours: whatever ends this future ends it too.
+        let turn = Turn { gate: self, key };
+        let (permit, waited_since) = match let_in {
+            Some(let_in) => let_in,
+            None => {
+                let permit = (self.shared.slots)
+                    .acquire(flow.clone(), priority_of(obj))
+                    .await?;
+                (self.objects()).insert(turn.key.clone(), Stage::Running { news: false });
+                (permit, arrived)
+            }
+        };
         let latest = store.get(&ObjectRef::from_obj(obj))?;
-        let let_in = Instant::now();
-        debug!(target: TIMELINE, controller = self.controller, ns = %flow, name = %obj.name_any(), ?priority, waited_ms = ms(let_in - arrived), "let in at the gate");
-        // Boxed: the waiting future stays small, whatever the reconcile's size.
+        let started = Instant::now();
+        debug!(target: TIMELINE, controller = self.shared.controller, ns = %flow, name = %obj.name_any(), waited_ms = ms(started - waited_since), "let in at the gate");
+        // Boxed: the future the `Controller` holds stays small, whatever the reconcile's size.
         let output = Box::pin(in_flow(flow.clone(), reconcile(latest))).await;
+        drop(permit);
         drop(turn);
-        debug!(target: TIMELINE, controller = self.controller, ns = %flow, name = %obj.name_any(), ran_ms = ms(let_in.elapsed()), "reconciled");
+        debug!(target: TIMELINE, controller = self.shared.controller, ns = %flow, name = %obj.name_any(), ran_ms = ms(started.elapsed()), "reconciled");
         Some(output)
     }
 
-    /// Whether news of the object `namespace`/`name` adds nothing: its reconcile waits at the
-    /// gate, and will read the cache (which holds the news already) when it is let in.
-    pub fn absorbs(&self, namespace: Option<&str>, name: &str) -> bool {
-        let key = (namespace.unwrap_or_default().to_string(), name.to_string());
-        self.waiting().contains(&key)
-    }
-
-    /// Turn every waiting reconcile away, now and later.
+    /// Every object waiting here is dropped, and so is every later turn: for a shutdown.
     pub fn close(&self) {
-        self.slots.close();
+        self.shared.slots.close();
+        let objects = std::mem::take(&mut *self.objects());
+        // The permits of objects let in go back outside the lock.
+        drop(objects);
     }
 }
 
-/// An object's place in its gate's waiting set, left when its reconcile is let in, or dropped
-/// (so that a reconcile cancelled while it waits does not leave its object's news absorbed
-/// for good).
-struct Waiting<'a> {
+/// An object's reconcile at the gate, from the moment the `Controller` started it: when it
+/// ends (or is dropped, by a shutdown) the object leaves the gate, or is queued again if news
+/// came while it ran.
+struct Turn<'a> {
     gate: &'a Gate,
-    key: Option<Key>,
+    key: Key,
 }
 
-impl<'a> Waiting<'a> {
-    fn new(gate: &'a Gate, key: Key) -> Self {
-        let key = gate.waiting().insert(key.clone()).then_some(key);
-        Waiting { gate, key }
-    }
-}
-
-impl Drop for Waiting<'_> {
+impl Drop for Turn<'_> {
     fn drop(&mut self) {
-        if let Some(key) = self.key.take() {
-            self.gate.waiting().remove(&key);
+        let again = {
+            let mut objects = self.gate.objects();
+            match objects.remove(&self.key) {
+                Some(Stage::Running { news: true }) => {
+                    let since = Instant::now();
+                    let stage = Stage::Queued {
+                        urgent: true,
+                        since,
+                    };
+                    objects.insert(self.key.clone(), stage);
+                    true
+                }
+                // Let in again by news after it was started: the `Controller` runs it next.
+                Some(stage @ Stage::LetIn(..)) => {
+                    objects.insert(self.key.clone(), stage);
+                    false
+                }
+                _ => false,
+            }
+        };
+        if again {
+            let flow = Flow::from(self.key.0.as_str());
+            self.gate.queue(self.key.clone(), flow, Priority::Urgent);
         }
     }
 }
