@@ -295,3 +295,47 @@ async fn a_reconcile_waiting_at_the_gate_acts_on_the_newest_spec() {
         "30 Numbers of busy, one of t"
     );
 }
+
+/// An object deleted while it waits at the gate does not keep the turn it was given: with one
+/// Tuple reconcile at a time, a Tuple deleted while it waited behind a busy one, then another
+/// Tuple, which is reconciled as soon as the busy one is done.
+#[tokio::test]
+async fn an_object_deleted_while_it_waits_gives_its_turn_back() {
+    let mut h = Harness::without_manager().await;
+    h.server.set_latency(
+        RequestFilter::new().verb(Verb::Create).resource("numbers"),
+        Duration::from_millis(100),
+    );
+    let metrics = h.start_manager_observed(Options {
+        concurrency: 1,
+        ..Options::default()
+    });
+    h.create_tuple("busy", (1..=20).collect()).await;
+    let number_creates = RequestFilter::new().verb(Verb::Create).resource("numbers");
+    eventually(
+        "the busy Tuple's reconcile has begun",
+        || async { Some(h.server.count(&number_creates)) },
+        |n| *n >= 1,
+    )
+    .await;
+    h.create_tuple("gone", vec![1]).await;
+    let queued = "math_controller_fair_queue_depth{queue=\"tuple\"}";
+    eventually(
+        "the doomed Tuple waits at the Tuple gate",
+        || async { sample(&metrics.encode(), queued) },
+        |n| *n >= 1.0,
+    )
+    .await;
+    h.tuples()
+        .delete("gone", &Default::default())
+        .await
+        .expect("the waiting Tuple is deleted");
+    h.create_tuple("next", vec![9]).await;
+    wait_for(&h.tuples(), "next", common::tuple_ready).await;
+    wait_for(&h.tuples(), "busy", common::tuple_ready).await;
+    assert_eq!(
+        h.server.count(&number_creates),
+        21,
+        "busy's 20 Numbers and next's one; none for the deleted Tuple"
+    );
+}
