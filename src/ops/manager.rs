@@ -18,9 +18,10 @@
 //! bounded buffer makes a watch wait for the slowest controller. `owns` also maps a child to
 //! its parents only through ownerReferences, while a conflicting object that is deleted frees
 //! a name whose parent it does not name ([`crate::kind::Parent::parent_of`]). So each watch
-//! is `watch_and_fan_out` (`runtime/watches.rs`), with plain unbounded channels, and the
-//! controllers are built on kube-runtime's `for_shared_stream` and `reconcile_on` from those
-//! channels.
+//! is `watch_and_fan_out` (`runtime/watches.rs`), with plain unbounded channels. What comes
+//! through them is news for the gate in front of each controller (`runtime/gate.rs`), and
+//! each controller is built on kube-runtime's `for_shared_stream` over the shared store,
+//! triggered (`reconcile_on`) by the objects its gate lets in.
 
 use std::future::Future;
 use std::net::SocketAddr;

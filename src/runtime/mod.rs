@@ -29,8 +29,9 @@
 //! - `slots.rs`: the slots writes and Events take (`--requests-in-flight`), handed out in
 //!   each reconcile's flow's turn, lent by a request while the client waits to send it again
 //!   (a 429).
-//! - `gate.rs`: the gate each reconcile passes before it runs: a controller's concurrency,
-//!   handed out fairly across namespaces, new and changed objects before settled ones.
+//! - `gate.rs`: the gate in front of each `Controller`: objects with news wait there, once
+//!   each, and are handed to the `Controller` with a turn of its concurrency, fairly across
+//!   namespaces, new and changed objects before settled ones.
 //! - `events.rs`: Events within kube-apiserver's limits (names, notes), a Warning said once.
 //! - `expiring.rs`: remembered writes and failures in maps whose entries expire (bounded
 //!   memory), and how those maps name an object.
