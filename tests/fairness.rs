@@ -223,43 +223,49 @@ async fn after_a_restart_a_new_object_goes_before_the_initial_list() {
     );
 }
 
-/// A reconcile that waits at the gate acts on the object as it is when its turn comes, not as
-/// it was when the `Controller` started it: a Tuple whose spec changed while it waited gets the
-/// Number of its new spec, created once, never the old one's. Before,
-/// the waiting reconcile carried the first version (kube-runtime hands a reconcile the object
-/// of its trigger) and created the old Number; the change, held by the `Controller` until
-/// then, ran a second reconcile that corrected it: a create, a PATCH of the spec, two statuses.
-#[tokio::test]
-async fn a_reconcile_waiting_at_the_gate_acts_on_the_newest_spec() {
+/// A manager with one reconcile of each kind at a time, a Tuple `busy` of `busy` Numbers
+/// holding the only Tuple turn (Number creates take 100 ms, and its creates go out in rounds
+/// of the slow start), and a Tuple `name` of `numbers` whose reconcile waits at the Tuple gate
+/// behind it.
+async fn waiting_behind_a_busy_tuple(busy: i64, name: &str, numbers: Vec<i64>) -> Harness {
     let mut h = Harness::without_manager().await;
-    // Number creates take 100 ms: a Tuple of 30 holds the only Tuple turn for a while (its
-    // creates go out in rounds of the slow start).
-    h.server.set_latency(
-        RequestFilter::new().verb(Verb::Create).resource("numbers"),
-        Duration::from_millis(100),
-    );
+    h.server
+        .set_latency(number_creates(), Duration::from_millis(100));
     let metrics = h.start_manager_observed(Options {
         concurrency: 1,
         ..Options::default()
     });
-    h.create_tuple("busy", (1..=30).collect()).await;
-    let number_creates = RequestFilter::new().verb(Verb::Create).resource("numbers");
+    h.create_tuple("busy", (1..=busy).collect()).await;
     eventually(
         "the busy Tuple's reconcile has begun",
-        || async { Some(h.server.count(&number_creates)) },
+        || async { Some(h.server.count(&number_creates())) },
         |n| *n >= 1,
     )
     .await;
-    h.create_tuple("t", vec![1]).await;
-    // Its reconcile waits at the gate (the only one there: busy's own news wait in the
-    // `Controller` until busy's reconcile ends).
+    h.create_tuple(name, numbers).await;
     let queued = "math_controller_fair_queue_depth{queue=\"tuple\"}";
     eventually(
-        "t's reconcile waits at the Tuple gate",
+        &format!("{name}'s reconcile waits at the Tuple gate"),
         || async { sample(&metrics.encode(), queued) },
         |n| *n >= 1.0,
     )
     .await;
+    h
+}
+
+fn number_creates() -> RequestFilter {
+    RequestFilter::new().verb(Verb::Create).resource("numbers")
+}
+
+/// A reconcile that waits at the gate acts on the object as it is when its turn comes, not as
+/// it was when its news came: a Tuple whose spec changed while it waited gets the Number of
+/// its new spec, created once, never the old one's. Before, the waiting reconcile carried the
+/// first version (kube-runtime hands a reconcile the object of its trigger) and created the
+/// old Number; the change, held by the `Controller` until then, ran a second reconcile that
+/// corrected it: a create, a PATCH of the spec, two statuses.
+#[tokio::test]
+async fn a_reconcile_waiting_at_the_gate_acts_on_the_newest_spec() {
+    let h = waiting_behind_a_busy_tuple(30, "t", vec![1]).await;
     h.tuples()
         .patch(
             "t",
@@ -269,7 +275,7 @@ async fn a_reconcile_waiting_at_the_gate_acts_on_the_newest_spec() {
         .await
         .expect("the Tuple's spec changes");
     assert!(
-        h.server.count(&number_creates) < 30,
+        h.server.count(&number_creates()) < 30,
         "the test changed the spec while the busy Tuple still held the gate"
     );
     let t = wait_for(&h.tuples(), "t", common::tuple_ready).await;
@@ -290,7 +296,7 @@ async fn a_reconcile_waiting_at_the_gate_acts_on_the_newest_spec() {
         "t-0 (value, generation, spec patches): created for the old spec and corrected"
     );
     assert_eq!(
-        h.server.count(&number_creates),
+        h.server.count(&number_creates()),
         31,
         "30 Numbers of busy, one of t"
     );
@@ -301,31 +307,7 @@ async fn a_reconcile_waiting_at_the_gate_acts_on_the_newest_spec() {
 /// Tuple, which is reconciled as soon as the busy one is done.
 #[tokio::test]
 async fn an_object_deleted_while_it_waits_gives_its_turn_back() {
-    let mut h = Harness::without_manager().await;
-    h.server.set_latency(
-        RequestFilter::new().verb(Verb::Create).resource("numbers"),
-        Duration::from_millis(100),
-    );
-    let metrics = h.start_manager_observed(Options {
-        concurrency: 1,
-        ..Options::default()
-    });
-    h.create_tuple("busy", (1..=20).collect()).await;
-    let number_creates = RequestFilter::new().verb(Verb::Create).resource("numbers");
-    eventually(
-        "the busy Tuple's reconcile has begun",
-        || async { Some(h.server.count(&number_creates)) },
-        |n| *n >= 1,
-    )
-    .await;
-    h.create_tuple("gone", vec![1]).await;
-    let queued = "math_controller_fair_queue_depth{queue=\"tuple\"}";
-    eventually(
-        "the doomed Tuple waits at the Tuple gate",
-        || async { sample(&metrics.encode(), queued) },
-        |n| *n >= 1.0,
-    )
-    .await;
+    let h = waiting_behind_a_busy_tuple(20, "gone", vec![1]).await;
     h.tuples()
         .delete("gone", &Default::default())
         .await
@@ -334,7 +316,7 @@ async fn an_object_deleted_while_it_waits_gives_its_turn_back() {
     wait_for(&h.tuples(), "next", common::tuple_ready).await;
     wait_for(&h.tuples(), "busy", common::tuple_ready).await;
     assert_eq!(
-        h.server.count(&number_creates),
+        h.server.count(&number_creates()),
         21,
         "busy's 20 Numbers and next's one; none for the deleted Tuple"
     );

@@ -349,7 +349,6 @@ async fn run_controllers(
     // concurrency, fairly across namespaces (`runtime/gate.rs`); the Controllers run what
     // they are handed at once.
     let (gates, let_in) = Gates::new(options.concurrency, options.flow_shares, &ctx.metrics);
-    let config = ControllerConfig::default().concurrency(0);
     let (number_gate, tuple_gate, fermat_gate) = (
         gates.number.clone(),
         gates.tuple.clone(),
@@ -370,77 +369,31 @@ async fn run_controllers(
         resync_news(tuple_gate.clone(), tuples.clone(), options.sync_period),
         resync_news(fermat_gate.clone(), fermats.clone(), options.sync_period),
     );
-    let (numbers_read, tuples_read, fermats_read) =
-        (numbers.clone(), tuples.clone(), fermats.clone());
-    let number_controller =
-        Controller::for_shared_stream(futures::stream::pending(), numbers.clone())
-            .reconcile_on(let_in.number.map(object_ref::<Number>))
-            .with_config(config.clone())
-            .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(
-                {
-                    let gate = number_gate.clone();
-                    move |n, ctx: Arc<Context>| {
-                        gated(gate.clone(), numbers_read.clone(), n, move |n| {
-                            with_retry_policy(
-                                Number::CONTROLLER,
-                                n.clone(),
-                                ctx.clone(),
-                                number::reconcile(n, ctx),
-                            )
-                        })
-                    }
-                },
-                error_policy,
-                ctx.clone(),
-            )
-            .for_each(log_result(Number::CONTROLLER, number_gate));
-    let tuple_controller =
-        Controller::for_shared_stream(futures::stream::pending(), tuples.clone())
-            .reconcile_on(let_in.tuple.map(object_ref::<Tuple>))
-            .with_config(config.clone())
-            .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(
-                {
-                    let gate = tuple_gate.clone();
-                    move |t, ctx: Arc<Context>| {
-                        gated(gate.clone(), tuples_read.clone(), t, move |t| {
-                            with_retry_policy(
-                                Tuple::CONTROLLER,
-                                t.clone(),
-                                ctx.clone(),
-                                tuple::reconcile(t, ctx),
-                            )
-                        })
-                    }
-                },
-                error_policy,
-                ctx.clone(),
-            )
-            .for_each(log_result(Tuple::CONTROLLER, tuple_gate));
-    let fermat_controller =
-        Controller::for_shared_stream(futures::stream::pending(), fermats.clone())
-            .reconcile_on(let_in.fermat.map(object_ref::<Fermat>))
-            .with_config(config)
-            .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(
-                {
-                    let gate = fermat_gate.clone();
-                    move |f, ctx: Arc<Context>| {
-                        gated(gate.clone(), fermats_read.clone(), f, move |f| {
-                            with_retry_policy(
-                                Fermat::CONTROLLER,
-                                f.clone(),
-                                ctx.clone(),
-                                fermat::reconcile(f, ctx),
-                            )
-                        })
-                    }
-                },
-                error_policy,
-                ctx.clone(),
-            )
-            .for_each(log_result(Fermat::CONTROLLER, fermat_gate));
+    let stopped = || stop.clone().cancelled_owned();
+    let number_controller = controller(
+        number_gate,
+        let_in.number,
+        numbers.clone(),
+        number::reconcile,
+        &ctx,
+        stopped(),
+    );
+    let tuple_controller = controller(
+        tuple_gate,
+        let_in.tuple,
+        tuples.clone(),
+        tuple::reconcile,
+        &ctx,
+        stopped(),
+    );
+    let fermat_controller = controller(
+        fermat_gate,
+        let_in.fermat,
+        fermats.clone(),
+        fermat::reconcile,
+        &ctx,
+        stopped(),
+    );
 
     // The controllers start only once every cache holds a complete list: a reconcile that
     // read a half-filled cache would create children that exist. Waiting here, once, also
@@ -533,6 +486,38 @@ impl Gates {
         self.tuple.close();
         self.fermat.close();
     }
+}
+
+/// The controller of kind `K`: kube-runtime's `Controller` over the shared `store`, running
+/// `reconcile` (within the retry policy) on each object its `gate` lets in, and at once: the
+/// gate bounds and orders them, so the `Controller` sets no bound of its own. It ends once
+/// `stop` and the graceful shutdown of the reconciles in flight are done.
+fn controller<K, Fut>(
+    gate: Gate,
+    let_in: mpsc::UnboundedReceiver<Key>,
+    store: Store<K>,
+    reconcile: fn(Arc<K>, Arc<Context>) -> Fut,
+    ctx: &Arc<Context>,
+    stop: impl Future<Output = ()> + Send + Sync + 'static,
+) -> impl Future<Output = ()>
+where
+    K: Kind + Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + Sync + 'static,
+    Fut: Future<Output = crate::error::Result<crate::runtime::retry::Outcome>> + Send + 'static,
+{
+    let reconciler = {
+        let (gate, store) = (gate.clone(), store.clone());
+        move |obj: Arc<K>, ctx: Arc<Context>| {
+            gated(gate.clone(), store.clone(), obj, move |obj| {
+                with_retry_policy(K::CONTROLLER, obj.clone(), ctx.clone(), reconcile(obj, ctx))
+            })
+        }
+    };
+    Controller::for_shared_stream(futures::stream::pending(), store)
+        .reconcile_on(let_in.map(object_ref::<K>))
+        .with_config(ControllerConfig::default().concurrency(0))
+        .graceful_shutdown_on(stop)
+        .run(reconciler, error_policy, ctx.clone())
+        .for_each(log_result(K::CONTROLLER, gate))
 }
 
 /// `reconcile(latest)` once `obj` passes `gate`, with the object as `store` holds it then; a
