@@ -644,6 +644,7 @@ async fn background_loop(shared: std::sync::Weak<Shared>) {
             st.quota_next_due(),
             st.namespaces_next_due(),
             st.crd_cleanup_next_due(),
+            st.gc_next_due(),
         ]
         .into_iter()
         .flatten()

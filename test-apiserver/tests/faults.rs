@@ -425,3 +425,61 @@ async fn custom_resources_can_be_unavailable_after_a_restart() {
     // Built-in resources are served meanwhile.
     cms.create(&PostParams::default(), &cm("x")).await.unwrap();
 }
+
+/// An owner and `n` ConfigMaps it owns, `dependent-0` … (background deletion).
+async fn owner_with_dependents(api: &Api<ConfigMap>, owner: &str, n: usize) {
+    let created = api
+        .create(&PostParams::default(), &cm(owner))
+        .await
+        .unwrap();
+    let uid = created.metadata.uid.clone().unwrap();
+    for i in 0..n {
+        let dependent: ConfigMap = serde_json::from_value(serde_json::json!({"metadata": {
+            "name": format!("dependent-{i}"),
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": uid}],
+        }}))
+        .unwrap();
+        api.create(&PostParams::default(), &dependent)
+            .await
+            .unwrap();
+    }
+}
+
+/// kube-controller-manager's garbage collector under its client limit (`--kube-api-qps`): a
+/// few deletions a second. Twelve dependents of a deleted owner go a few at a time, in order
+/// of the limit, and all of them in the end.
+#[tokio::test]
+async fn a_rate_limited_garbage_collector_deletes_a_few_dependents_at_a_time() {
+    let s = TestServer::start().await.unwrap();
+    s.set_gc_rate(4);
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    owner_with_dependents(&api, "owner", 12).await;
+    api.delete("owner", &Default::default()).await.unwrap();
+    let left = || test_config_maps(&s).len();
+    // The bucket holds a second's worth (4): the rest waits for the next tokens.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let soon = left();
+    assert!(
+        (7..=12).contains(&soon),
+        "{soon} of the 12 dependents left right after the owner's deletion"
+    );
+    let start = std::time::Instant::now();
+    while left() > 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{} dependents still there",
+            left()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Without the limit, all of them at once.
+    s.set_gc_rate(0);
+    owner_with_dependents(&api, "owner-2", 12).await;
+    api.delete("owner-2", &Default::default()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        left(),
+        0,
+        "without the limit the collector deletes them at once"
+    );
+}

@@ -638,3 +638,61 @@ async fn two_participants_in_default_do_not_replace_each_others_crds() {
     assert_eq!(crd_version(&server), before, "bob's CRD is untouched");
     server.shutdown().await;
 }
+
+/// The workshop's CRDs on a fresh test API server whose garbage collector deletes at most
+/// `per_second` objects a second, as kube-controller-manager's does under its client limit
+/// when a room deletes at once.
+async fn cluster_with_a_slow_garbage_collector(per_second: u32) -> TestServer {
+    let server = TestServer::start()
+        .await
+        .expect("the test API server starts");
+    server
+        .apply_crd_yaml(&crds::yaml(&solutions::track()).expect("the CRDs generate"))
+        .expect("the workshop's CRDs install");
+    server.set_gc_rate(per_second);
+    server
+}
+
+/// On a busy shared cluster the garbage collector is slow (kube-controller-manager's client
+/// sends about 20 requests a second, for the whole room): a room of thirty on a real v1.24 saw
+/// every check fail with "Fermat fermat-sample still exists after 30 s" in the foreground
+/// deletion, whose hint blamed the participant's code. The check waits as long as the
+/// collector makes progress: here it deletes five objects a second, a check's waits are 3 s,
+/// and a Fermat 19's 27 children take the collector over 5 s.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_garbage_collector_is_waited_for_while_it_deletes() {
+    let server = cluster_with_a_slow_garbage_collector(5).await;
+    let checked = check(&server, 3, "dana", &["--timeout", "3"])
+        .output()
+        .await
+        .expect("the check runs");
+    let text = said(&checked);
+    assert!(
+        checked.status.success() && text.contains("22 passed, 0 failed"),
+        "{text}"
+    );
+}
+
+/// When the collector is slower than even that patience, the ✗ says so, instead of naming an
+/// exercise the participant got right: one object a second, waits of 1 s (4 s in all while
+/// it deletes), a Fermat 19's 27 children.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_garbage_collector_too_slow_for_the_check_is_named_not_the_exercise() {
+    let server = cluster_with_a_slow_garbage_collector(1).await;
+    let checked = check(&server, 3, "erin", &["--timeout", "1"])
+        .output()
+        .await
+        .expect("the check runs");
+    let text = said(&checked);
+    let fermat_19 = text
+        .lines()
+        .find(|l| l.contains("after deleting Fermat fermat-19") && l.contains("✗"))
+        .unwrap_or_else(|| panic!("no ✗ for the Fermat 19's children:\n{text}"));
+    assert!(
+        !checked.status.success()
+            && fermat_19.contains("the cluster's garbage collector is deleting them, slowly")
+            && fermat_19.contains("your controller is not the cause")
+            && !fermat_19.contains("EXERCISE"),
+        "{text}"
+    );
+}

@@ -68,6 +68,20 @@ pub struct Pace {
     pub window: Duration,
 }
 
+/// How many timeouts a check waits in all for deletions that keep coming
+/// ([`Session::wait_for_deletions`]): two minutes on a cluster.
+pub const PATIENCE: u32 = 4;
+
+/// Deletions that did not end within a check's patience.
+#[derive(Debug)]
+pub(crate) struct Deletions {
+    /// Still there.
+    pub left: Vec<String>,
+    /// Gone while the check waited: the cluster was deleting, only slowly.
+    pub gone: usize,
+    pub waited: Duration,
+}
+
 impl Pace {
     pub fn of(target: Target) -> Pace {
         match target {
@@ -351,6 +365,54 @@ impl Session {
             }
             tokio::time::sleep(self.opts.pace.poll).await;
         }
+    }
+
+    /// [`Session::wait`] for objects that a cluster deletes at its own pace (the garbage
+    /// collector): `present` lists those still there, and the timeout counts from the last
+    /// look that found fewer, up to [`PATIENCE`] timeouts in all. On a busy shared cluster
+    /// kube-controller-manager deletes about 20 objects a second for the whole room.
+    async fn wait_for_deletions(
+        &mut self,
+        kinds: &[Kind],
+        mut present: impl AsyncFnMut() -> Vec<String>,
+    ) -> Result<(), Deletions> {
+        let start = Instant::now();
+        let cap = start + self.opts.timeout * PATIENCE;
+        let mut deadline = start + self.opts.timeout;
+        let mut first = None;
+        let mut fewest = usize::MAX;
+        loop {
+            let left = present().await;
+            if left.is_empty() {
+                return Ok(());
+            }
+            let at_first = *first.get_or_insert(left.len());
+            let now = Instant::now();
+            if left.len() < fewest {
+                if fewest != usize::MAX {
+                    deadline = (now + self.opts.timeout).min(cap);
+                }
+                fewest = left.len();
+            }
+            if now >= deadline || self.stopped(kinds).is_some() {
+                return Err(Deletions {
+                    gone: at_first - left.len(),
+                    left,
+                    waited: now - start,
+                });
+            }
+            tokio::time::sleep(self.opts.pace.poll).await;
+        }
+    }
+
+    /// The hint for deletions the cluster is making, slowly ([`Session::wait_for_deletions`]).
+    fn slow_deletions(&self, gone: usize, left: usize, waited: Duration) -> String {
+        t!(
+            m::GC_SLOW,
+            left = left,
+            gone = gone,
+            seconds = waited.as_secs()
+        )
     }
 
     /// Writes a YAML file the way a learner would; its path for `kubectl apply -f`.

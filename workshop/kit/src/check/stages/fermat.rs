@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{FERMAT, Seen, children, exist, foreground, generation_matches, gone, heal};
+use super::{By, FERMAT, Seen, children, exist, foreground, generation_matches, gone, heal};
 use crate::check::Session;
 use crate::messages as m;
 use crate::t;
@@ -82,7 +82,7 @@ pub(crate) async fn fermat(s: &mut Session) {
         gone(
             s,
             FERMAT,
-            &m::WHEN_FERMAT_CHANGED.text(),
+            (&m::WHEN_FERMAT_CHANGED.text(), By::Controller),
             "Tuple",
             &extras,
             &hint,
@@ -119,9 +119,9 @@ pub(crate) async fn fermat(s: &mut Session) {
         let hint = t!(m::FERMAT_GC_HINT, file = file);
         let when = m::WHEN_FERMAT_DELETED.text();
         let tuples: Vec<&str> = tuples.iter().map(String::as_str).collect();
-        gone(s, FERMAT, &when, "Tuple", &tuples, &hint).await;
+        gone(s, FERMAT, (&when, By::Collector), "Tuple", &tuples, &hint).await;
         let numbers: Vec<&str> = numbers.iter().map(String::as_str).collect();
-        gone(s, FERMAT, &when, "Number", &numbers, &hint).await;
+        gone(s, FERMAT, (&when, By::Collector), "Number", &numbers, &hint).await;
     }
     let hint = t!(m::FERMAT_FOREGROUND_HINT, file = file);
     foreground(

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::Session;
+use super::{PATIENCE, Session};
 use crate::messages as m;
 use crate::t;
 use crate::track::Kind;
@@ -272,49 +272,74 @@ pub(super) async fn exist(
     never.is_empty() && not_back.is_empty()
 }
 
-/// Objects that must disappear.
+/// Who deletes the objects a check waits for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum By {
+    /// The participant's controller (children no longer wanted).
+    Controller,
+    /// The cluster's garbage collector (the children of a deleted parent), at the cluster's
+    /// pace: shared by the whole room.
+    Collector,
+}
+
+/// Objects that must disappear. The check waits as long as they keep going (a garbage
+/// collector shared by a room is slow). `hint` says what the participant may have got wrong;
+/// when the garbage collector is what is slow (objects it deletes that carry their controller
+/// ownerReference, so the exercise is done), the ✗ says that instead.
 pub(super) async fn gone(
     s: &mut Session,
     kinds: &[Kind],
-    when: &str,
+    (when, by): (&str, By),
     kind: &str,
     names: &[&str],
     hint: &str,
 ) {
     let r = s.reader.clone();
     let seen = s
-        .wait(kinds, async || {
-            let present: Vec<String> = r
-                .list(kind)
+        .wait_for_deletions(kinds, async || {
+            r.list(kind)
                 .await
                 .iter()
                 .filter_map(|o| o["metadata"]["name"].as_str())
                 .filter(|name| names.contains(name))
                 .map(str::to_string)
-                .collect();
-            if present.is_empty() {
-                Ok(())
-            } else {
-                Err(present)
-            }
+                .collect()
         })
         .await;
     let text = t!(m::ARE_GONE, when = when, count = names.len(), kind = kind);
-    let after = s.after();
-    match seen {
-        Ok(()) => s.pass(text),
-        Err(present) => s.fail(
-            kinds,
-            t!(
-                m::STILL_EXIST,
-                when = when,
-                kind = kind,
-                names = present.join(", "),
-                after = after
-            ),
-            hint,
+    let Err(deletions) = seen else {
+        return s.pass(text);
+    };
+    let after = t!(m::AFTER, seconds = deletions.waited.as_secs());
+    let owned = |o: &Value| {
+        o["metadata"]["ownerReferences"]
+            .as_array()
+            .is_some_and(|refs| refs.iter().any(|r| r["controller"] == json!(true)))
+    };
+    let left = r.list(kind).await;
+    let collector_is_slow = by == By::Collector
+        && (left.iter())
+            .filter(|o| {
+                (o["metadata"]["name"].as_str())
+                    .is_some_and(|n| deletions.left.iter().any(|l| l == n))
+            })
+            .all(owned);
+    let hint = if collector_is_slow {
+        s.slow_deletions(deletions.gone, deletions.left.len(), deletions.waited)
+    } else {
+        hint.to_string()
+    };
+    s.fail(
+        kinds,
+        t!(
+            m::STILL_EXIST,
+            when = when,
+            kind = kind,
+            names = deletions.left.join(", "),
+            after = after
         ),
-    }
+        hint,
+    );
 }
 
 /// The finalizer with which a check holds a child back for a moment, as a slow child would.
@@ -425,9 +450,14 @@ pub(super) async fn foreground(
     let deleted = ready && s.kubectl(kinds, &delete, "").await;
     let mut recreated: BTreeMap<String, usize> = BTreeMap::new();
     let window = s.opts.pace.window;
-    let counted_from = tokio::time::Instant::now() + window;
+    let started = tokio::time::Instant::now();
+    let counted_from = started + window;
     let release_at = counted_from + window;
-    let gone_deadline = release_at + s.opts.timeout;
+    // The garbage collector works at the cluster's pace: as long as it deletes children, the
+    // wait goes on (a timeout from the last deletion, within the check's patience).
+    let patience = release_at + s.opts.timeout * PATIENCE;
+    let mut gone_deadline = release_at + s.opts.timeout;
+    let mut deleted_children = 0;
     let mut released = false;
     let mut parent_gone = false;
     let mut poll = tokio::time::interval(s.opts.pace.poll);
@@ -441,6 +471,14 @@ pub(super) async fn foreground(
                         && tokio::time::Instant::now() >= counted_from
                     {
                         *recreated.entry(child.metadata.name.clone().unwrap_or_default()).or_insert(0) += 1;
+                    }
+                }
+                // A child deleted (and not re-created: then the parent never goes).
+                Some(Ok(watcher::Event::Delete(child))) if owned_by_parent(&child) => {
+                    deleted_children += 1;
+                    if recreated.is_empty() {
+                        let more = (tokio::time::Instant::now() + s.opts.timeout).min(patience);
+                        gone_deadline = gone_deadline.max(more);
                     }
                 }
                 Some(_) => {}
@@ -509,7 +547,37 @@ pub(super) async fn foreground(
             hint,
         );
     }
-    let after = s.after();
+    let waited = started.elapsed();
+    let after = t!(m::AFTER, seconds = waited.as_secs());
+    let still = if recreated.is_empty() {
+        // The controller let the collector work: what keeps the parent is the collector.
+        let left = r
+            .list(child_kind)
+            .await
+            .iter()
+            .filter(|o| {
+                o["metadata"]["ownerReferences"]
+                    .as_array()
+                    .is_some_and(|refs| refs.iter().any(|o| o["uid"] == parent_uid))
+            })
+            .count();
+        t!(
+            m::FOREGROUND_STILL_SLOW,
+            parent_kind = parent_kind,
+            parent = parent,
+            after = after,
+            child_kind = child_kind,
+            slow = s.slow_deletions(deleted_children, left, waited)
+        )
+    } else {
+        t!(
+            m::FOREGROUND_STILL,
+            parent_kind = parent_kind,
+            parent = parent,
+            after = after,
+            hint = hint
+        )
+    };
     s.verdict(
         parent_gone,
         kinds,
@@ -519,13 +587,7 @@ pub(super) async fn foreground(
             parent = parent,
             child_kind = child_kind
         ),
-        t!(
-            m::FOREGROUND_STILL,
-            parent_kind = parent_kind,
-            parent = parent,
-            after = after,
-            hint = hint
-        ),
+        still,
     );
 }
 

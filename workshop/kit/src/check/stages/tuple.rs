@@ -2,7 +2,9 @@
 
 use serde_json::{Value, json};
 
-use super::{Seen, TUPLE, children, converge, exist, foreground, generation_matches, gone, heal};
+use super::{
+    By, Seen, TUPLE, children, converge, exist, foreground, generation_matches, gone, heal,
+};
 use crate::check::Session;
 use crate::messages as m;
 use crate::t;
@@ -87,7 +89,8 @@ pub(crate) async fn tuple(s: &mut Session) {
         && s.kubectl(TUPLE, &shrink, "").await
     {
         let hint = t!(m::TUPLE_EXTRAS_HINT, file = file);
-        gone(s, TUPLE, &m::WHEN_SHRUNK.text(), "Number", &extras, &hint).await;
+        let when = m::WHEN_SHRUNK.text();
+        gone(s, TUPLE, (&when, By::Controller), "Number", &extras, &hint).await;
         children(
             s,
             TUPLE,
@@ -120,7 +123,7 @@ pub(crate) async fn tuple(s: &mut Session) {
         gone(
             s,
             TUPLE,
-            &m::WHEN_TUPLE_DELETED.text(),
+            (&m::WHEN_TUPLE_DELETED.text(), By::Collector),
             "Number",
             &names,
             &hint,
