@@ -411,12 +411,10 @@ async fn until(server: &TestServer, kubeconfig: &Path, args: &[&str], wanted: &s
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_runner_works_in_the_participants_namespace_signs_its_writes_and_says_so_first() {
-    let server = TestServer::start()
+    // The organiser installed the workshop's CRDs once.
+    let server = crds::on_a_test_server(&solutions::track())
         .await
-        .expect("the test API server starts");
-    server
-        .apply_crd_yaml(&crds::yaml(&solutions::track()).expect("the CRDs generate"))
-        .expect("the workshop's CRDs install");
+        .expect("a test API server with the workshop's CRDs");
     let dir = tempfile::tempdir().expect("a temporary directory");
     let shared = kubeconfig_without_namespace(&server, dir.path());
 
@@ -522,12 +520,10 @@ fn bobs_number_in_default(server: &TestServer) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_runner_leaves_alone_what_another_participants_runner_looks_after() {
-    let server = TestServer::start()
+    // The organiser installed the workshop's CRDs once.
+    let server = crds::on_a_test_server(&solutions::track())
         .await
-        .expect("the test API server starts");
-    server
-        .apply_crd_yaml(&crds::yaml(&solutions::track()).expect("the CRDs generate"))
-        .expect("the workshop's CRDs install");
+        .expect("a test API server with the workshop's CRDs");
     bobs_number_in_default(&server);
     let before = ok(kubectl(
         &server,
@@ -639,18 +635,25 @@ async fn two_participants_in_default_do_not_replace_each_others_crds() {
     server.shutdown().await;
 }
 
-/// The workshop's CRDs on a fresh test API server whose garbage collector deletes at most
-/// `per_second` objects a second, as kube-controller-manager's does under its client limit
-/// when a room deletes at once.
-async fn cluster_with_a_slow_garbage_collector(per_second: u32) -> TestServer {
-    let server = TestServer::start()
+/// `check 3 --cluster` of `participant`, with waits of `timeout` seconds, on a fresh test API
+/// server with the workshop's CRDs whose garbage collector deletes at most `per_second` objects
+/// a second, as kube-controller-manager's does under its client limit when a room deletes at
+/// once; the check's output and all it said.
+async fn check_beside_a_slow_garbage_collector(
+    per_second: u32,
+    participant: &str,
+    timeout: &str,
+) -> (Output, String) {
+    let server = crds::on_a_test_server(&solutions::track())
         .await
-        .expect("the test API server starts");
-    server
-        .apply_crd_yaml(&crds::yaml(&solutions::track()).expect("the CRDs generate"))
-        .expect("the workshop's CRDs install");
+        .expect("a test API server with the workshop's CRDs");
     server.set_gc_rate(per_second);
-    server
+    let checked = check(&server, 3, participant, &["--timeout", timeout])
+        .output()
+        .await
+        .expect("the check runs");
+    let text = said(&checked);
+    (checked, text)
 }
 
 /// On a busy shared cluster the garbage collector is slow (kube-controller-manager's client
@@ -661,12 +664,7 @@ async fn cluster_with_a_slow_garbage_collector(per_second: u32) -> TestServer {
 /// and a Fermat 19's 27 children take the collector over 5 s.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slow_garbage_collector_is_waited_for_while_it_deletes() {
-    let server = cluster_with_a_slow_garbage_collector(5).await;
-    let checked = check(&server, 3, "dana", &["--timeout", "3"])
-        .output()
-        .await
-        .expect("the check runs");
-    let text = said(&checked);
+    let (checked, text) = check_beside_a_slow_garbage_collector(5, "dana", "3").await;
     assert!(
         checked.status.success() && text.contains("22 passed, 0 failed"),
         "{text}"
@@ -678,12 +676,7 @@ async fn a_slow_garbage_collector_is_waited_for_while_it_deletes() {
 /// it deletes), a Fermat 19's 27 children.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_garbage_collector_too_slow_for_the_check_is_named_not_the_exercise() {
-    let server = cluster_with_a_slow_garbage_collector(1).await;
-    let checked = check(&server, 3, "erin", &["--timeout", "1"])
-        .output()
-        .await
-        .expect("the check runs");
-    let text = said(&checked);
+    let (checked, text) = check_beside_a_slow_garbage_collector(1, "erin", "1").await;
     let fermat_19 = text
         .lines()
         .find(|l| l.contains("after deleting Fermat fermat-19") && l.contains("✗"))

@@ -51,13 +51,10 @@ impl Cluster {
         if let (Ok(_), Some(kubeconfig)) = (std::env::var("ROOM"), given) {
             return Cluster::Given(PathBuf::from(kubeconfig));
         }
-        let server = TestServer::start()
-            .await
-            .expect("the test API server starts");
         // The organiser installed the workshop's CRDs once.
-        server
-            .apply_crd_yaml(&crds::yaml(&solutions::track()).expect("the CRDs generate"))
-            .expect("the workshop's CRDs install");
+        let server = crds::on_a_test_server(&solutions::track())
+            .await
+            .expect("a test API server with the workshop's CRDs");
         let dir = tempfile::tempdir().expect("a temporary directory");
         let text = std::fs::read_to_string(server.kubeconfig_path()).expect("the kubeconfig");
         let kept: Vec<&str> = text

@@ -14,7 +14,6 @@ use crate::runner::Controllers;
 use crate::track::Track;
 use crate::{cluster, crds, panics, room, t};
 use clap::{Parser, Subcommand};
-use test_apiserver::TestServer;
 
 // The help texts are in the catalogue (both languages), set by HELP below.
 #[derive(Parser, Debug)]
@@ -240,8 +239,7 @@ async fn run(
             Scope::Context => Some("default"),
         };
         println!("{}", where_line(participant, namespace, "default"));
-        let server = TestServer::start().await?;
-        server.apply_crd_yaml(&crds::yaml(track)?)?;
+        let server = crds::on_a_test_server(track).await?;
         println!(
             "{}",
             t!(

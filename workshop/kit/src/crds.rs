@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use test_apiserver::TestServer;
 
 use crate::room;
 use crate::track::Track;
@@ -47,4 +48,13 @@ pub fn write(track: &Track, dir: &Path) -> anyhow::Result<Vec<String>> {
         names.push(name);
     }
     Ok(names)
+}
+
+/// A fresh test API server with the track's CRDs installed, as an organiser installs them once
+/// on a room's cluster: what `run` works against without a cluster, and what the room's tests
+/// start from.
+pub async fn on_a_test_server(track: &Track) -> anyhow::Result<TestServer> {
+    let server = TestServer::start().await?;
+    server.apply_crd_yaml(&yaml(track)?)?;
+    Ok(server)
 }
