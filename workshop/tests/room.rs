@@ -689,3 +689,77 @@ async fn a_garbage_collector_too_slow_for_the_check_is_named_not_the_exercise() 
         "{text}"
     );
 }
+
+/// `count` objects of the rest of the room for the garbage collector to delete, ahead of any
+/// participant's (ConfigMaps in a namespace `aaa-room`, owned by an object that is gone).
+async fn the_rooms_deletions(server: &TestServer, count: usize) {
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+    use kube::api::{Api, PostParams};
+
+    let client = server.client();
+    let namespace: Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "aaa-room"}}))
+            .expect("a Namespace");
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("the room's namespace is created");
+    let config_maps = Api::<ConfigMap>::namespaced(client, "aaa-room");
+    for i in 0..count {
+        let orphan: ConfigMap = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": format!("left-behind-{i}"),
+                "ownerReferences": [{
+                    "apiVersion": "v1", "kind": "ConfigMap", "name": "gone",
+                    "uid": "00000000-0000-0000-0000-000000000000",
+                }],
+            },
+        }))
+        .expect("a ConfigMap");
+        config_maps
+            .create(&PostParams::default(), &orphan)
+            .await
+            .expect("the room's object is created");
+    }
+}
+
+/// In a room the collector is busy with everybody's deletions when a participant's Fermat
+/// starts waiting for its Tuples (foreground), and the first of them goes only after a while:
+/// thirty checks on a real v1.24 (kube-controller-manager's client at its default 20 requests
+/// a second) saw none of their six Tuples go within 30 s, and all of them later. The check
+/// waits its whole patience for the collector to come to its children. Here the collector
+/// deletes ten objects a second and has sixty of the room's ahead of the Fermat's eighteen
+/// children (some 6 s) when the check holds one of its Tuples; a check's waits are 3 s.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_garbage_collector_busy_with_the_room_is_waited_for_until_it_comes_to_ours() {
+    use std::process::Stdio;
+    use tokio::io::AsyncBufReadExt;
+
+    let server = crds::on_a_test_server(&solutions::track())
+        .await
+        .expect("a test API server with the workshop's CRDs");
+    server.set_gc_rate(10);
+    let mut checking = check(&server, 3, "gina", &["--timeout", "3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the check starts");
+    let stdout = checking.stdout.take().expect("the check's output");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let (mut text, mut busy) = (String::new(), false);
+    while let Some(line) = lines.next_line().await.expect("the check's output reads") {
+        // The Tuple held just before its Fermat is deleted in the foreground.
+        if !busy && line.contains("math.example.com/check-hold") {
+            the_rooms_deletions(&server, 60).await;
+            busy = true;
+        }
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let status = checking.wait().await.expect("the check ends");
+    assert!(busy, "the check never held a Tuple:\n{text}");
+    assert!(
+        status.success() && text.contains("22 passed, 0 failed"),
+        "{text}"
+    );
+}
