@@ -23,6 +23,7 @@
 //! error policy's retry) takes its turn at the gate like any other, waiting in the queue.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -169,7 +170,7 @@ impl Gate {
     /// earlier place in the queue, or started by the `Controller` itself).
     fn let_in(&self, key: Key, permit: Permit) -> Result<(), Permit> {
         let mut objects = self.objects();
-        let Some(stage @ Stage::Queued { .. }) = objects.get_mut(&key) else {
+        let Some(stage) = objects.get_mut(&key) else {
             return Err(permit);
         };
         let Stage::Queued { since, .. } = *stage else {
@@ -187,16 +188,11 @@ impl Gate {
     /// it was handed goes back.
     pub fn not_found(&self, namespace: Option<&str>, name: &str) {
         let key = (namespace.unwrap_or_default().to_string(), name.to_string());
-        let permit = {
-            let mut objects = self.objects();
-            match objects.remove(&key) {
-                Some(Stage::LetIn(permit, _)) => Some(permit),
-                Some(other) => {
-                    objects.insert(key, other);
-                    None
-                }
-                None => None,
+        let permit = match self.objects().entry(key) {
+            Entry::Occupied(stage) if matches!(stage.get(), Stage::LetIn(..)) => {
+                Some(stage.remove())
             }
+            _ => None,
         };
         // Given back outside the lock: the next object's turn takes it.
         drop(permit);
@@ -276,25 +272,24 @@ struct Turn<'a> {
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
-        let again = {
-            let mut objects = self.gate.objects();
-            match objects.remove(&self.key) {
-                Some(Stage::Running { news: true }) => {
+        let again = match self.gate.objects().entry(self.key.clone()) {
+            Entry::Occupied(mut stage) => match stage.get() {
+                Stage::Running { news: true } => {
                     let since = Instant::now();
-                    let stage = Stage::Queued {
+                    stage.insert(Stage::Queued {
                         urgent: true,
                         since,
-                    };
-                    objects.insert(self.key.clone(), stage);
+                    });
                     true
                 }
                 // Let in again by news after it was started: the `Controller` runs it next.
-                Some(stage @ Stage::LetIn(..)) => {
-                    objects.insert(self.key.clone(), stage);
+                Stage::LetIn(..) => false,
+                _ => {
+                    stage.remove();
                     false
                 }
-                _ => false,
-            }
+            },
+            Entry::Vacant(_) => false,
         };
         if again {
             let flow = Flow::from(self.key.0.as_str());

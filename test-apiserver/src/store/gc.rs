@@ -296,10 +296,7 @@ impl State {
     }
 
     /// Bounds the garbage collector to `per_second` changes a second (0: no bound), as
-    /// kube-controller-manager's client limit does (`--kube-api-qps`, 20 by default in
-    /// v1.24, burst 30). Seen on a real v1.24: thirty workshop participants' checks deleting
-    /// at once kept a foreground deletion waiting over 30 s; with the limit raised to 200,
-    /// none waited.
+    /// kube-controller-manager's client limit does ([`crate::TestServer::set_gc_rate`]).
     pub fn set_gc_rate(&mut self, per_second: u32) {
         self.gc.rate = (per_second > 0).then(|| GcRate {
             per_second,

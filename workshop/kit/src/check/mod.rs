@@ -379,19 +379,12 @@ impl Session {
         let start = Instant::now();
         let cap = start + self.opts.timeout * PATIENCE;
         let mut deadline = start + self.opts.timeout;
-        let mut first = None;
-        let mut fewest = usize::MAX;
-        loop {
-            let left = present().await;
-            if left.is_empty() {
-                return Ok(());
-            }
-            let at_first = *first.get_or_insert(left.len());
+        let mut left = present().await;
+        let (at_first, mut fewest) = (left.len(), left.len());
+        while !left.is_empty() {
             let now = Instant::now();
             if left.len() < fewest {
-                if fewest != usize::MAX {
-                    deadline = (now + self.opts.timeout).min(cap);
-                }
+                deadline = (now + self.opts.timeout).min(cap);
                 fewest = left.len();
             }
             if now >= deadline || self.stopped(kinds).is_some() {
@@ -402,7 +395,9 @@ impl Session {
                 });
             }
             tokio::time::sleep(self.opts.pace.poll).await;
+            left = present().await;
         }
+        Ok(())
     }
 
     /// The hint for deletions the cluster is making, slowly ([`Session::wait_for_deletions`]).

@@ -460,9 +460,9 @@ pub(super) async fn foreground(
     let release_at = counted_from + window;
     // A controller that re-creates children keeps the parent for good: a timeout after the
     // release is enough to say so. One that does not leaves the pace to the garbage collector,
-    // which a room shares (a foreground deletion is two requests of its per child and
-    // grandchild, and kube-controller-manager sends about 20 a second for everyone): the
-    // check's whole patience.
+    // which a room shares (a request of its per child and grandchild deleted, one more per
+    // child that waited for its own, and kube-controller-manager sends about 20 a second for
+    // everyone): the check's whole patience.
     let timely = release_at + s.opts.timeout;
     let patience = release_at + s.opts.timeout * PATIENCE;
     let deadline = |recreated: &BTreeMap<String, usize>| {
