@@ -196,7 +196,7 @@ messages! {
     FOREGROUND_STILL: "{parent_kind} {parent} still exists {after}: the garbage collector deletes it once no child blocks it; {hint}",
         "{parent_kind} {parent} がまだあります {after}。止める子がなくなればガベージコレクターが消します。{hint}";
     GC_SLOW: "the cluster's garbage collector is deleting them, slowly ({left} still there after {seconds} s, {gone} gone meanwhile): your controller is not the cause. On a busy shared cluster kube-controller-manager deletes about 20 objects a second for the whole room; check again in a minute",
-        "クラスターのガベージコレクターが少しずつ削除しています ({seconds} 秒で {gone} 個が消え、{left} 個が残っています)。自分のコントローラーが原因ではありません。混んでいる共有クラスターでは、kube-controller-manager が部屋全体の分をまとめて 1 秒に 20 個ほどしか削除しません。1 分ほどしてから、もう一度チェックしてください";
+        "クラスターのガベージコレクターが少しずつ削除しています ({seconds} 秒で {gone} 個が消え、{left} 個が残っています)。自分のコントローラーが原因ではありません。混んでいる共有クラスターでは、kube-controller-manager が会場全員の分をまとめて削除するので、1 秒に 20 個ほどしか進みません。1 分ほど待ってから、もう一度チェックしてください";
     FOREGROUND_STILL_SLOW: "{parent_kind} {parent} still exists {after}, and none of its {child_kind}s came back: {slow}",
         "{parent_kind} {parent} がまだあります {after}。{child_kind} は 1 つも作り直されていません。{slow}";
 
