@@ -107,10 +107,17 @@ pub fn metrics_router(metrics: Metrics) -> Router {
         .with_state(metrics)
 }
 
-async fn serve_metrics_text(State(metrics): State<Metrics>) -> impl IntoResponse {
+/// `/metrics` in the format the scraper asks for ([`metrics::exposition::negotiate`]):
+/// OpenMetrics for Prometheus, the Prometheus text format for curl and older scrapers.
+async fn serve_metrics_text(
+    State(metrics): State<Metrics>,
+    headers: axum::http::HeaderMap,
+) -> impl IntoResponse {
+    let accept = headers.get(header::ACCEPT).and_then(|a| a.to_str().ok());
+    let format = metrics::exposition::negotiate(accept);
     (
-        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
-        metrics.encode(),
+        [(header::CONTENT_TYPE, format.content_type())],
+        metrics.encode_as(format),
     )
 }
 
@@ -213,11 +220,16 @@ mod tests {
 
     /// A minimal HTTP/1.0 GET, to test the servers without an HTTP client dependency.
     async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-        let path = path.to_string();
+        get_with(addr, path, "").await
+    }
+
+    /// A GET with `headers` (each line ending in CRLF) besides Host.
+    async fn get_with(addr: SocketAddr, path: &str, headers: &str) -> (u16, String) {
+        let (path, headers) = (path.to_string(), headers.to_string());
         tokio::task::spawn_blocking(move || {
             use std::io::{Read, Write};
             let mut s = std::net::TcpStream::connect(addr).unwrap();
-            s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+            s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n{headers}\r\n").as_bytes())
                 .unwrap();
             let mut buf = String::new();
             s.read_to_string(&mut buf).unwrap();
@@ -253,7 +265,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn metrics_endpoint_serves_openmetrics_text() {
+    async fn metrics_endpoint_serves_the_format_the_scraper_asks_for() {
         let metrics = Metrics::new();
         metrics.write("tuple", "Number", crate::metrics::WriteKind::Create);
         let listener = bind(([127, 0, 0, 1], 0).into()).await.unwrap();
@@ -265,12 +277,27 @@ mod tests {
             HttpLimits::default(),
             std::future::pending(),
         ));
-        let (status, body) = get(addr, "/metrics").await;
+        let series = "math_controller_write_requests_total{controller=\"tuple\",kind=\"Number\",operation=\"create\"} 1";
+        // What Prometheus sends: OpenMetrics first.
+        let prometheus = "Accept: application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n";
+        let (status, body) = get_with(addr, "/metrics", prometheus).await;
         assert_eq!(status, 200);
-        assert!(body.contains("application/openmetrics-text"), "{body}");
-        assert!(body.contains(
-            "math_controller_write_requests_total{controller=\"tuple\",kind=\"Number\",operation=\"create\"} 1"
-        ));
+        let om = "content-type: application/openmetrics-text; version=1.0.0; charset=utf-8";
+        assert!(body.to_ascii_lowercase().contains(om), "{body}");
+        assert!(body.contains(series) && body.ends_with("# EOF\n"));
+        assert!(body.contains("# TYPE math_controller_write_requests counter\n"));
+        // curl (no Accept) and `*/*`: the Prometheus text format, as controller-runtime serves.
+        for headers in ["", "Accept: */*\r\n", "Accept: text/plain\r\n"] {
+            let (status, body) = get_with(addr, "/metrics", headers).await;
+            assert_eq!(status, 200);
+            let text = "content-type: text/plain; version=0.0.4; charset=utf-8";
+            assert!(
+                body.to_ascii_lowercase().contains(text),
+                "{headers}: {body}"
+            );
+            assert!(body.contains(series) && !body.contains("# EOF"));
+            assert!(body.contains("# TYPE math_controller_write_requests_total counter\n"));
+        }
         server.abort();
     }
 

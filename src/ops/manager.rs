@@ -206,6 +206,7 @@ pub async fn run(
             // A standby is healthy and ready: it is doing exactly what it should.
             readiness.set_ready(true);
             info!(lease = %config.lease_name, namespace = %config.namespace, identity = %config.identity, "waiting to become the leader");
+            metrics.set_leader(&config.lease_name, false);
             match leader::acquire(
                 client.clone(),
                 config.clone(),
@@ -215,7 +216,7 @@ pub async fn run(
             {
                 Some(leadership) => {
                     info!(identity = %config.identity, "became the leader; starting the controllers");
-                    metrics.set_leader(true);
+                    metrics.set_leader(&config.lease_name, true);
                     Some(leadership)
                 }
                 None => {
@@ -227,11 +228,9 @@ pub async fn run(
                 }
             }
         }
-        None => {
-            // The only replica is the leader, as far as the metric is concerned.
-            metrics.set_leader(true);
-            None
-        }
+        // Without leader election there is no lease, and no leader series (as in
+        // controller-runtime).
+        None => None,
     };
     readiness.set_ready(false);
 
@@ -254,7 +253,9 @@ pub async fn run(
     }
     stop.cancel();
     if let Some(leadership) = leadership {
-        metrics.set_leader(false);
+        if let Some(config) = &options.leader_election {
+            metrics.set_leader(&config.lease_name, false);
+        }
         if !matches!(outcome, Err(Stopped::LeadershipLost)) {
             match tokio::time::timeout(shutdown::RELEASE_TIMEOUT, leadership.release()).await {
                 // The leader module logs the release itself, only when it did release.

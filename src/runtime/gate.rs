@@ -34,7 +34,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::debug;
 
 use crate::kind::Kind;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, QueueMetrics};
 use crate::runtime::TIMELINE;
 use crate::runtime::fair::{FairSlots, Flow, Permit, Priority};
 use crate::runtime::slots::in_flow;
@@ -91,6 +91,8 @@ struct Shared {
     objects: Mutex<HashMap<Key, Stage>>,
     /// To the `Controller`: the objects let in.
     let_in: mpsc::UnboundedSender<Key>,
+    /// The workqueue series (`crate::metrics::workqueue`).
+    queue: QueueMetrics,
 }
 
 /// One controller's gate.
@@ -115,12 +117,18 @@ impl Gate {
         );
         metrics.show_fair_queue(controller, slots.reader());
         let (let_in, to_controller) = mpsc::unbounded();
+        let queue = metrics.queue(controller, concurrency.into());
         let shared = Arc::new(Shared {
             controller,
             slots,
             objects: Mutex::default(),
             let_in,
+            queue,
         });
+        let gate = Arc::downgrade(&shared);
+        shared
+            .queue
+            .show_depth(move || gate.upgrade().map_or(0, |s| waiting(&s)));
         (Gate { shared }, to_controller)
     }
 
@@ -144,6 +152,7 @@ impl Gate {
                     let urgent = priority == Priority::Urgent;
                     let since = Instant::now();
                     objects.insert(key.clone(), Stage::Queued { urgent, since });
+                    self.shared.queue.add();
                 }
                 Some(Stage::Queued { urgent, .. }) if !*urgent && priority == Priority::Urgent => {
                     *urgent = true
@@ -235,6 +244,7 @@ impl Gate {
         let (permit, waited_since) = match let_in {
             Some(let_in) => let_in,
             None => {
+                self.shared.queue.retry();
                 let permit = (self.shared.slots)
                     .acquire(flow.clone(), priority_of(obj))
                     .await?;
@@ -244,10 +254,12 @@ impl Gate {
         };
         let latest = store.get(&ObjectRef::from_obj(obj))?;
         let started = Instant::now();
+        let processing = self.shared.queue.get(started - waited_since);
         debug!(target: TIMELINE, controller = self.shared.controller, ns = %flow, name = %obj.name_any(), waited_ms = ms(started - waited_since), "let in at the gate");
         // Boxed: the future the `Controller` holds stays small, whatever the reconcile's size.
         let output = Box::pin(in_flow(flow.clone(), reconcile(latest))).await;
         drop(permit);
+        drop(processing);
         drop(turn);
         debug!(target: TIMELINE, controller = self.shared.controller, ns = %flow, name = %obj.name_any(), ran_ms = ms(started.elapsed()), "reconciled");
         Some(output)
@@ -260,6 +272,14 @@ impl Gate {
         // The permits of objects let in go back outside the lock.
         drop(objects);
     }
+}
+
+/// `workqueue_depth`: the objects waiting for their turn (queued, let in and not started yet,
+/// or started by the `Controller` and waiting inside).
+fn waiting(shared: &Shared) -> usize {
+    let objects = (shared.objects.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
+    let running = |s: &&Stage| matches!(s, Stage::Running { .. });
+    objects.values().filter(|s| !running(s)).count()
 }
 
 /// An object's reconcile at the gate, from the moment the `Controller` started it: when it
@@ -292,6 +312,7 @@ impl Drop for Turn<'_> {
             Entry::Vacant(_) => false,
         };
         if again {
+            self.gate.shared.queue.add();
             let flow = Flow::from(self.key.0.as_str());
             self.gate.queue(self.key.clone(), flow, Priority::Urgent);
         }

@@ -1,0 +1,241 @@
+//! controller-runtime's reconcile series (`pkg/internal/controller/metrics/metrics.go` of
+//! kubernetes-sigs/controller-runtime v0.24) and its leader-election gauge
+//! (`pkg/metrics/leaderelection.go`): the same names, types, label sets and buckets, so that
+//! kubebuilder's dashboards and alerts read this manager unchanged.
+
+use std::time::Instant;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use super::Metrics;
+
+/// `controller_runtime_reconcile_time_seconds`' buckets, controller-runtime's own.
+pub const RECONCILE_TIME_BUCKETS: [f64; 40] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
+    1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
+    25.0, 30.0, 40.0, 50.0, 60.0,
+];
+
+/// How a reconciliation ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReconcileResult {
+    /// Converged, or nothing to do until the next watch event.
+    Success,
+    /// Not finished yet (waiting for children, or a conflict); asked to be run again later.
+    Requeue,
+    /// Failed; the string is a short, fixed reason (the error's kind, e.g. `"api"`,
+    /// `"conflict"`), used as a label of our own series, so it must not contain object names.
+    Error(&'static str),
+}
+
+/// The `result` values controller-runtime creates at zero for every controller; a
+/// reconciliation dropped mid-way (a shutdown, a lost lease) adds ours, `cancelled`.
+pub const RESULTS: [&str; 4] = ["success", "error", "requeue", "requeue_after"];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct ControllerLabels {
+    pub controller: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    controller: &'static str,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LeaseLabels {
+    name: String,
+}
+
+type PerController<M> = Family<ControllerLabels, M>;
+
+fn reconcile_time() -> Histogram {
+    Histogram::new(RECONCILE_TIME_BUCKETS)
+}
+
+/// The reconcile series of every controller, and the leader gauge.
+pub(super) struct ReconcileSeries {
+    total: Family<ResultLabels, Counter>,
+    errors: PerController<Counter>,
+    terminal: PerController<Counter>,
+    panics: PerController<Counter>,
+    time: Family<ControllerLabels, Histogram, fn() -> Histogram>,
+    max_concurrent: PerController<Gauge>,
+    active: PerController<Gauge>,
+    leader: Family<LeaseLabels, Gauge>,
+}
+
+impl ReconcileSeries {
+    /// Registers the series (unprefixed, as controller-runtime names them), each controller's
+    /// at zero as controller-runtime creates them when a controller starts.
+    pub fn register(registry: &mut Registry, controllers: &[&'static str]) -> Self {
+        let s = ReconcileSeries {
+            total: Family::default(),
+            errors: Family::default(),
+            terminal: Family::default(),
+            panics: Family::default(),
+            time: Family::new_with_constructor(reconcile_time),
+            max_concurrent: Family::default(),
+            active: Family::default(),
+            leader: Family::default(),
+        };
+        let r = registry;
+        // prometheus-client appends `_total` to a counter's name.
+        let total = "Total number of reconciliations per controller";
+        r.register("controller_runtime_reconcile", total, s.total.clone());
+        let help = "Total number of reconciliation errors per controller";
+        r.register(
+            "controller_runtime_reconcile_errors",
+            help,
+            s.errors.clone(),
+        );
+        let help = "Total number of terminal reconciliation errors per controller";
+        let name = "controller_runtime_terminal_reconcile_errors";
+        r.register(name, help, s.terminal.clone());
+        let help = "Total number of reconciliation panics per controller";
+        r.register(
+            "controller_runtime_reconcile_panics",
+            help,
+            s.panics.clone(),
+        );
+        let help = "Length of time per reconciliation per controller";
+        r.register(
+            "controller_runtime_reconcile_time_seconds",
+            help,
+            s.time.clone(),
+        );
+        let help = "Maximum number of concurrent reconciles per controller";
+        let name = "controller_runtime_max_concurrent_reconciles";
+        r.register(name, help, s.max_concurrent.clone());
+        let help = "Number of currently used workers per controller";
+        r.register("controller_runtime_active_workers", help, s.active.clone());
+        let help = "Gauge of if the reporting system is master of the relevant lease, 0 \
+                    indicates backup, 1 indicates master. 'name' is the string used to identify \
+                    the lease. Please make sure to group by name.";
+        r.register("leader_election_master_status", help, s.leader.clone());
+        for &controller in controllers {
+            let labels = ControllerLabels { controller };
+            for result in RESULTS {
+                let _ = s.total.get_or_create(&ResultLabels { controller, result });
+            }
+            for family in [&s.errors, &s.terminal, &s.panics] {
+                let _ = family.get_or_create(&labels);
+            }
+            let _ = s.time.get_or_create(&labels);
+            let _ = s.max_concurrent.get_or_create(&labels);
+            let _ = s.active.get_or_create(&labels);
+        }
+        s
+    }
+
+    pub fn set_max_concurrent(&self, controller: &'static str, max: i64) {
+        let labels = ControllerLabels { controller };
+        self.max_concurrent.get_or_create(&labels).set(max);
+    }
+
+    pub fn set_leader(&self, lease: &str, leader: bool) {
+        let labels = LeaseLabels {
+            name: lease.to_string(),
+        };
+        self.leader.get_or_create(&labels).set(i64::from(leader));
+    }
+
+    fn started(&self, controller: &'static str) {
+        self.active
+            .get_or_create(&ControllerLabels { controller })
+            .inc();
+    }
+
+    fn finished(&self, controller: &'static str, seconds: f64, result: &'static str) {
+        let labels = ControllerLabels { controller };
+        self.active.get_or_create(&labels).dec();
+        self.time.get_or_create(&labels).observe(seconds);
+        let result = ResultLabels { controller, result };
+        self.total.get_or_create(&result).inc();
+        if result.result == "error" {
+            self.errors.get_or_create(&labels).inc();
+        }
+    }
+
+    fn panicked(&self, controller: &'static str) {
+        self.panics
+            .get_or_create(&ControllerLabels { controller })
+            .inc();
+    }
+}
+
+impl Metrics {
+    /// Marks the start of a reconciliation; finish the returned timer with its result. Holding
+    /// the timer across the reconcile future (rather than recording afterwards) is what makes a
+    /// reconciliation that is dropped mid-way show up, as `cancelled`, and one that panicked,
+    /// in `controller_runtime_reconcile_panics_total`.
+    pub fn reconcile_started(&self, controller: &'static str) -> ReconcileTimer {
+        self.inner.reconcile.started(controller);
+        ReconcileTimer {
+            metrics: self.clone(),
+            controller,
+            start: Instant::now(),
+            finished: false,
+        }
+    }
+
+    /// Records whether this replica holds the Lease `lease`, for
+    /// `leader_election_master_status{name}` (like controller-runtime, no series without leader
+    /// election).
+    pub fn set_leader(&self, lease: &str, leader: bool) {
+        self.inner.reconcile.set_leader(lease, leader);
+    }
+}
+
+/// A reconciliation in progress; see [`Metrics::reconcile_started`].
+#[must_use = "finish the timer with the reconciliation's result"]
+pub struct ReconcileTimer {
+    metrics: Metrics,
+    controller: &'static str,
+    start: Instant,
+    finished: bool,
+}
+
+impl ReconcileTimer {
+    /// Records the duration and the result, and ends the active-worker count.
+    pub fn finish(mut self, result: ReconcileResult) {
+        self.finished = true;
+        let label = match result {
+            ReconcileResult::Success => "success",
+            ReconcileResult::Requeue => "requeue",
+            ReconcileResult::Error(reason) => {
+                self.metrics.reconcile_error(self.controller, reason);
+                "error"
+            }
+        };
+        self.record(label);
+    }
+
+    fn record(&self, result: &'static str) {
+        let seconds = self.start.elapsed().as_secs_f64();
+        (self.metrics.inner.reconcile).finished(self.controller, seconds, result);
+    }
+}
+
+impl Drop for ReconcileTimer {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        if std::thread::panicking() {
+            // Dropped while unwinding: the reconcile panicked. controller-runtime counts a
+            // recovered panic as a panic and as an error.
+            self.metrics.inner.reconcile.panicked(self.controller);
+            self.metrics.reconcile_error(self.controller, "panic");
+            self.record("error");
+        } else {
+            self.record("cancelled");
+        }
+    }
+}
