@@ -128,15 +128,15 @@ async fn scrapes_need_a_token_the_cluster_allows_to_get_metrics() {
     .await;
     assert_eq!(reader.status, 200, "{}", reader.text);
     for documented in [
-        "content-type: application/openmetrics-text",
-        "# TYPE math_controller_reconcile counter",
-        "# TYPE math_controller_reconcile_duration_seconds histogram",
-        "# TYPE math_controller_reconcile_in_flight gauge",
-        "# TYPE math_controller_write_requests counter",
-        "# TYPE math_controller_leader gauge",
-        "# TYPE math_controller_build info",
+        "content-type: text/plain; version=0.0.4; charset=utf-8",
+        "# TYPE controller_runtime_reconcile_total counter",
+        "# TYPE controller_runtime_reconcile_time_seconds histogram",
+        "# TYPE controller_runtime_active_workers gauge",
+        "# TYPE workqueue_depth gauge",
+        "# TYPE math_controller_write_requests_total counter",
+        "# TYPE leader_election_master_status gauge",
+        "# TYPE math_controller_build_info gauge",
         r#"math_controller_write_requests_total{controller="number",kind="Number",operation="patch_status"} 1"#,
-        "# EOF",
     ] {
         assert!(
             reader

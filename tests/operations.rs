@@ -304,7 +304,7 @@ async fn number_reconcile_in_flight(metrics: &Metrics) -> Result<()> {
         || {
             (sample(
                 &metrics.encode(),
-                r#"math_controller_reconcile_in_flight{controller="number"}"#,
+                r#"controller_runtime_active_workers{controller="number"}"#,
             ) == Some(1.0))
             .then_some(())
         },
@@ -501,7 +501,8 @@ async fn metrics_and_probes_answer_over_http() -> Result<()> {
 
     // The status is visible a moment before the reconcile that wrote it has returned and been
     // counted: scrape until it has.
-    let success_series = r#"math_controller_reconcile_total{controller="number",result="success"}"#;
+    let success_series =
+        r#"controller_runtime_reconcile_total{controller="number",result="success"}"#;
     let deadline = Instant::now() + Duration::from_secs(5);
     let text = loop {
         let (status, text) = http_get(metrics_address, "/metrics").await?;
@@ -512,13 +513,13 @@ async fn metrics_and_probes_answer_over_http() -> Result<()> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     for documented in [
-        "# TYPE math_controller_reconcile counter",
-        "# TYPE math_controller_reconcile_duration_seconds histogram",
-        "# TYPE math_controller_reconcile_in_flight gauge",
-        "# TYPE math_controller_write_requests counter",
-        "# TYPE math_controller_leader gauge",
-        "# TYPE math_controller_build info",
-        "# EOF",
+        "# TYPE controller_runtime_reconcile_total counter",
+        "# TYPE controller_runtime_reconcile_time_seconds histogram",
+        "# TYPE controller_runtime_active_workers gauge",
+        "# TYPE workqueue_depth gauge",
+        "# TYPE math_controller_write_requests_total counter",
+        "# TYPE leader_election_master_status gauge",
+        "# TYPE math_controller_build_info gauge",
     ] {
         assert!(text.contains(documented), "{documented} missing in\n{text}");
     }
@@ -533,7 +534,7 @@ async fn metrics_and_probes_answer_over_http() -> Result<()> {
     assert_eq!(status_writes, Some(1.0), "one status write for one Number");
     let observed = sample(
         &text,
-        r#"math_controller_reconcile_duration_seconds_count{controller="number"}"#,
+        r#"controller_runtime_reconcile_time_seconds_count{controller="number"}"#,
     );
     assert!(observed.is_some_and(|v| v >= 1.0));
     assert_eq!(http_get(metrics_address, "/nothing").await?.0, 404);
@@ -984,7 +985,7 @@ async fn binary_reconcile_in_flight(metrics: SocketAddr) -> Result<()> {
         if let Ok((200, text)) = http_get(metrics, "/metrics").await
             && sample(
                 &text,
-                r#"math_controller_reconcile_in_flight{controller="number"}"#,
+                r#"controller_runtime_active_workers{controller="number"}"#,
             ) == Some(1.0)
         {
             return Ok(());

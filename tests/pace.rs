@@ -121,7 +121,7 @@ async fn a_waiting_parent_is_not_planned_for_every_child_that_settles() {
         .iter()
         .map(|result| {
             let series = format!(
-                r#"math_controller_reconcile_total{{controller="fermat",result="{result}"}}"#
+                r#"controller_runtime_reconcile_total{{controller="fermat",result="{result}"}}"#
             );
             sample(&metrics.encode(), &series).unwrap_or(0.0)
         })
@@ -130,7 +130,7 @@ async fn a_waiting_parent_is_not_planned_for_every_child_that_settles() {
         .iter()
         .filter_map(|result| {
             let series = format!(
-                r#"math_controller_reconcile_total{{controller="tuple",result="{result}"}}"#
+                r#"controller_runtime_reconcile_total{{controller="tuple",result="{result}"}}"#
             );
             sample(&metrics.encode(), &series)
         })

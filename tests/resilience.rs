@@ -14,7 +14,7 @@ use test_apiserver::{RequestFilter, Verb};
 
 fn reconciles(metrics: &math_controller::metrics::Metrics, controller: &str, result: &str) -> f64 {
     let series = format!(
-        r#"math_controller_reconcile_total{{controller="{controller}",result="{result}"}}"#
+        r#"controller_runtime_reconcile_total{{controller="{controller}",result="{result}"}}"#
     );
     sample(&metrics.encode(), &series).unwrap_or(0.0)
 }

@@ -69,7 +69,8 @@ impl Writes {
     fn parse(text: &str) -> Writes {
         let mut w = Writes::default();
         for line in text.lines() {
-            if let Some(rest) = line.strip_prefix("math_controller_reconcile_total{controller=\"")
+            if let Some(rest) =
+                line.strip_prefix("controller_runtime_reconcile_total{controller=\"")
                 && let Some((controller, rest)) = rest.split_once('"')
                 && let Some((_, value)) = rest.split_once("} ")
             {

@@ -88,6 +88,12 @@ struct MemoryLabels {
     memory: &'static str,
 }
 
+/// The reasons of `math_controller_reconcile_errors_total`, created at zero so that a
+/// dashboard's or an alert's `rate()` has a series before the first error: the error kinds of
+/// `crate::error::Error::kind_label` that end a reconcile as an error (a conflict is a requeue),
+/// and `panic`.
+pub const ERROR_REASONS: [&str; 5] = ["api", "transport", "invalid_object", "serialize", "panic"];
+
 /// What the manager remembers between reconciles, the `memory` label of
 /// `math_controller_remembered_entries`: child writes and status writes whose watch echo has
 /// not arrived yet, waiting statuses written lately (to space progress reports), and objects
@@ -286,6 +292,9 @@ impl OurSeries {
         }
         for &controller in controllers {
             let _ = s.put_off.get_or_create(&ControllerLabels { controller });
+            for reason in ERROR_REASONS {
+                let _ = s.errors.get_or_create(&ErrorLabels { controller, reason });
+            }
         }
         for (controller, kind, operation) in EXPECTED_WRITES {
             let labels = WriteLabels {

@@ -93,9 +93,12 @@ impl Running {
         self.task.abort();
     }
 
-    /// Whether this manager holds the lease, as its `math_controller_leader` gauge says.
+    /// Whether this manager holds the lease, as its `leader_election_master_status` says.
     pub fn leads(&self) -> bool {
-        sample(&self.metrics.encode(), "math_controller_leader") == Some(1.0)
+        let text = self.metrics.encode();
+        text.lines()
+            .filter_map(|l| l.strip_prefix("leader_election_master_status{name="))
+            .any(|rest| rest.ends_with("} 1"))
     }
 }
 
