@@ -134,7 +134,6 @@ async fn scrapes_need_a_token_the_cluster_allows_to_get_metrics() {
         "# TYPE controller_runtime_active_workers gauge",
         "# TYPE workqueue_depth gauge",
         "# TYPE math_controller_write_requests_total counter",
-        "# TYPE leader_election_master_status gauge",
         "# TYPE math_controller_build_info gauge",
         r#"math_controller_write_requests_total{controller="number",kind="Number",operation="patch_status"} 1"#,
     ] {

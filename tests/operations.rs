@@ -518,7 +518,6 @@ async fn metrics_and_probes_answer_over_http() -> Result<()> {
         "# TYPE controller_runtime_active_workers gauge",
         "# TYPE workqueue_depth gauge",
         "# TYPE math_controller_write_requests_total counter",
-        "# TYPE leader_election_master_status gauge",
         "# TYPE math_controller_build_info gauge",
     ] {
         assert!(text.contains(documented), "{documented} missing in\n{text}");
