@@ -1,6 +1,8 @@
 # syntax=docker/dockerfile:1
 # Two stages: a full Rust toolchain to build, a distroless runtime (glibc, CA certificates, no
 # shell, non-root user 65532) to run, so the image carries nothing but the manager.
+# `make docker-build` needs a container engine; the project's CI machines have none, so this file
+# is not built by any test there (tests/operations.rs only checks that its EXPOSE matches deploy/).
 
 # Any stable Rust at or above the crate's rust-version; bookworm matches the runtime's glibc.
 FROM rust:1-bookworm AS builder
