@@ -187,7 +187,7 @@ fn parse_sample(line: &str) -> Option<(&str, Vec<(&str, &str)>)> {
     Some((name, pairs))
 }
 
-fn family_of<'a>(scrape: &Scrape, sample: &'a str) -> Option<String> {
+fn family_of(scrape: &Scrape, sample: &str) -> Option<String> {
     if scrape.types.contains_key(sample) {
         return Some(sample.to_string());
     }
@@ -541,6 +541,14 @@ fn queries(board: &Value) -> Vec<(String, Option<String>)> {
     out
 }
 
+/// Alert expressions written for controller-runtime managers.
+const ALERTS: [&str; 4] = [
+    "sum(rate(controller_runtime_reconcile_errors_total[5m])) by (controller) > 0",
+    r#"sum(rate(controller_runtime_reconcile_total{result="error"}[5m])) by (namespace, controller) / sum(rate(controller_runtime_reconcile_total[5m])) by (namespace, controller) > 0.1"#,
+    "max(workqueue_depth) by (name) > 100",
+    "max(leader_election_master_status) by (name) < 1",
+];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_dashboard_query_reads_series_and_labels_the_manager_exports() -> Result<()> {
     let (_m, _, text) = running_manager().await?;
@@ -571,6 +579,25 @@ async fn every_dashboard_query_reads_series_and_labels_the_manager_exports() -> 
                 }
                 checked += 1;
             }
+        }
+    }
+    // Alerts a kubebuilder user keeps (the kind the Prometheus Operator's runbooks and
+    // kubebuilder's docs suggest), unedited.
+    for alert in ALERTS {
+        for (metric, filters) in reads(alert).metrics {
+            let have = scrape
+                .samples
+                .get(&metric)
+                .with_context(|| format!("{alert}: {metric}"))?;
+            let grouped = reads(alert).grouped_by;
+            for l in filters
+                .iter()
+                .chain(&grouped)
+                .filter(|l| !TARGET_LABELS.contains(&l.as_str()))
+            {
+                ensure!(have.contains(l), "{alert}: {metric} has no label {l}");
+            }
+            checked += 1;
         }
     }
     ensure!(checked >= 30, "only {checked} metric reads checked");
