@@ -1,9 +1,13 @@
 //! Statuses written whose echo the watch has not delivered yet: the status as far as we
 //! know, for a reconcile that runs in between.
 //!
-//! Without it, a reconcile between a status write and its echo (a second child reported
-//! meanwhile) builds on the stale cache: the `Ready` condition gets a new
-//! `lastTransitionTime` and the same status is written twice.
+//! It only decides whether a write is due (and keeps the `Ready` condition's
+//! `lastTransitionTime`): every write states the whole status
+//! ([`whole_status`](crate::reconcile::status::whole_status)), so a memory older than the
+//! server's status costs at most a write, never a field left from another spec. Without it,
+//! a reconcile between a status write and its echo (a second child reported meanwhile) builds
+//! on the stale cache: the `Ready` condition gets a new `lastTransitionTime` and the same
+//! status is written twice.
 
 use std::time::Duration;
 
