@@ -591,19 +591,23 @@ pub async fn write_status<P: Kind, S: WholeStatus>(
             let api: Api<P> = Api::namespaced(ctx.client.clone(), &namespace);
             ctx.metrics
                 .write(P::CONTROLLER, P::KIND, WriteKind::PatchStatus);
+            // Remembered before it is sent: its echo may come before its answer.
+            ctx.statuses.written(obj, desired);
             ctx.in_slot(api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)))
                 .await
-                .map_err(|source| Error::Kube {
-                    action: "writing the status of",
-                    kind: P::KIND,
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                    source: Box::new(source),
+                .map_err(|source| {
+                    ctx.statuses.forget(obj);
+                    Error::Kube {
+                        action: "writing the status of",
+                        kind: P::KIND,
+                        namespace: namespace.clone(),
+                        name: name.clone(),
+                        source: Box::new(source),
+                    }
                 })?;
             if !matches!(standing, Standing::Answer) {
                 ctx.pace.reported(obj);
             }
-            ctx.statuses.written(obj, desired);
             let message = patch
                 .pointer("/status/conditions/0/message")
                 .and_then(|m| m.as_str())

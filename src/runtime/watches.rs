@@ -142,6 +142,11 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
                 ctx.expectations.saw(&obj);
                 index.apply(&obj);
                 tell_parents(&obj);
+                // The manager's own status write coming back is no news to its reconcile
+                // (its parent still hears of it, above).
+                if ctx.statuses.own_echo(&obj) {
+                    return;
+                }
                 // The cache's own copy: a burst of 10000 events queues pointers, not 10000
                 // second copies of the objects.
                 let cached = reader.get(&ObjectRef::from_obj(&obj));
