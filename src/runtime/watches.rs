@@ -302,6 +302,24 @@ mod tests {
     use super::*;
     use crate::api::Number;
 
+    /// One watch whose connection breaks while the server is up (a proxy's idle timeout, a
+    /// reset) is not an outage: the watcher reconnects, and reconciles go on. An outage shows
+    /// as the reconnect (or a list) failing to reach the server. Before: a reset read was an
+    /// outage, and every reconcile was put off until `GET /version` answered (issue 39).
+    #[test]
+    fn a_broken_watch_stream_is_not_an_outage_but_a_failed_connect_is() {
+        let reset = || std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
+        let broken = watcher::Error::WatchFailed(kube::Error::ReadEvents(reset()));
+        assert!(!watch_unreachable(&broken));
+        let refused = kube::Error::Service(Box::new(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "connection refused",
+        )));
+        assert!(watch_unreachable(&watcher::Error::WatchStartFailed(
+            refused
+        )));
+    }
+
     #[test]
     fn vanished_objects_are_those_missing_from_the_relist() {
         let number = |name: &str| Arc::new(Number::new(name, crate::api::NumberSpec { value: 1 }));
