@@ -92,6 +92,9 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
     // What the cache held when a (re)list began: the objects that are not in the new list
     // were deleted while the watch was down, and no Delete event will ever say so.
     let mut before_relist: Vec<Arc<K>> = Vec::new();
+    // When the list that the next InitDone completes began: the writes answered before then
+    // are in it.
+    let mut relist_began = Instant::now();
     let outage = ctx.outage.clone();
     let gone_kind = K::kind(&());
     let relisting = ctx.clone();
@@ -161,6 +164,7 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
             // shows the old one. (Init comes again before every attempt of a failing list:
             // the snapshot is of the cache, which only InitDone replaces.)
             Ok(watcher::Event::Init) => {
+                relist_began = Instant::now();
                 ctx.pace.relist_started(K::kind(&()));
                 if before_relist.is_empty() {
                     before_relist = reader.state();
@@ -169,7 +173,7 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
             // A (re)list is complete and the cache swapped in: everything is news, and so is
             // everything that vanished while the watch was down.
             Ok(watcher::Event::InitDone) => {
-                ctx.expectations.relisted(&K::kind(&()));
+                ctx.expectations.relisted(&K::kind(&()), relist_began);
                 ctx.pace.relist_done(K::kind(&()));
                 let now = reader.state();
                 index.rebuild(&now);
