@@ -89,6 +89,7 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
         store: reader,
         owners: index,
     } = cache;
+    let (before, moved) = (reader.clone(), index.clone());
     // What the cache held when a (re)list began: the objects that are not in the new list
     // were deleted while the watch was down, and no Delete event will ever say so.
     let mut before_relist: Vec<Arc<K>> = Vec::new();
@@ -131,6 +132,15 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
         })
         .backoff(WatchBackoff::default())
         .modify(slim)
+        // Before the cache takes the change: what it held, to move the object out of its
+        // old controller's filing (orphaned, re-parented).
+        .inspect(move |event| {
+            if let Ok(watcher::Event::Apply(obj)) = event
+                && let Some(previous) = before.get(&ObjectRef::from_obj(obj))
+            {
+                moved.moved(previous.as_ref(), obj);
+            }
+        })
         .reflect(writer)
         .inspect(move |event| {
             if let Err(error) = event
