@@ -17,9 +17,10 @@ use tracing::{debug, warn};
 use crate::error::is_unreachable;
 use crate::kind::{Kind, Parent};
 use crate::runtime::TIMELINE;
+use crate::runtime::backoff::{Exponential, random};
 use crate::runtime::cache::Cache;
 use crate::runtime::context::Context;
-use crate::runtime::outage::{WatchBackoff, random};
+use crate::runtime::outage::WatchBackoff;
 
 /// Kept by `kubectl apply` on every object; the manager never reads it.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -268,9 +269,7 @@ impl GoneBackoff {
 fn gone_pause(in_a_row: u32) -> Duration {
     match in_a_row {
         0 | 1 => Duration::ZERO,
-        n => GONE_FIRST_PAUSE
-            .saturating_mul(1 << (n - 2).min(16))
-            .min(GONE_MAX_PAUSE),
+        n => Exponential::new(GONE_FIRST_PAUSE, GONE_MAX_PAUSE).delay(n - 2, 0),
     }
 }
 
