@@ -70,11 +70,13 @@ impl Error {
 
 /// Whether an error means the API server could not be reached (refused, reset, timed
 /// out), rather than an answer from it.
+///
+/// A watch stream that breaks while it is read (`ReadEvents`: one connection reset, a
+/// proxy's idle timeout) is not such news: the watcher reconnects, and only if that fails
+/// is the server away. Counting it made one reset an outage that put every reconcile off
+/// until `GET /version` answered.
 pub fn is_unreachable(error: &kube::Error) -> bool {
-    matches!(
-        error,
-        kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_)
-    )
+    matches!(error, kube::Error::HyperError(_) | kube::Error::Service(_))
 }
 
 /// What every reconcile returns.

@@ -166,6 +166,19 @@ impl Parent for Fermat {
     }
 }
 
+impl status::WholeStatus for FermatStatus {
+    const FIELDS: &'static [&'static str] = &[
+        "observedGeneration",
+        "conditions",
+        "twoSquaresFound",
+        "decompositions",
+        "isPrime",
+        "oneModFour",
+        "readyTuples",
+        "desiredTuples",
+    ];
+}
+
 impl status::ParentStatus for FermatStatus {
     fn ready_children(&self) -> Option<i64> {
         self.ready_tuples

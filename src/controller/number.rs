@@ -75,6 +75,16 @@ pub async fn reconcile(number: Arc<Number>, ctx: Arc<Context>) -> Result<Outcome
     })
 }
 
+impl status::WholeStatus for NumberStatus {
+    const FIELDS: &'static [&'static str] = &[
+        "observedGeneration",
+        "conditions",
+        "fizzBuzz",
+        "isSquare",
+        "isPrime",
+    ];
+}
+
 impl Kind for Number {
     const KIND: &'static str = "Number";
     const CONTROLLER: &'static str = "number";

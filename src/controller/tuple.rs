@@ -158,6 +158,16 @@ impl Parent for Tuple {
     }
 }
 
+impl status::WholeStatus for TupleStatus {
+    const FIELDS: &'static [&'static str] = &[
+        "observedGeneration",
+        "conditions",
+        "allSquares",
+        "readyNumbers",
+        "desiredNumbers",
+    ];
+}
+
 impl status::ParentStatus for TupleStatus {
     fn ready_children(&self) -> Option<i64> {
         self.ready_numbers

@@ -4,7 +4,8 @@
 //! - `plan.rs`: the diff between the children a parent wants and the ones the cache holds,
 //!   and why a parent is not Ready yet. Pure: no client, no `Context`.
 //! - `status.rs`: the `Ready` condition, whether a status write is due at all (answers,
-//!   waiting parents, progress reports), and the merge patch that carries it. Pure.
+//!   waiting parents, progress reports), and the merge patch that carries it: the whole
+//!   status, every field named. Pure.
 //! - `writes.rs`: the creates, corrections, adoptions and deletions that carry a plan out,
 //!   the status patch, and the Events that tell of them: the only place a reconcile writes
 //!   to the API server.

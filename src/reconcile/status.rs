@@ -1,5 +1,7 @@
 //! Pure helpers shared by the three controllers for writing a status: the `Ready` condition,
-//! the decision whether a status write is due at all, and the merge patch that carries it.
+//! the decision whether a status write is due at all, and the merge patch that carries it:
+//! always the whole status ([`whole_status`]), so that no field outlives the reconcile that
+//! wrote it, whatever the status the decision was made on.
 
 use std::time::Duration;
 
@@ -82,9 +84,15 @@ impl Pace {
     }
 }
 
+/// A kind's status, written whole: the JSON names of all its fields, so that a write states
+/// each one, with `null` for those it leaves out. A test checks them against the CRD schema.
+pub trait WholeStatus: Serialize {
+    const FIELDS: &'static [&'static str];
+}
+
 /// A status that exposes how many children it counts as ready (the Tuple's `readyNumbers`,
 /// the Fermat's `readyTuples`), for progress reports.
-pub trait ParentStatus: Serialize + serde::de::DeserializeOwned + Clone {
+pub trait ParentStatus: WholeStatus + serde::de::DeserializeOwned + Clone {
     fn ready_children(&self) -> Option<i64>;
 }
 
@@ -140,8 +148,8 @@ pub fn is_ready_for(
 pub enum StatusWrite {
     /// The stored status already says this, or the difference is not worth a write.
     Unchanged,
-    /// Send this JSON merge patch to the status subresource.
-    Patch(Value),
+    /// Write it (the whole status: [`whole_status`]).
+    Due,
     /// Not yet: a brand-new object whose children are on their way, or a progress report
     /// not due yet; look again after this (to notice a stall, or to report) unless a child's
     /// news comes first.
@@ -175,6 +183,10 @@ pub enum Standing<'a> {
 /// messages carry no counts for that reason); its counts only as progress reports.
 ///
 /// So a tree that converges writes one status per object, whatever the API server's speed.
+///
+/// `current` only decides whether a write is due: it may be older than the server's (a write
+/// answered, its echo not seen yet, the spec changed meanwhile), so the write never depends
+/// on it (issue 39's F1: a diff against an older status left another spec's answer behind).
 pub fn decide<S: Serialize + PartialEq>(
     current: Option<&S>,
     desired: &S,
@@ -207,9 +219,7 @@ pub fn decide<S: Serialize + PartialEq>(
             }
         }
     }
-    Ok(StatusWrite::Patch(
-        json!({ "status": merge_patch(&old, &new) }),
-    ))
+    Ok(StatusWrite::Due)
 }
 
 /// The shortest recheck of a held status: a child's news usually comes first anyway.
@@ -232,30 +242,19 @@ fn same_wait(old: &Value, new: &Value) -> bool {
         && ready_field(old, "reason") == ready_field(new, "reason")
 }
 
-/// The JSON merge patch (RFC 7386) that turns `old` into `new`: changed keys with their new
-/// values, removed keys as `null`. Arrays are replaced whole, as merge patch requires.
-pub fn merge_patch(old: &Value, new: &Value) -> Value {
-    match (old, new) {
-        (Value::Object(old), Value::Object(new)) => {
-            let mut patch = Map::new();
-            for (key, value) in new {
-                match old.get(key) {
-                    Some(previous) if previous == value => {}
-                    Some(previous) => {
-                        patch.insert(key.clone(), merge_patch(previous, value));
-                    }
-                    None => {
-                        patch.insert(key.clone(), value.clone());
-                    }
-                }
-            }
-            for key in old.keys().filter(|k| !new.contains_key(*k)) {
-                patch.insert(key.clone(), Value::Null);
-            }
-            Value::Object(patch)
-        }
-        _ => new.clone(),
+/// The JSON merge patch (RFC 7386) for the status subresource that states the whole of
+/// `status`: each of `fields` with its value, or `null` where `status` leaves it out, so that
+/// whatever the server held before, it then holds exactly `status`. Keys of `status` that
+/// `fields` does not name are sent as they are.
+pub fn whole_status(status: &Value, fields: &[&str]) -> Value {
+    let mut whole = match status {
+        Value::Object(status) => status.clone(),
+        _ => Map::new(),
+    };
+    for field in fields {
+        whole.entry(*field).or_insert(Value::Null);
     }
+    json!({ "status": whole })
 }
 
 /// A list of names for a message, cut short so Events stay under their 1 kB limit.

@@ -28,7 +28,7 @@ use crate::kind::controller_uid;
 use crate::kind::{Child, Kind};
 use crate::metrics::WriteKind;
 use crate::reconcile::plan::{MAX_NAME_LEN, Plan};
-use crate::reconcile::status::{self, Standing, StatusWrite, name_list};
+use crate::reconcile::status::{self, Standing, StatusWrite, WholeStatus, name_list};
 use crate::runtime::context::Context;
 use crate::runtime::events::{self, Note};
 use crate::runtime::refusals::{Refusal, Step};
@@ -568,9 +568,11 @@ fn spec_text<S: Serialize>(spec: &S) -> String {
 
 /// Write an object's status if [`status::decide`] says it is due; answers when to look
 /// again (`None`: on the next watch event). `current` is the status as far as we know
-/// ([`WrittenStatuses::known`](crate::runtime::statuses::WrittenStatuses::known)); what we write is remembered until the cache shows it.
+/// ([`WrittenStatuses::known`](crate::runtime::statuses::WrittenStatuses::known)): it only
+/// decides whether a write is due, for the write states the whole status
+/// ([`status::whole_status`]). What we write is remembered until the cache shows it.
 /// `standing` says whether it is the answer, and if not, how the children come along.
-pub async fn write_status<P: Kind, S: Serialize>(
+pub async fn write_status<P: Kind, S: WholeStatus>(
     ctx: &Context,
     obj: &P,
     current: Option<&S>,
@@ -584,23 +586,28 @@ pub async fn write_status<P: Kind, S: Serialize>(
     match status::decide(current.as_ref(), &desired, standing)? {
         StatusWrite::Unchanged => Ok(None),
         StatusWrite::Hold(wait) => Ok(Some(wait)),
-        StatusWrite::Patch(patch) => {
+        StatusWrite::Due => {
+            let patch = status::whole_status(&desired, S::FIELDS);
             let api: Api<P> = Api::namespaced(ctx.client.clone(), &namespace);
             ctx.metrics
                 .write(P::CONTROLLER, P::KIND, WriteKind::PatchStatus);
+            // Remembered before it is sent: its echo may come before its answer.
+            ctx.statuses.written(obj, desired);
             ctx.in_slot(api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)))
                 .await
-                .map_err(|source| Error::Kube {
-                    action: "writing the status of",
-                    kind: P::KIND,
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                    source: Box::new(source),
+                .map_err(|source| {
+                    ctx.statuses.forget(obj);
+                    Error::Kube {
+                        action: "writing the status of",
+                        kind: P::KIND,
+                        namespace: namespace.clone(),
+                        name: name.clone(),
+                        source: Box::new(source),
+                    }
                 })?;
             if !matches!(standing, Standing::Answer) {
                 ctx.pace.reported(obj);
             }
-            ctx.statuses.written(obj, desired);
             let message = patch
                 .pointer("/status/conditions/0/message")
                 .and_then(|m| m.as_str())

@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
@@ -31,8 +31,8 @@ pub const IN_FLIGHT_TIMEOUT: Duration = Duration::from_secs(300);
 struct Expected {
     /// The child's resourceVersion in the cache when we wrote (`None`: it was absent).
     seen: Option<String>,
-    /// The API server answered the write: a list made after now shows its effect.
-    answered: bool,
+    /// When the API server answered the write: a list begun after then shows its effect.
+    answered: Option<Instant>,
 }
 
 /// What the cache holds of a parent's children.
@@ -75,7 +75,7 @@ impl Expectations {
     pub fn expect<C: Child>(&self, namespace: &str, name: &str, seen: Option<String>) {
         let expected = Expected {
             seen,
-            answered: false,
+            answered: None,
         };
         self.in_flight
             .insert(key(C::KIND, namespace, name), expected);
@@ -86,7 +86,7 @@ impl Expectations {
     pub fn sent<C: Child>(&self, namespace: &str, name: &str) {
         let key = key(C::KIND, namespace, name);
         if let Some((mut expected, _)) = self.in_flight.get(&key) {
-            expected.answered = true;
+            expected.answered = Some(Instant::now());
             self.in_flight.insert(key, expected);
         }
     }
@@ -110,14 +110,17 @@ impl Expectations {
         }
     }
 
-    /// A (re)list of `kind` is in the cache: it is the truth about every write the API server
-    /// had answered before it, including those whose watch events the relist skipped (a child
-    /// created, then deleted while the watch was down, leaves no event at all). Those
-    /// expectations are met.
-    pub(crate) fn relisted(&self, kind: &str) {
+    /// A (re)list of `kind`, begun at `began`, is in the cache: it is the truth about every
+    /// write the API server had answered before it began, including those whose watch events
+    /// the relist skipped (a child created, then deleted while the watch was down, leaves no
+    /// event at all). Those expectations are met. A write answered while it ran may be newer
+    /// than its snapshot (a paged list is the first page's snapshot): the watch, resumed from
+    /// the list's resourceVersion, shows that one.
+    pub(crate) fn relisted(&self, kind: &str, began: Instant) {
         let prefix = format!("{kind}/");
-        self.in_flight
-            .retain(|key, expected| !(key.starts_with(&prefix) && expected.answered));
+        self.in_flight.retain(|key, expected| {
+            !(key.starts_with(&prefix) && expected.answered.is_some_and(|at| at <= began))
+        });
     }
 
     /// One child as the parent sees it: its cached object, and how much longer a write to it
@@ -276,11 +279,34 @@ mod tests {
         expectations.expect::<Number>("default", "unanswered", None);
         expectations.expect::<Tuple>("default", "answered", None);
         expectations.sent::<Tuple>("default", "answered");
-        expectations.relisted("Number");
+        expectations.relisted("Number", Instant::now());
         assert!(!awaited(&expectations, &cache, "answered"));
         assert!(awaited(&expectations, &cache, "unanswered"));
         let tuples = expectations.in_flight.get("Tuple/default/answered");
         assert!(tuples.is_some(), "a relist of Numbers met a Tuple's write");
+    }
+
+    /// F4 (issue 39): a create answered while a paged relist ran, after the list's snapshot,
+    /// is not in the list: the relist does not meet it (the watch, resumed from the list's
+    /// resourceVersion, will). Before, it was cleared and the parent created the child again
+    /// (answered 409), for every child created during a relist in a build.
+    #[test]
+    fn a_relist_does_not_meet_a_write_answered_while_it_ran() {
+        let expectations = expectations();
+        let cache = Cache::new(reflector::store::<Number>().0);
+        expectations.expect::<Number>("default", "t-0", None);
+        let began = Instant::now();
+        expectations.sent::<Number>("default", "t-0");
+        expectations.relisted("Number", began);
+        assert!(
+            awaited(&expectations, &cache, "t-0"),
+            "answered while the relist ran"
+        );
+        expectations.relisted("Number", Instant::now());
+        assert!(
+            !awaited(&expectations, &cache, "t-0"),
+            "a later relist has it"
+        );
     }
 
     /// A child we created is, whenever its parent looks, either in the cache or still

@@ -33,6 +33,8 @@
 //!   each, and are handed to the `Controller` with a turn of its concurrency, fairly across
 //!   namespaces, new and changed objects before settled ones.
 //! - `events.rs`: Events within kube-apiserver's limits (names, notes), a Warning said once.
+//! - `backoff.rs`: the one exponential backoff every retry uses (first delay, cap, jitter),
+//!   and the random numbers for jitter.
 //! - `expiring.rs`: remembered writes and failures in maps whose entries expire (bounded
 //!   memory), and how those maps name an object.
 
@@ -42,6 +44,7 @@
 /// the API server's answer), which metrics aggregated over every flow cannot.
 pub const TIMELINE: &str = "math_controller::timeline";
 
+pub mod backoff;
 pub mod cache;
 pub mod context;
 pub mod events;

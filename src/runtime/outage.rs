@@ -16,6 +16,7 @@ use kube::runtime::utils::Backoff;
 use tracing::{info, warn};
 
 use crate::error::is_unreachable;
+use crate::runtime::backoff::Exponential;
 
 /// How often a continuing outage is reported again.
 pub const REPORT_EVERY: Duration = Duration::from_secs(10);
@@ -168,11 +169,9 @@ fn humantime_utc(t: SystemTime) -> String {
 /// 100 ms to [`RETRY_MAX`], each drawn in its upper half at random so that a thousand
 /// waiting reconciles and three watches do not knock at the same instant.
 pub fn retry_delay(attempt: u32, random: u64) -> Duration {
-    let full = RETRY_MIN
-        .saturating_mul(2u32.saturating_pow(attempt.min(8)))
-        .min(RETRY_MAX);
-    let half = full / 2;
-    half + half.mul_f64((random % 1000) as f64 / 1000.0)
+    Exponential::new(RETRY_MIN, RETRY_MAX)
+        .jittered()
+        .delay(attempt, random)
 }
 
 /// The watches' backoff: [`retry_delay`] per consecutive failure, reset by kube-runtime
@@ -199,18 +198,8 @@ impl Backoff for WatchBackoff {
     }
 }
 
-/// A random number from the standard library's per-process hash keys: plenty for jitter.
-pub(crate) fn random() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default(),
-    );
-    hasher.finish()
-}
+/// A random number for jitter (see [`crate::runtime::backoff::random`]).
+pub(crate) use crate::runtime::backoff::random;
 
 #[cfg(test)]
 mod tests {

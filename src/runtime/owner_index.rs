@@ -4,9 +4,10 @@
 //! most of its CPU comparing ownerReferences.
 //!
 //! The watch keeps it (see [`crate::runtime::watches`]): an object is filed under its controller's UID
-//! when it arrives, removed when it is deleted, and the whole index is rebuilt after a relist.
-//! An object whose controller changed stays filed under the old one until then; a lookup
-//! therefore checks every name against the cache and drops the ones that no longer belong.
+//! when it arrives, leaves its old controller's filing when the watch shows it orphaned or
+//! re-parented ([`OwnerIndex::moved`]), is removed when it is deleted, and the whole index is
+//! rebuilt after a relist. A lookup still checks every name against the cache and drops the
+//! ones that no longer belong (a change the index heard of before the cache shows it).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
@@ -39,6 +40,19 @@ impl OwnerIndex {
             }
         } else {
             index.insert(uid.to_string(), HashSet::from([name.clone()]));
+        }
+    }
+
+    /// The watch shows `now`, which the cache held as `previous`: if its controller changed
+    /// (orphaned, re-parented), it leaves the old one's filing. Otherwise a deleted parent's
+    /// entry, never looked up again, would stay until the next relist.
+    pub fn moved<K: Resource>(&self, previous: &K, now: &K) {
+        let (Some(old), Some(name)) = (controller_uid(previous), previous.meta().name.as_ref())
+        else {
+            return;
+        };
+        if controller_uid(now) != Some(old) {
+            self.forget(old, std::slice::from_ref(name));
         }
     }
 
@@ -181,5 +195,19 @@ mod tests {
         index.rebuild(&store.state());
         assert_eq!(index.owners(), 2);
         assert_eq!(names(&index.owned(&store, "t1", "other")), ["a"]);
+    }
+
+    /// F3 (issue 39): a child orphaned (`kubectl delete --cascade=orphan` of its parent) or
+    /// re-parented leaves its old parent's filing when the watch shows it, not at the next
+    /// relist: a deleted parent's UID is never looked up again, so its entry would stay.
+    #[test]
+    fn an_orphaned_child_leaves_its_old_parents_filing() {
+        let index = OwnerIndex::new();
+        let under_a = number("a-0", "ns", Some("a"));
+        index.apply(&under_a);
+        let orphaned = number("a-0", "ns", None);
+        index.moved(&under_a, &orphaned);
+        index.apply(&orphaned);
+        assert_eq!(index.owners(), 0, "still filed under the deleted parent");
     }
 }

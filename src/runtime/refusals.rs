@@ -19,6 +19,7 @@ use kube::{Resource, ResourceExt};
 use tracing::info;
 
 use crate::metrics::Metrics;
+use crate::runtime::backoff::Exponential;
 use crate::runtime::expiring::Expiring;
 
 /// A step of carrying out a parent's plan ([`crate::reconcile::plan::Plan`]): what a refusal
@@ -56,8 +57,7 @@ const SAY_TERMINATING_EVERY: Duration = Duration::from_secs(300);
 
 /// The delay before the `attempt`-th retry of a refused step (1-based).
 pub fn retry_delay(attempt: u32) -> Duration {
-    let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
-    FIRST_RETRY.saturating_mul(factor).min(LONGEST_RETRY)
+    Exponential::new(FIRST_RETRY, LONGEST_RETRY).nth(attempt, 0)
 }
 
 /// One refused step, on its own clock: a step's refusals back off by themselves, whatever

@@ -14,6 +14,7 @@ use tracing::{debug, warn};
 
 use crate::error::{Error, Result};
 use crate::metrics::{Metrics, ReconcileResult};
+use crate::runtime::backoff::Exponential;
 use crate::runtime::context::Context;
 use crate::runtime::expiring::{Expiring, object_key};
 use crate::runtime::outage;
@@ -72,17 +73,12 @@ const CONFLICT_BACKOFF_BASE: Duration = Duration::from_millis(50);
 
 /// The delay before the `attempt`-th retry (1-based): doubling from 100 ms, capped at 5 min.
 pub fn backoff(attempt: u32) -> Duration {
-    backoff_from(BACKOFF_BASE, attempt)
+    Exponential::new(BACKOFF_BASE, BACKOFF_MAX).nth(attempt, 0)
 }
 
 /// The delay before the `attempt`-th retry after a 409 Conflict: doubling from 50 ms.
 pub fn conflict_backoff(attempt: u32) -> Duration {
-    backoff_from(CONFLICT_BACKOFF_BASE, attempt)
-}
-
-fn backoff_from(base: Duration, attempt: u32) -> Duration {
-    let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
-    base.saturating_mul(factor).min(BACKOFF_MAX)
+    Exponential::new(CONFLICT_BACKOFF_BASE, BACKOFF_MAX).nth(attempt, 0)
 }
 
 /// How long a failure is remembered for the backoff after the last one: twice the longest

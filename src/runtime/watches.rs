@@ -17,9 +17,10 @@ use tracing::{debug, warn};
 use crate::error::is_unreachable;
 use crate::kind::{Kind, Parent};
 use crate::runtime::TIMELINE;
+use crate::runtime::backoff::{Exponential, random};
 use crate::runtime::cache::Cache;
 use crate::runtime::context::Context;
-use crate::runtime::outage::{WatchBackoff, random};
+use crate::runtime::outage::WatchBackoff;
 
 /// Kept by `kubectl apply` on every object; the manager never reads it.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -89,9 +90,13 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
         store: reader,
         owners: index,
     } = cache;
+    let (before, moved) = (reader.clone(), index.clone());
     // What the cache held when a (re)list began: the objects that are not in the new list
     // were deleted while the watch was down, and no Delete event will ever say so.
     let mut before_relist: Vec<Arc<K>> = Vec::new();
+    // When the list that the next InitDone completes began: the writes answered before then
+    // are in it.
+    let mut relist_began = Instant::now();
     let outage = ctx.outage.clone();
     let gone_kind = K::kind(&());
     let relisting = ctx.clone();
@@ -128,6 +133,15 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
         })
         .backoff(WatchBackoff::default())
         .modify(slim)
+        // Before the cache takes the change: what it held, to move the object out of its
+        // old controller's filing (orphaned, re-parented).
+        .inspect(move |event| {
+            if let Ok(watcher::Event::Apply(obj)) = event
+                && let Some(previous) = before.get(&ObjectRef::from_obj(obj))
+            {
+                moved.moved(previous.as_ref(), obj);
+            }
+        })
         .reflect(writer)
         .inspect(move |event| {
             if let Err(error) = event
@@ -142,6 +156,11 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
                 ctx.expectations.saw(&obj);
                 index.apply(&obj);
                 tell_parents(&obj);
+                // The manager's own status write coming back is no news to its reconcile
+                // (its parent still hears of it, above).
+                if ctx.statuses.own_echo(&obj) {
+                    return;
+                }
                 // The cache's own copy: a burst of 10000 events queues pointers, not 10000
                 // second copies of the objects.
                 let cached = reader.get(&ObjectRef::from_obj(&obj));
@@ -156,6 +175,7 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
             // shows the old one. (Init comes again before every attempt of a failing list:
             // the snapshot is of the cache, which only InitDone replaces.)
             Ok(watcher::Event::Init) => {
+                relist_began = Instant::now();
                 ctx.pace.relist_started(K::kind(&()));
                 if before_relist.is_empty() {
                     before_relist = reader.state();
@@ -164,7 +184,7 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
             // A (re)list is complete and the cache swapped in: everything is news, and so is
             // everything that vanished while the watch was down.
             Ok(watcher::Event::InitDone) => {
-                ctx.expectations.relisted(&K::kind(&()));
+                ctx.expectations.relisted(&K::kind(&()), relist_began);
                 ctx.pace.relist_done(K::kind(&()));
                 let now = reader.state();
                 index.rebuild(&now);
@@ -249,9 +269,7 @@ impl GoneBackoff {
 fn gone_pause(in_a_row: u32) -> Duration {
     match in_a_row {
         0 | 1 => Duration::ZERO,
-        n => GONE_FIRST_PAUSE
-            .saturating_mul(1 << (n - 2).min(16))
-            .min(GONE_MAX_PAUSE),
+        n => Exponential::new(GONE_FIRST_PAUSE, GONE_MAX_PAUSE).delay(n - 2, 0),
     }
 }
 
@@ -296,6 +314,24 @@ fn jittered(period: Duration, random: u64) -> Duration {
 mod tests {
     use super::*;
     use crate::api::Number;
+
+    /// One watch whose connection breaks while the server is up (a proxy's idle timeout, a
+    /// reset) is not an outage: the watcher reconnects, and reconciles go on. An outage shows
+    /// as the reconnect (or a list) failing to reach the server. Before: a reset read was an
+    /// outage, and every reconcile was put off until `GET /version` answered (issue 39).
+    #[test]
+    fn a_broken_watch_stream_is_not_an_outage_but_a_failed_connect_is() {
+        let reset = || std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
+        let broken = watcher::Error::WatchFailed(kube::Error::ReadEvents(reset()));
+        assert!(!watch_unreachable(&broken));
+        let refused = kube::Error::Service(Box::new(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "connection refused",
+        )));
+        assert!(watch_unreachable(&watcher::Error::WatchStartFailed(
+            refused
+        )));
+    }
 
     #[test]
     fn vanished_objects_are_those_missing_from_the_relist() {

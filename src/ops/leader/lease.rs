@@ -2,7 +2,6 @@
 //! lease is still valid (on *our* clock), the spec that takes or renews the lease, the spec that
 //! hands it back, and the jittered pause between attempts.
 
-use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::LeaseSpec;
@@ -102,19 +101,8 @@ pub(super) fn jittered(period: Duration) -> Duration {
     period + period.mul_f64(factor)
 }
 
-/// A random number, for identity suffixes and jitter.
-pub(super) fn random_u64() -> u64 {
-    // RandomState is seeded from the OS per instance: enough randomness for an identity suffix
-    // and for jitter, without a dependency on `rand`.
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default(),
-    );
-    h.finish()
-}
+/// A random number, for identity suffixes and jitter: the one the backoffs draw from.
+pub(super) use crate::runtime::backoff::random as random_u64;
 
 #[cfg(test)]
 mod tests {

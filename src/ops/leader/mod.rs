@@ -121,10 +121,14 @@ async fn renew(
             _ = tokio::time::sleep(elector.cfg.retry_period) => {}
         }
         let deadline = last_renewal + elector.cfg.renew_deadline;
+        // A renewal proves the lease held when it was sent (its renewTime, what a standby
+        // counts from), not when its answer came back: a late answer must not move the
+        // deadline past the point where a standby may take over.
+        let sent = Instant::now();
         let outcome = tokio::time::timeout_at(deadline, elector.try_acquire_or_renew()).await;
         let reason = match outcome {
             Ok(Ok(Attempt::Held)) => {
-                last_renewal = Instant::now();
+                last_renewal = sent;
                 continue;
             }
             Ok(Ok(Attempt::HeldBy(holder))) => format!("{holder} holds the lease now"),

@@ -7,14 +7,44 @@ fn ts(secs: i64) -> Timestamp {
 }
 
 #[test]
-fn merge_patch_sets_changed_and_nulls_removed_keys() {
-    let old = json!({"a": 1, "b": {"c": 2, "d": 3}, "gone": true, "list": [1, 2]});
-    let new = json!({"a": 1, "b": {"c": 5, "d": 3}, "list": [1]});
+fn a_whole_status_states_every_field() {
+    let status = json!({"a": 1, "list": [1], "extra": true});
     assert_eq!(
-        merge_patch(&old, &new),
-        json!({"b": {"c": 5}, "gone": null, "list": [1]})
+        whole_status(&status, &["a", "gone", "list"]),
+        json!({"status": {"a": 1, "gone": null, "list": [1], "extra": true}})
     );
-    assert_eq!(merge_patch(&Value::Null, &json!({"x": 1})), json!({"x": 1}));
+    assert_eq!(
+        whole_status(&Value::Null, &["a"]),
+        json!({"status": {"a": null}})
+    );
+}
+
+/// Every field of each kind's status is named in its [`WholeStatus::FIELDS`], as the CRD's
+/// schema (generated from the same types) has them: a field added without it would outlive
+/// the reconcile that wrote it.
+#[test]
+fn each_kind_names_every_field_of_its_status() {
+    use crate::api::{FermatStatus, NumberStatus, TupleStatus};
+    fn fields<S: WholeStatus + schemars::JsonSchema>() -> (Vec<String>, Vec<String>) {
+        let schema = schemars::schema_for!(S);
+        let mut in_schema: Vec<String> = schema
+            .get("properties")
+            .and_then(|p| p.as_object())
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+        let mut named: Vec<String> = S::FIELDS.iter().map(|f| f.to_string()).collect();
+        in_schema.sort();
+        named.sort();
+        (named, in_schema)
+    }
+    for (named, in_schema) in [
+        fields::<NumberStatus>(),
+        fields::<TupleStatus>(),
+        fields::<FermatStatus>(),
+    ] {
+        assert!(!in_schema.is_empty());
+        assert_eq!(named, in_schema);
+    }
 }
 
 #[test]
@@ -73,7 +103,7 @@ fn a_small_parent_reports_its_progress_too() {
     // A Tuple of 3 that said "0/3" after a stall says "2/3" once two are ready...
     assert_eq!(
         decide(Some(&shown), &now, Standing::Waiting(&small(2, 6))).ok(),
-        Some(StatusWrite::Patch(json!({"status": {"n": 2}})))
+        Some(StatusWrite::Due)
     );
     // ...still at most every 5 s.
     assert_eq!(
@@ -111,7 +141,7 @@ fn a_new_parent_holds_while_its_children_make_progress() {
     // ...and says what it waits for once they stall.
     assert_eq!(
         decide(None, &pace(60, 6, None, 0, 0)),
-        Some(StatusWrite::Patch(json!({"status": waiting.clone()})))
+        Some(StatusWrite::Due)
     );
     assert_eq!(
         decide(None, &pace(4, 4, None, 0, 0)),
@@ -124,7 +154,7 @@ fn progress_is_reported_every_five_seconds_and_hundred_children_at_most() {
     let status = |n: i64| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": "Waiting"}]});
     let shown = status(100);
     let now = status(250);
-    let report = Some(StatusWrite::Patch(json!({"status": {"n": 250}})));
+    let report = Some(StatusWrite::Due);
     let decide =
         |current: Option<&Value>, pace: &Pace| decide(current, &now, Standing::Waiting(pace)).ok();
     assert_eq!(decide(Some(&shown), &pace(30, 0, None, 250, 100)), report);
@@ -155,7 +185,7 @@ fn progress_is_reported_every_five_seconds_and_hundred_children_at_most() {
     // The first report of a big parent comes once it is 5 s old.
     assert_eq!(
         decide(None, &pace(5, 0, None, 100, 0)),
-        Some(StatusWrite::Patch(json!({"status": now.clone()})))
+        Some(StatusWrite::Due)
     );
     // Younger: it holds, and looks again when a stall would be due.
     assert_eq!(
@@ -176,27 +206,21 @@ fn a_waiting_status_replaces_another_reason_at_once_and_answers_are_always_writt
     );
     assert_eq!(
         decide(Some(&answered), &waiting, Standing::Waiting(&young)).ok(),
-        Some(StatusWrite::Patch(
-            json!({"status": {"conditions": [{"type": "Ready", "reason": "Waiting"}]}})
-        ))
+        Some(StatusWrite::Due)
     );
     let mut older = status(2, "Waiting");
     older["observedGeneration"] = json!(0);
     assert_eq!(
         decide(Some(&older), &waiting, Standing::Waiting(&young)).ok(),
-        Some(StatusWrite::Patch(
-            json!({"status": {"observedGeneration": 1}})
-        ))
+        Some(StatusWrite::Due)
     );
     assert_eq!(
         decide(Some(&status(1, "Waiting")), &answered, Standing::Answer).ok(),
-        Some(StatusWrite::Patch(
-            json!({"status": {"n": 2, "conditions": [{"type": "Ready", "reason": "AllNumbersReady"}]}})
-        ))
+        Some(StatusWrite::Due)
     );
     assert_eq!(
         decide(None, &answered, Standing::Answer).ok(),
-        Some(StatusWrite::Patch(json!({"status": answered.clone()})))
+        Some(StatusWrite::Due)
     );
 }
 
@@ -207,7 +231,7 @@ fn a_blocked_status_is_written_at_once_and_then_only_when_the_block_changes() {
     let blocked = status(0, "t-1 is controlled by someone else");
     assert_eq!(
         decide(None, &blocked, Standing::Blocked(&young)).ok(),
-        Some(StatusWrite::Patch(json!({"status": blocked.clone()})))
+        Some(StatusWrite::Due)
     );
     // Other children settling move only the counts: nothing, until a report is due.
     let moved = status(150, "t-1 is controlled by someone else");
@@ -218,7 +242,7 @@ fn a_blocked_status_is_written_at_once_and_then_only_when_the_block_changes() {
             Standing::Blocked(&pace(60, 0, None, 150, 0))
         )
         .ok(),
-        Some(StatusWrite::Patch(json!({"status": {"n": 150}})))
+        Some(StatusWrite::Due)
     );
     assert_eq!(
         decide(
@@ -233,7 +257,7 @@ fn a_blocked_status_is_written_at_once_and_then_only_when_the_block_changes() {
     let other = status(0, "t-2 is controlled by someone else");
     assert!(matches!(
         decide(Some(&blocked), &other, Standing::Blocked(&young)),
-        Ok(StatusWrite::Patch(_))
+        Ok(StatusWrite::Due)
     ));
 }
 
@@ -242,4 +266,62 @@ fn name_lists_are_cut_short() {
     assert_eq!(name_list(&["a", "b"]), "a, b");
     let many: Vec<String> = (0..8).map(|i| i.to_string()).collect();
     assert_eq!(name_list(&many), "0, 1, 2, 3, 4 and 3 more");
+}
+
+/// RFC 7386: what the API server does with a merge patch.
+fn apply_merge_patch(target: &Value, patch: &Value) -> Value {
+    let (Value::Object(patch), Value::Object(target)) = (patch, target) else {
+        return match patch {
+            Value::Object(_) => apply_merge_patch(&json!({}), patch),
+            _ => patch.clone(),
+        };
+    };
+    let mut merged = target.clone();
+    for (key, value) in patch {
+        match value {
+            Value::Null => {
+                merged.remove(key);
+            }
+            _ => {
+                let old = merged.get(key).cloned().unwrap_or(Value::Null);
+                merged.insert(key.clone(), apply_merge_patch(&old, value));
+            }
+        }
+    }
+    Value::Object(merged)
+}
+
+/// F1: a reconcile decides from a status older than the server's (S0, the wait, while the
+/// answer S1 for generation 1 is on its way back), and the spec has changed since (S2, the
+/// wait for generation 2). Whatever it sends, the server must not be left with generation
+/// 1's answer under generation 2.
+#[test]
+fn no_answer_of_another_spec_survives_a_write_decided_on_an_older_status() {
+    let waiting = |generation: i64| {
+        json!({"observedGeneration": generation, "readyNumbers": 0, "desiredNumbers": 2,
+        "conditions": [{"type": "Ready", "status": "False", "reason": "WaitingForNumbers"}]})
+    };
+    let s0 = waiting(1);
+    let s1 = json!({"observedGeneration": 1, "allSquares": true, "readyNumbers": 2, "desiredNumbers": 2,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "AllNumbersReady"}]});
+    let s2 = waiting(2);
+    let stalled = pace(60, 6, None, 0, 0);
+    assert_eq!(
+        decide(Some(&s0), &s2, Standing::Waiting(&stalled)).ok(),
+        Some(StatusWrite::Due),
+        "a wait for a new generation is written"
+    );
+    let fields = [
+        "observedGeneration",
+        "conditions",
+        "allSquares",
+        "readyNumbers",
+        "desiredNumbers",
+    ];
+    let patch = whole_status(&s2, &fields);
+    let on_server = apply_merge_patch(&json!({ "status": s1 }), &patch);
+    assert_eq!(
+        on_server["status"], s2,
+        "the server shows exactly what was decided"
+    );
 }
