@@ -12,7 +12,7 @@ use crate::context::Context;
 use crate::messages as m;
 use crate::runner::Controllers;
 use crate::track::Track;
-use crate::{cluster, crds, panics, room, t};
+use crate::{cluster, crds, organiser, panics, room, t};
 use clap::{Parser, Subcommand};
 
 // The help texts are in the catalogue (both languages), set by HELP below.
@@ -71,6 +71,10 @@ enum Command {
         #[arg(long)]
         timeout: Option<u64>,
     },
+    Room {
+        #[arg(required = true)]
+        participants: Vec<String>,
+    },
 }
 
 /// Every about and argument help of `math-workshop`, from the catalogue (see [`cli::Help`]).
@@ -99,6 +103,8 @@ const HELP: &cli::Help = &[
     ("check", "participant", m::CLI_PARTICIPANT),
     ("check", "force", m::CLI_CHECK_FORCE),
     ("check", "timeout", m::CLI_CHECK_TIMEOUT),
+    ("room", "", m::CLI_ROOM),
+    ("room", "participants", m::CLI_ROOM_PARTICIPANTS),
 ];
 
 fn logging(default: &str) {
@@ -191,6 +197,7 @@ pub async fn command(exercises: fn() -> Track) -> ExitCode {
                 Err(e) => Err(e),
             }
         }
+        Command::Room { participants } => room_set_up(&participants).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -210,6 +217,34 @@ fn print_crds(track: &Track, dir: Option<PathBuf>) -> anyhow::Result<()> {
         }
         None => print!("{}", crds::yaml(track)?),
     }
+    Ok(())
+}
+
+/// `make workshop-room`: the reference solution's CRDs and every participant's namespace,
+/// rights and kubeconfig ([`organiser`]), on the cluster of the organiser's kubeconfig.
+async fn room_set_up(participants: &[String]) -> anyhow::Result<()> {
+    let names: Vec<String> = participants
+        .iter()
+        .map(|name| room::participant(Some(name)))
+        .collect();
+    let instead = m::ROOM_NEEDS_A_CLUSTER.text();
+    let cluster = cluster::connect(&instead).await?;
+    let kubeconfig = kube::config::Kubeconfig::read()?;
+    let entry = organiser::current_cluster(&kubeconfig)?;
+    let crds = crds::generate(&crate::solutions::track());
+    let repository = check::repository();
+    for path in organiser::set_up(&cluster.client, &crds, &entry, &names, &repository).await? {
+        let shown = path.strip_prefix(&repository).unwrap_or(&path);
+        println!("{}", t!(m::WROTE, path = shown.display()));
+    }
+    println!(
+        "{}",
+        t!(
+            m::ROOM_READY,
+            count = names.len(),
+            described = cluster.described
+        )
+    );
     Ok(())
 }
 
@@ -262,14 +297,13 @@ async fn run(
     };
     let namespace = match scope {
         Scope::Context if server.is_some() => Some(kubectls.clone()),
-        Scope::Context => Some(room::your_namespace(
-            None,
-            context_namespace.as_deref(),
-            participant,
-        )),
+        Scope::Context => Some(room::your_namespace(None, context_namespace.as_deref())),
         Scope::Namespace(namespace) => Some(namespace),
         Scope::All => None,
     };
+    if server.is_none() && namespace.is_none() && organiser::is_a_room(&client).await {
+        anyhow::bail!("{}", m::ROOM_NOT_ALL_NAMESPACES.text());
+    }
     if server.is_none() {
         println!(
             "{}",
@@ -373,9 +407,10 @@ async fn install(
     let instead = m::INSTALL_WITHOUT_CLUSTER.text();
     let cluster = cluster::connect_as(&instead, Some(participant)).await;
     // Without a cluster the files are still written: then the error.
-    let namespace = cluster.as_ref().ok().map(|cluster| {
-        room::your_namespace(namespace, cluster.context_namespace.as_deref(), participant)
-    });
+    let namespace = cluster
+        .as_ref()
+        .ok()
+        .map(|cluster| room::your_namespace(namespace, cluster.context_namespace.as_deref()));
     if let (Ok(cluster), Some(namespace)) = (&cluster, &namespace) {
         println!(
             "{}",
@@ -386,6 +421,10 @@ async fn install(
         println!("{}", t!(m::WROTE, path = format!("{dir}/{name}")));
     }
     let cluster = cluster?;
+    if organiser::is_a_room(&cluster.client).await {
+        println!("{}", m::ROOM_INSTALLS_NOTHING.text());
+        return Ok(());
+    }
     let namespace = namespace.unwrap_or_else(|| cluster.namespace.clone());
     let me = room::Signature::new(participant);
     let install = room::may_install(

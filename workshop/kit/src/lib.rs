@@ -13,6 +13,7 @@ pub mod cluster;
 pub mod context;
 pub mod crds;
 pub mod messages;
+pub mod organiser;
 pub mod panics;
 pub mod room;
 pub mod runner;
