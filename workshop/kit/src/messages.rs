@@ -542,6 +542,8 @@ messages! {
         "workshop-doctor: 足りないものが {count} 件あります (上記)。インストールしてから、もう一度 make workshop-doctor を実行してください";
     DOCTOR_PREPARED: "workshop-prepare: done in {minutes} min {seconds} s, {total} of disk (target/ {target}, crates in ~/.cargo {crates}); the workshop now runs without network",
         "workshop-prepare: 完了しました ({minutes} 分 {seconds} 秒、ディスク {total}: target/ が {target}、~/.cargo のクレートが {crates})。これでワークショップはネットワークなしで動きます";
+    DOCTOR_KUBECTL_UNTESTED: "! kubectl {version} works, but the guide's outputs were tested with kubectl 1.32 to 1.36: some lines may read otherwise",
+        "! kubectl {version} は使えますが、ガイドの出力は kubectl 1.32〜1.36 で確かめたものです。表示が少し違う行があるかもしれません";
 }
 
 #[cfg(test)]
