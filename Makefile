@@ -77,7 +77,7 @@ ROOM_FLAGS = $(if $(PARTICIPANT),--participant $(PARTICIPANT)) $(if $(FORCE),--f
 NAMESPACE ?=
 WHERE_FLAGS = $(if $(PARTICIPANT), --participant $(PARTICIPANT))$(if $(NAMESPACE), --namespace $(NAMESPACE))
 
-.PHONY: workshop-room workshop-prepare workshop-skip workshop-watch workshop-snippets workshop-guide-outputs workshop-doctor
+.PHONY: workshop-room workshop-room-status workshop-prepare workshop-skip workshop-watch workshop-snippets workshop-guide-outputs workshop-doctor
 
 workshop-doctor: ## Workshop: is every tool the build needs here (Rust new enough, a C compiler, make, git, kubectl)? One line each that is missing, with its install command.
 	@sh workshop/doctor.sh
@@ -111,6 +111,9 @@ workshop-watch: ## Workshop: rebuild and check stage STAGE on every save of an e
 
 workshop-room: ## Workshop (organiser, admin of the current cluster): the CRDs, and per participant of PARTICIPANTS="alice bob" a namespace, a ServiceAccount limited to it, and workshop/room/<name>.kubeconfig.
 	$(WORKSHOP) room $(PARTICIPANTS)
+
+workshop-room-status: ## Workshop (organiser): a live table of the room: per participant the stage reached, whether their runner is up, their last Warning Event (Ctrl-C ends it).
+	$(WORKSHOP) room-status
 
 workshop-skip: ## Workshop: catch up: the reference solution of stage STAGE replaces yours (kept as <file>.rs.mine).
 	$(TOOLS) skip $(STAGE)

@@ -12,7 +12,7 @@ use crate::context::Context;
 use crate::messages as m;
 use crate::runner::Controllers;
 use crate::track::Track;
-use crate::{cluster, crds, organiser, panics, room, t};
+use crate::{cluster, crds, organiser, panics, room, room_status, t};
 use clap::{Parser, Subcommand};
 
 // The help texts are in the catalogue (both languages), set by HELP below.
@@ -75,6 +75,7 @@ enum Command {
         #[arg(required = true)]
         participants: Vec<String>,
     },
+    RoomStatus,
 }
 
 /// Every about and argument help of `math-workshop`, from the catalogue (see [`cli::Help`]).
@@ -105,6 +106,7 @@ const HELP: &cli::Help = &[
     ("check", "timeout", m::CLI_CHECK_TIMEOUT),
     ("room", "", m::CLI_ROOM),
     ("room", "participants", m::CLI_ROOM_PARTICIPANTS),
+    ("room-status", "", m::CLI_ROOM_STATUS),
 ];
 
 fn logging(default: &str) {
@@ -198,6 +200,13 @@ pub async fn command(exercises: fn() -> Track) -> ExitCode {
             }
         }
         Command::Room { participants } => room_set_up(&participants).await,
+        Command::RoomStatus => {
+            let instead = m::ROOM_NEEDS_A_CLUSTER.text();
+            match cluster::connect(&instead).await {
+                Ok(cluster) => room_status::live(&cluster.client).await,
+                Err(e) => Err(e),
+            }
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -358,6 +367,12 @@ async fn run(
                     break;
                 }
                 ticks = ticks.wrapping_add(1);
+                if let Some(namespace) = lookout.as_deref().filter(|_| ticks % HEARTBEAT_TICKS == 1) {
+                    // The organiser's table (make workshop-room-status) shows this runner up.
+                    if let Err(e) = room_status::heartbeat(&ctx.client, namespace, participant).await {
+                        tracing::debug!(target: "math_workshop", error = %room::said(&e), "heartbeat");
+                    }
+                }
                 let Some(namespace) = lookout.as_deref().filter(|_| ticks.is_multiple_of(LOOKOUT_TICKS)) else {
                     continue;
                 };
@@ -489,6 +504,9 @@ async fn crds_installed(client: &kube::Client, track: &Track, stage: u8) -> anyh
 /// How many 500 ms ticks of the runner pass between two looks for another controller in its
 /// namespace (5 s: a LIST per kind, thirty runners on one cluster are 18 LISTs a second).
 const LOOKOUT_TICKS: u32 = 10;
+
+/// How many 500 ms ticks pass between two heartbeats ([`room_status::RENEW_EVERY`]).
+const HEARTBEAT_TICKS: u32 = 10;
 
 /// The first line of `run` and `install`: who, and which namespace, with the command that
 /// makes kubectl's namespace the same when it is not.

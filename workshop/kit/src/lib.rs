@@ -16,6 +16,7 @@ pub mod messages;
 pub mod organiser;
 pub mod panics;
 pub mod room;
+pub mod room_status;
 pub mod runner;
 // The files stay beside the exercises (`workshop/src/solutions/`), where the guides and
 // `make workshop-skip` find them; they are compiled here, once, not on every save.

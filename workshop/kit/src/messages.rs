@@ -361,6 +361,15 @@ messages! {
         "すべての Namespace はウォッチしません: ここは会場の共有クラスターです。ARGS=--all-namespaces を外すと自分の Namespace を担当します";
     ROOM_CRDS: "the room's CRDs are installed (by the organiser), namespace {namespace} emptied for the check",
         "会場の CRD はインストール済みです (主催者による)。チェックのために Namespace {namespace} を空にしました";
+    STATUS_PARTICIPANT: "PARTICIPANT", "参加者";
+    STATUS_STAGE: "STAGE", "ステージ";
+    STATUS_RUNNER: "RUNNER", "ランナー";
+    STATUS_WARNING: "LAST WARNING", "最後の Warning";
+    STATUS_UP: "up ({seconds} s ago)", "動作中 ({seconds} 秒前)";
+    STATUS_DOWN_FOR: "down for {seconds} s", "{seconds} 秒停止中";
+    STATUS_NEVER: "never started", "未起動";
+    CLI_ROOM_STATUS: "For the organiser: a live table of the room (stage reached, runner up, last Warning Event per participant).",
+        "主催者向け: 会場の様子をライブで表示します (参加者ごとに到達したステージ、ランナーの動作、最後の Warning イベント)。";
     ROOM_READY: "room ready on {described}: {count} participants; give each their workshop/room/<name>.kubeconfig",
         "{described} に会場を用意しました: 参加者 {count} 人。各自に workshop/room/<名前>.kubeconfig を渡してください";
     WHERE: "participant {participant}, namespace {namespace}", "参加者 {participant}、Namespace {namespace}";
