@@ -20,7 +20,6 @@ use serde_json::{Value, json};
 
 use crate::messages as m;
 use crate::room::{PARTICIPANT, participant_namespace};
-use crate::t;
 
 /// The runner's heartbeat: a Lease of this name in its namespace.
 pub const HEARTBEAT: &str = "math-workshop-runner";
@@ -119,38 +118,76 @@ pub fn last_warning(events: &[Event]) -> Option<String> {
         })
 }
 
-/// The table as drawn: a header, one line per participant, columns aligned.
-pub fn table(rows: &[Row], width: usize) -> String {
-    let name_width = rows
-        .iter()
-        .map(|r| r.participant.len())
-        .max()
-        .unwrap_or(0)
-        .max(11);
-    let mut out = format!(
-        "{:name_width$}  {:5}  {:14}  {}\n",
-        m::STATUS_PARTICIPANT.text(),
-        m::STATUS_STAGE.text(),
-        m::STATUS_RUNNER.text(),
-        m::STATUS_WARNING.text()
-    );
+/// The table as drawn: a header, one line per participant, each column as wide as its widest
+/// cell on screen (a Japanese character takes two columns), cut at `width`.
+pub fn table(rows: &[Row], width: usize, lang: m::Lang) -> String {
+    let say = |msg: &m::Msg| msg.render(lang, &[]);
+    let header = [
+        say(&m::STATUS_PARTICIPANT),
+        say(&m::STATUS_STAGE),
+        say(&m::STATUS_RUNNER),
+        say(&m::STATUS_WARNING),
+    ];
+    let mut lines = vec![header];
     for row in rows {
         let runner = match row.heartbeat_age {
-            Some(age) if age <= DOWN_AFTER_SECONDS => t!(m::STATUS_UP, seconds = age),
-            Some(age) => t!(m::STATUS_DOWN_FOR, seconds = age),
-            None => m::STATUS_NEVER.text(),
+            Some(age) if age <= DOWN_AFTER_SECONDS => {
+                m::STATUS_UP.render(lang, &[("seconds", &age)])
+            }
+            Some(age) => m::STATUS_DOWN_FOR.render(lang, &[("seconds", &age)]),
+            None => say(&m::STATUS_NEVER),
         };
-        let line = format!(
-            "{:name_width$}  {:<5}  {:14}  {}",
-            row.participant,
-            row.stage,
+        let warning = row.warning.clone().unwrap_or_else(|| "-".to_string());
+        lines.push([
+            row.participant.clone(),
+            row.stage.to_string(),
             runner,
-            row.warning.clone().unwrap_or_else(|| "-".to_string())
-        );
-        out.push_str(&line.chars().take(width).collect::<String>());
+            warning,
+        ]);
+    }
+    let widths: Vec<usize> = (0..3)
+        .map(|column| {
+            lines
+                .iter()
+                .map(|l| on_screen(&l[column]))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for line in &lines {
+        let mut drawn = String::new();
+        for (column, cell) in line.iter().enumerate() {
+            drawn.push_str(cell);
+            if let Some(wide) = widths.get(column) {
+                drawn.push_str(&" ".repeat(wide - on_screen(cell) + 2));
+            }
+        }
+        let mut used = 0;
+        let cut: String = drawn
+            .chars()
+            .take_while(|c| {
+                used += on_screen(&c.to_string());
+                used <= width
+            })
+            .collect();
+        out.push_str(cut.trim_end());
         out.push('\n');
     }
     out
+}
+
+/// How many terminal columns `text` takes: two for the wide (CJK) characters.
+fn on_screen(text: &str) -> usize {
+    text.chars()
+        .map(|c| {
+            if ('\u{1100}'..='\u{ffdc}').contains(&c) && !c.is_ascii() {
+                2
+            } else {
+                1
+            }
+        })
+        .sum()
 }
 
 /// Reads every participant's row from the cluster.
@@ -218,7 +255,7 @@ async fn row(client: &kube::Client, participant: &str) -> kube::Result<Row> {
 pub async fn live(client: &kube::Client) -> anyhow::Result<()> {
     loop {
         let drawn = match rows(client).await {
-            Ok(rows) => table(&rows, 160),
+            Ok(rows) => table(&rows, 160, m::lang()),
             Err(e) => format!("{}\n", crate::room::said(&e)),
         };
         print!("\x1b[H\x1b[2J{drawn}");
@@ -243,8 +280,15 @@ mod tests {
         let fermat = json!({"metadata": {"generation": 1}, "status": {"observedGeneration": 1}});
         assert_eq!(stage_of(&[], &[], &[]), 0);
         assert_eq!(stage_of(&[json!({"spec": {}})], &[], &[]), 0);
-        assert_eq!(stage_of(&[number.clone()], &[], &[]), 1);
-        assert_eq!(stage_of(&[number.clone()], &[tuple.clone()], &[asked]), 2);
+        assert_eq!(stage_of(std::slice::from_ref(&number), &[], &[]), 1);
+        assert_eq!(
+            stage_of(
+                std::slice::from_ref(&number),
+                std::slice::from_ref(&tuple),
+                &[asked]
+            ),
+            2
+        );
         assert_eq!(stage_of(&[number], &[tuple], &[fermat]), 3);
     }
 
@@ -270,11 +314,18 @@ mod tests {
                 warning: None,
             },
         ];
-        m::choose(Some("en"));
-        let drawn = table(&rows, 200);
+        let drawn = table(&rows, 200, m::Lang::En);
         let lines: Vec<&str> = drawn.lines().map(str::trim_end).collect();
-        assert_eq!(lines[1], "alice        2      up (3 s ago)    -");
-        assert_eq!(lines[2], "bob          0      down for 40 s   Failed: boom");
-        assert_eq!(lines[3], "carol        1      never started   -");
+        assert_eq!(lines[0], "PARTICIPANT  STAGE  RUNNER         LAST WARNING");
+        assert_eq!(lines[1], "alice        2      up (3 s ago)   -");
+        assert_eq!(lines[2], "bob          0      down for 40 s  Failed: boom");
+        assert_eq!(lines[3], "carol        1      never started  -");
+        let drawn = table(&rows, 200, m::Lang::Ja);
+        let lines: Vec<&str> = drawn.lines().collect();
+        assert_eq!(
+            lines[0],
+            "参加者  ステージ  ランナー         最後の Warning"
+        );
+        assert_eq!(lines[1], "alice   2         動作中 (3 秒前)  -");
     }
 }
