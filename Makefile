@@ -62,8 +62,14 @@ WORKSHOP = $(CARGO) run --locked --profile $(WORKSHOP_PROFILE) -p math-workshop 
 # Watch and skip: a crate of their own, so that they work while the exercises do not compile.
 TOOLS = $(CARGO) run --locked --profile $(WORKSHOP_PROFILE) --quiet -p math-workshop-tools --
 # Who you are, for the namespace of CLUSTER=1 checks (default: user-host); FORCE=1 replaces
-# CRDs that objects in other namespaces use (a cluster of your own only).
+# CRDs that objects in other namespaces use (a cluster of your own only). In a room on a shared
+# cluster, `export PARTICIPANT=alice` once: install, run, check and watch then use the
+# organiser's workshop/room/alice.kubeconfig when it is there.
 PARTICIPANT ?=
+ROOM_KUBECONFIG = $(if $(PARTICIPANT),$(wildcard workshop/room/$(PARTICIPANT).kubeconfig))
+AS_PARTICIPANT = $(if $(ROOM_KUBECONFIG),KUBECONFIG=$(abspath $(ROOM_KUBECONFIG)) )
+# The organiser's room: who takes part (make workshop-room PARTICIPANTS="alice bob").
+PARTICIPANTS ?=
 FORCE ?=
 ROOM_FLAGS = $(if $(PARTICIPANT),--participant $(PARTICIPANT)) $(if $(FORCE),--force)
 # Where workshop-run and workshop-install work (default: the namespace the kubeconfig's context
@@ -71,7 +77,7 @@ ROOM_FLAGS = $(if $(PARTICIPANT),--participant $(PARTICIPANT)) $(if $(FORCE),--f
 NAMESPACE ?=
 WHERE_FLAGS = $(if $(PARTICIPANT), --participant $(PARTICIPANT))$(if $(NAMESPACE), --namespace $(NAMESPACE))
 
-.PHONY: workshop-prepare workshop-skip workshop-watch workshop-snippets workshop-guide-outputs workshop-doctor
+.PHONY: workshop-room workshop-room-status workshop-prepare workshop-skip workshop-watch workshop-snippets workshop-guide-outputs workshop-doctor
 
 workshop-doctor: ## Workshop: is every tool the build needs here (Rust new enough, a C compiler, make, git, kubectl)? One line each that is missing, with its install command.
 	@sh workshop/doctor.sh
@@ -92,16 +98,22 @@ workshop-crds: ## Workshop: write the CRDs generated from your types (workshop/s
 	$(WORKSHOP) crds --dir workshop/crds
 
 workshop-install: ## Workshop: write your CRDs and install them into the current cluster (refused over CRDs others use; FORCE=1 on your own cluster; NAMESPACE=, PARTICIPANT= as for workshop-run).
-	$(WORKSHOP) install$(if $(FORCE), --force)$(WHERE_FLAGS)
+	$(AS_PARTICIPANT)$(WORKSHOP) install$(if $(FORCE), --force)$(WHERE_FLAGS)
 
 workshop-run: ## Workshop: run your controllers of stages 1..STAGE in your namespace: NAMESPACE=, else the context's, else math-workshop-<PARTICIPANT> (ARGS=--test-server, ARGS=--all-namespaces).
-	$(WORKSHOP) run --stage $(STAGE)$(WHERE_FLAGS) $(ARGS)
+	$(AS_PARTICIPANT)$(WORKSHOP) run --stage $(STAGE)$(WHERE_FLAGS) $(ARGS)
 
 workshop-check: ## Workshop: check stage STAGE on a fresh test API server (CLUSTER=1: on the current cluster, in a namespace of your own).
-	$(WORKSHOP) check $(STAGE) $(if $(CLUSTER),--cluster $(ROOM_FLAGS))
+	$(AS_PARTICIPANT)$(WORKSHOP) check $(STAGE) $(if $(CLUSTER),--cluster $(ROOM_FLAGS))
 
 workshop-watch: ## Workshop: rebuild and check stage STAGE on every save of an exercise, then the next stage (CLUSTER=1 as above).
-	$(TOOLS) watch --stage $(STAGE) $(if $(CLUSTER),--cluster $(if $(PARTICIPANT),--participant $(PARTICIPANT)))
+	$(AS_PARTICIPANT)$(TOOLS) watch --stage $(STAGE) $(if $(CLUSTER),--cluster $(if $(PARTICIPANT),--participant $(PARTICIPANT)))
+
+workshop-room: ## Workshop (organiser, admin of the current cluster): the CRDs, and per participant of PARTICIPANTS="alice bob" a namespace, a ServiceAccount limited to it, and workshop/room/<name>.kubeconfig.
+	$(WORKSHOP) room $(PARTICIPANTS)
+
+workshop-room-status: ## Workshop (organiser): a live table of the room: per participant the stage reached, whether their runner is up, their last Warning Event (Ctrl-C ends it).
+	$(WORKSHOP) room-status
 
 workshop-skip: ## Workshop: catch up: the reference solution of stage STAGE replaces yours (kept as <file>.rs.mine).
 	$(TOOLS) skip $(STAGE)

@@ -40,6 +40,8 @@ msg() {
     ja:PACKAGE) echo 'ディストリビューションのパッケージマネージャーで {package} パッケージ' ;;
     en:SUMMARY) echo 'workshop-doctor: {count} missing (above); install, then run make workshop-doctor again' ;;
     ja:SUMMARY) echo 'workshop-doctor: 足りないものが {count} 件あります (上記)。インストールしてから、もう一度 make workshop-doctor を実行してください' ;;
+    en:KUBECTL_UNTESTED) echo "! kubectl {version} works, but the guide's outputs were tested with kubectl 1.32 to 1.36: some lines may read otherwise" ;;
+    ja:KUBECTL_UNTESTED) echo '! kubectl {version} は使えますが、ガイドの出力は kubectl 1.32〜1.36 で確かめたものです。表示が少し違う行があるかもしれません' ;;
     en:PREPARED) echo 'workshop-prepare: done in {minutes} min {seconds} s, {total} of disk (target/ {target}, crates in ~/.cargo {crates}); the workshop now runs without network' ;;
     ja:PREPARED) echo 'workshop-prepare: 完了しました ({minutes} 分 {seconds} 秒、ディスク {total}: target/ が {target}、~/.cargo のクレートが {crates})。これでワークショップはネットワークなしで動きます' ;;
     esac
@@ -209,6 +211,17 @@ if git --version >/dev/null 2>&1; then found_tool git; else missing_tool git git
 if kubectl_said=$(kubectl version --client 2>/dev/null); then
     set -- $kubectl_said
     found_tool "kubectl $3"
+    # The guide's outputs hold for kubectl 1.32-1.36 (1.34 added "from <ns> namespace" to
+    # deletions, which the guide's test reads alike): outside that range, a warning, not a miss.
+    kubectl_version=$3
+    old_ifs=$IFS
+    IFS=.
+    set -- ${kubectl_version#v}
+    IFS=$old_ifs
+    kubectl_minor=${2%%[!0-9]*}
+    if [ "$1" != 1 ] || [ "${kubectl_minor:-0}" -lt 32 ] || [ "${kubectl_minor:-0}" -gt 36 ]; then
+        fill "$(msg KUBECTL_UNTESTED)" version "$kubectl_version"
+    fi
 else
     missing_tool kubectl kubectl
 fi

@@ -50,6 +50,11 @@ impl Tokens {
         self.get(token).map(|u| u.username)
     }
 
+    /// Who a token stands for, if the server knows it.
+    pub(crate) fn info(&self, token: &str) -> Option<UserInfo> {
+        self.get(token)
+    }
+
     fn get(&self, token: &str) -> Option<UserInfo> {
         self.0
             .lock()
@@ -211,6 +216,18 @@ fn subject_access_review(state: &State, body: &Value) -> ApiResult<Value> {
         Some(reason) => json!({"allowed": true, "reason": reason}),
         None => json!({"allowed": false}),
     })
+}
+
+/// Does RBAC allow `user` the resource request (see [`crate::rbac`])?
+pub(crate) fn allows(state: &State, user: &UserInfo, request: &crate::rbac::Request) -> bool {
+    let attributes = Attributes::Resource {
+        namespace: request.namespace.unwrap_or_default().to_string(),
+        group: request.group.to_string(),
+        resource: request.resource_path(),
+        name: request.name.to_string(),
+        verb: request.verb.to_string(),
+    };
+    allowed_by(state, &user.username, &user.groups, &attributes).is_some()
 }
 
 /// Does a binding's subject name this user?

@@ -63,6 +63,7 @@ mod misbehave;
 mod openapi;
 mod proto;
 mod quantity;
+mod rbac;
 mod registry;
 mod schema;
 mod selector;
@@ -273,6 +274,8 @@ pub(crate) struct Shared {
     pub(crate) crds_unavailable_until: Mutex<Option<Instant>>,
     /// Expired tokens, throttled flows, a lagging list cache, resourceVersions gone.
     pub(crate) misbehave: misbehave::Misbehaviour,
+    /// Whether requests are authorized (RBAC), see [`rbac`].
+    pub(crate) rbac: rbac::Rbac,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -408,6 +411,7 @@ impl TestServer {
             tokens: auth::Tokens::default(),
             crds_unavailable_until: Mutex::new(None),
             misbehave: misbehave::Misbehaviour::default(),
+            rbac: rbac::Rbac::default(),
         });
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let app = server::router(shared.clone());

@@ -27,6 +27,10 @@ struct Args {
     /// Delay every write by this many milliseconds (a real apiserver's write latency).
     #[arg(long, default_value_t = 0)]
     write_latency_ms: u64,
+    /// Authorize requests that bear a token by RBAC, as kube-apiserver does (a room's shared
+    /// cluster: `make workshop-room`'s kubeconfigs); without a token, the administrator.
+    #[arg(long)]
+    rbac: bool,
 }
 
 fn yaml_files(p: &PathBuf) -> anyhow::Result<Vec<PathBuf>> {
@@ -53,6 +57,9 @@ async fn main() -> anyhow::Result<()> {
     })
     .await?;
     server.set_write_rate(args.write_rate);
+    if args.rbac {
+        server.enforce_rbac();
+    }
     for verb in [Verb::Create, Verb::Update, Verb::Patch, Verb::Delete] {
         server.set_latency(
             RequestFilter::new().verb(verb),

@@ -47,7 +47,7 @@ pub(crate) struct Misbehaviour {
 }
 
 /// The bearer token of a request, if any.
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(http::header::AUTHORIZATION)?
         .to_str()

@@ -97,8 +97,11 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             .misbehave
             .refuse(&parts.headers, &shared.tokens, verb == Verb::Watch),
     };
-    let fault = refusal
+    let forbidden = refusal
         .is_none()
+        .then(|| crate::rbac::refuse(&shared, &parts.headers, &rec))
+        .flatten();
+    let fault = (refusal.is_none() && forbidden.is_none())
         .then(|| {
             shared.take_fault(
                 rec.verb,
@@ -111,6 +114,8 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         .flatten();
     let response = if let Some(refusal) = refusal {
         refused(refusal)
+    } else if let Some(forbidden) = forbidden {
+        error_response(&forbidden)
     } else if let Some(code) = fault {
         error_response(&ApiError::injected(code))
     } else if crds_unavailable(&shared) && is_custom_resource_path(&shared, &path, &routed) {

@@ -11,6 +11,6 @@
 pub mod exercises;
 
 pub use math_workshop_kit::{
-    app, check, cli, cluster, context, crds, math, messages, panics, room, runner, solutions, t,
-    track,
+    app, check, cli, cluster, context, crds, math, messages, organiser, panics, room, room_status,
+    runner, solutions, t, track,
 };

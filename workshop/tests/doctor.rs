@@ -144,6 +144,25 @@ fn a_complete_laptop_passes_with_the_versions_it_found() {
 }
 
 #[test]
+fn a_kubectl_outside_the_guides_tested_range_is_warned_of_not_missing() {
+    use math_workshop::messages::DOCTOR_KUBECTL_UNTESTED;
+    for (version, warned) in [
+        ("v1.31.4", true),
+        ("v1.32.0", false),
+        ("v1.36.2", false),
+        ("v1.37.0", true),
+    ] {
+        let said = format!("Client Version: {version}\nKustomize Version: v5.6.0");
+        let laptop = Laptop::complete(DEBIAN, &["apt-get"])
+            .with(("kubectl", Box::leak(said.into_boxed_str())));
+        let (lines, code) = laptop.doctor(ENGLISH);
+        let warning = say(&DOCTOR_KUBECTL_UNTESTED, Lang::En, &[("version", version)]);
+        assert_eq!(lines.contains(&warning), warned, "{version}: {lines:?}");
+        assert_eq!(code, Some(0), "{version}: {lines:?}");
+    }
+}
+
+#[test]
 fn each_missing_tool_on_debian_is_one_line_with_its_apt_command() {
     let cc = DOCTOR_CC.render(Lang::En, &[]);
     let cases = [
@@ -350,6 +369,7 @@ fn the_script_speaks_the_catalogues_words() {
         &math_workshop::messages::DOCTOR_PACKAGE,
         &DOCTOR_SUMMARY,
         &DOCTOR_PREPARED,
+        &math_workshop::messages::DOCTOR_KUBECTL_UNTESTED,
     ];
     let mut wrong = Vec::new();
     for msg in catalogue {

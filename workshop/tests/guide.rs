@@ -419,12 +419,41 @@ fn as_written(output: &str) -> Vec<String> {
         .replace("namespace: default", "namespace: <your namespace>")
         .replace("in default namespace", "in <your namespace> namespace")
         .lines()
-        .map(|l| l.trim_end().to_string())
+        .map(|l| kubectl_deletion(l.trim_end()))
         .collect();
     while lines.last().is_some_and(String::is_empty) {
         lines.pop();
     }
     lines
+}
+
+/// A deletion as kubectl 1.32 and 1.33 print it: 1.34 and later add the namespace
+/// (`number.math.example.com "number-sample" deleted from default namespace`), the guide shows
+/// the shorter line that every kubectl of the tested range (1.32-1.36) prints a prefix of.
+fn kubectl_deletion(line: &str) -> String {
+    if let Some((before, after)) = line.rsplit_once("\" deleted from ")
+        && let Some(namespace) = after.strip_suffix(" namespace")
+        && !namespace.is_empty()
+        && !namespace.contains(' ')
+    {
+        return format!("{before}\" deleted");
+    }
+    line.to_string()
+}
+
+#[test]
+fn a_deletion_reads_alike_from_kubectl_1_32_to_1_36() {
+    let newer = "number.math.example.com \"number-sample\" deleted from default namespace";
+    let older = "number.math.example.com \"number-sample\" deleted";
+    assert_eq!(kubectl_deletion(newer), older);
+    assert_eq!(kubectl_deletion(older), older);
+    let other = "fermat.math.example.com/fermat-13 deleted from nowhere";
+    assert_eq!(kubectl_deletion(other), other);
+    let spaced = "tuple.math.example.com \"t\" deleted from math-workshop-alice namespace";
+    assert_eq!(
+        kubectl_deletion(spaced),
+        "tuple.math.example.com \"t\" deleted"
+    );
 }
 
 /// A line with what varies from run to run made alike: times, UIDs, ages, resourceVersions,

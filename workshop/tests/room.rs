@@ -409,57 +409,49 @@ async fn until(server: &TestServer, kubeconfig: &Path, args: &[&str], wanted: &s
     last
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_runner_works_in_the_participants_namespace_signs_its_writes_and_says_so_first() {
+/// kind's kubeconfig as it comes: its context names no namespace.
+fn kinds_kubeconfig(server: &TestServer, dir: &Path) -> PathBuf {
+    kubeconfig_without_namespace(server, dir)
+}
+
+/// minikube's kubeconfig as it comes: its context names `default` (as the test server's does).
+fn minikubes_kubeconfig(server: &TestServer, _dir: &Path) -> PathBuf {
+    server.kubeconfig_path().to_path_buf()
+}
+
+/// One rule for the namespace, the same for kubectl and the tools: the context's, else
+/// `default` as kubectl. The runner says so first, and a plain `kubectl apply -f samples/…`
+/// (no `-n`) lands where it looks; its writes are signed with the participant's name.
+async fn the_runner_and_kubectl_agree_on(kubeconfig: fn(&TestServer, &Path) -> PathBuf) {
     // The organiser installed the workshop's CRDs once.
     let server = crds::on_a_test_server(&solutions::track())
         .await
         .expect("a test API server with the workshop's CRDs");
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let shared = kubeconfig_without_namespace(&server, dir.path());
-
-    let mut runner = workshop(
-        &shared,
-        &[
-            "run",
-            "--stage",
-            "1",
-            "--solution",
-            "--participant",
-            "alice",
-        ],
-    )
-    .spawn()
-    .expect("the runner starts");
+    let config = kubeconfig(&server, dir.path());
+    let args = [
+        "run",
+        "--stage",
+        "1",
+        "--solution",
+        "--participant",
+        "alice",
+    ];
+    let mut runner = workshop(&config, &args).spawn().expect("the runner starts");
     assert_eq!(
         first_line(&mut runner).await,
-        "participant alice, namespace math-workshop-alice (kubectl puts what you apply in default; \
-         to make it yours: kubectl config set-context --current --namespace math-workshop-alice)"
+        "participant alice, namespace default"
     );
-    // The runner made the namespace (marked as alice's), and looks after what is applied there.
-    let number = repository().join("samples/number.yaml");
-    let number = number.to_string_lossy();
     let applied = Command::new("kubectl")
-        .args(["apply", "-n", "math-workshop-alice", "-f", &number])
-        .env("KUBECONFIG", &shared)
+        .args(["apply", "-f", "samples/number.yaml"])
+        .current_dir(repository())
+        .env("KUBECONFIG", &config)
         .output()
         .expect("kubectl runs");
     assert!(applied.status.success(), "{}", said(&applied));
-    let seen = until(
-        &server,
-        &shared,
-        &[
-            "get",
-            "number",
-            "number-sample",
-            "-n",
-            "math-workshop-alice",
-            "-o",
-            "jsonpath={.status.fizzBuzz}",
-        ],
-        "FizzBuzz",
-    )
-    .await;
+    let jsonpath = "jsonpath={.status.fizzBuzz}";
+    let get = ["get", "number", "number-sample", "-o", jsonpath];
+    let seen = until(&server, &config, &get, "FizzBuzz").await;
     assert!(
         seen.contains("FizzBuzz"),
         "alice's runner computed it: {seen}"
@@ -479,18 +471,18 @@ async fn the_runner_works_in_the_participants_namespace_signs_its_writes_and_say
             "{status_writes:?}"
         );
     }
-    let ns = ok(kubectl(
-        &server,
-        &["get", "namespace", "math-workshop-alice", "-o", "json"],
-        None,
-    ));
-    let ns: Value = serde_json::from_str(&ns).expect("JSON");
-    assert_eq!(
-        ns["metadata"]["annotations"]["math.example.com/workshop-participant"],
-        "alice"
-    );
     runner.kill().await.expect("the runner stops");
     server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn on_kinds_kubeconfig_the_runner_and_kubectl_agree_on_default() {
+    the_runner_and_kubectl_agree_on(kinds_kubeconfig).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn on_minikubes_kubeconfig_the_runner_and_kubectl_agree_on_default() {
+    the_runner_and_kubectl_agree_on(minikubes_kubeconfig).await;
 }
 
 /// bob's Number in `default`, its status written by bob's runner (as `kubectl` signs it here).

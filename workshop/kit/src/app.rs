@@ -12,7 +12,7 @@ use crate::context::Context;
 use crate::messages as m;
 use crate::runner::Controllers;
 use crate::track::Track;
-use crate::{cluster, crds, panics, room, t};
+use crate::{cluster, crds, organiser, panics, room, room_status, t};
 use clap::{Parser, Subcommand};
 
 // The help texts are in the catalogue (both languages), set by HELP below.
@@ -71,6 +71,11 @@ enum Command {
         #[arg(long)]
         timeout: Option<u64>,
     },
+    Room {
+        #[arg(required = true)]
+        participants: Vec<String>,
+    },
+    RoomStatus,
 }
 
 /// Every about and argument help of `math-workshop`, from the catalogue (see [`cli::Help`]).
@@ -99,6 +104,9 @@ const HELP: &cli::Help = &[
     ("check", "participant", m::CLI_PARTICIPANT),
     ("check", "force", m::CLI_CHECK_FORCE),
     ("check", "timeout", m::CLI_CHECK_TIMEOUT),
+    ("room", "", m::CLI_ROOM),
+    ("room", "participants", m::CLI_ROOM_PARTICIPANTS),
+    ("room-status", "", m::CLI_ROOM_STATUS),
 ];
 
 fn logging(default: &str) {
@@ -191,6 +199,14 @@ pub async fn command(exercises: fn() -> Track) -> ExitCode {
                 Err(e) => Err(e),
             }
         }
+        Command::Room { participants } => room_set_up(&participants).await,
+        Command::RoomStatus => {
+            let instead = m::ROOM_NEEDS_A_CLUSTER.text();
+            match cluster::connect(&instead).await {
+                Ok(cluster) => room_status::live(&cluster.client).await,
+                Err(e) => Err(e),
+            }
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -210,6 +226,34 @@ fn print_crds(track: &Track, dir: Option<PathBuf>) -> anyhow::Result<()> {
         }
         None => print!("{}", crds::yaml(track)?),
     }
+    Ok(())
+}
+
+/// `make workshop-room`: the reference solution's CRDs and every participant's namespace,
+/// rights and kubeconfig ([`organiser`]), on the cluster of the organiser's kubeconfig.
+async fn room_set_up(participants: &[String]) -> anyhow::Result<()> {
+    let names: Vec<String> = participants
+        .iter()
+        .map(|name| room::participant(Some(name)))
+        .collect();
+    let instead = m::ROOM_NEEDS_A_CLUSTER.text();
+    let cluster = cluster::connect(&instead).await?;
+    let kubeconfig = kube::config::Kubeconfig::read()?;
+    let entry = organiser::current_cluster(&kubeconfig)?;
+    let crds = crds::generate(&crate::solutions::track());
+    let repository = check::repository();
+    for path in organiser::set_up(&cluster.client, &crds, &entry, &names, &repository).await? {
+        let shown = path.strip_prefix(&repository).unwrap_or(&path);
+        println!("{}", t!(m::WROTE, path = shown.display()));
+    }
+    println!(
+        "{}",
+        t!(
+            m::ROOM_READY,
+            count = names.len(),
+            described = cluster.described
+        )
+    );
     Ok(())
 }
 
@@ -262,14 +306,13 @@ async fn run(
     };
     let namespace = match scope {
         Scope::Context if server.is_some() => Some(kubectls.clone()),
-        Scope::Context => Some(room::your_namespace(
-            None,
-            context_namespace.as_deref(),
-            participant,
-        )),
+        Scope::Context => Some(room::your_namespace(None, context_namespace.as_deref())),
         Scope::Namespace(namespace) => Some(namespace),
         Scope::All => None,
     };
+    if server.is_none() && namespace.is_none() && organiser::is_a_room(&client).await {
+        anyhow::bail!("{}", m::ROOM_NOT_ALL_NAMESPACES.text());
+    }
     if server.is_none() {
         println!(
             "{}",
@@ -324,6 +367,12 @@ async fn run(
                     break;
                 }
                 ticks = ticks.wrapping_add(1);
+                if let Some(namespace) = lookout.as_deref().filter(|_| ticks % HEARTBEAT_TICKS == 1) {
+                    // The organiser's table (make workshop-room-status) shows this runner up.
+                    if let Err(e) = room_status::heartbeat(&ctx.client, namespace, participant).await {
+                        tracing::debug!(target: "math_workshop", error = %room::said(&e), "heartbeat");
+                    }
+                }
                 let Some(namespace) = lookout.as_deref().filter(|_| ticks.is_multiple_of(LOOKOUT_TICKS)) else {
                     continue;
                 };
@@ -373,9 +422,10 @@ async fn install(
     let instead = m::INSTALL_WITHOUT_CLUSTER.text();
     let cluster = cluster::connect_as(&instead, Some(participant)).await;
     // Without a cluster the files are still written: then the error.
-    let namespace = cluster.as_ref().ok().map(|cluster| {
-        room::your_namespace(namespace, cluster.context_namespace.as_deref(), participant)
-    });
+    let namespace = cluster
+        .as_ref()
+        .ok()
+        .map(|cluster| room::your_namespace(namespace, cluster.context_namespace.as_deref()));
     if let (Ok(cluster), Some(namespace)) = (&cluster, &namespace) {
         println!(
             "{}",
@@ -386,6 +436,10 @@ async fn install(
         println!("{}", t!(m::WROTE, path = format!("{dir}/{name}")));
     }
     let cluster = cluster?;
+    if organiser::is_a_room(&cluster.client).await {
+        println!("{}", m::ROOM_INSTALLS_NOTHING.text());
+        return Ok(());
+    }
     let namespace = namespace.unwrap_or_else(|| cluster.namespace.clone());
     let me = room::Signature::new(participant);
     let install = room::may_install(
@@ -450,6 +504,9 @@ async fn crds_installed(client: &kube::Client, track: &Track, stage: u8) -> anyh
 /// How many 500 ms ticks of the runner pass between two looks for another controller in its
 /// namespace (5 s: a LIST per kind, thirty runners on one cluster are 18 LISTs a second).
 const LOOKOUT_TICKS: u32 = 10;
+
+/// How many 500 ms ticks pass between two heartbeats ([`room_status::RENEW_EVERY`]).
+const HEARTBEAT_TICKS: u32 = 10;
 
 /// The first line of `run` and `install`: who, and which namespace, with the command that
 /// makes kubectl's namespace the same when it is not.

@@ -13,8 +13,10 @@ pub mod cluster;
 pub mod context;
 pub mod crds;
 pub mod messages;
+pub mod organiser;
 pub mod panics;
 pub mod room;
+pub mod room_status;
 pub mod runner;
 // The files stay beside the exercises (`workshop/src/solutions/`), where the guides and
 // `make workshop-skip` find them; they are compiled here, once, not on every save.

@@ -353,6 +353,25 @@ messages! {
         "自分の CRD のインストールを拒否しました: {why}。インストールすると、それをウォッチするすべてのコントローラーにとってスキーマが変わってしまいます。自分専用のクラスターなら FORCE=1 (make) か --force を付けてください";
 
     // A room on a shared cluster: each participant's namespace, signed writes (issue 29).
+    ROOM_NEEDS_A_CLUSTER: "make workshop-room sets up the cluster of your kubeconfig, as its administrator",
+        "make workshop-room は kubeconfig のクラスターを管理者としてセットアップします";
+    ROOM_INSTALLS_NOTHING: "nothing installed: this is a room's shared cluster, and the organiser installed the CRDs (the reference solution's, the same schema as yours)",
+        "何もインストールしません: ここは会場の共有クラスターで、CRD は主催者がインストール済みです (模範解答のもの。スキーマは自分のものと同じです)";
+    ROOM_NOT_ALL_NAMESPACES: "not watching every namespace: this is a room's shared cluster; leave out ARGS=--all-namespaces to look after your own",
+        "すべての Namespace はウォッチしません: ここは会場の共有クラスターです。ARGS=--all-namespaces を外すと自分の Namespace を担当します";
+    ROOM_CRDS: "the room's CRDs are installed (by the organiser), namespace {namespace} emptied for the check",
+        "会場の CRD はインストール済みです (主催者による)。チェックのために Namespace {namespace} を空にしました";
+    STATUS_PARTICIPANT: "PARTICIPANT", "参加者";
+    STATUS_STAGE: "STAGE", "ステージ";
+    STATUS_RUNNER: "RUNNER", "ランナー";
+    STATUS_WARNING: "LAST WARNING", "最後の Warning";
+    STATUS_UP: "up ({seconds} s ago)", "動作中 ({seconds} 秒前)";
+    STATUS_DOWN_FOR: "down for {seconds} s", "{seconds} 秒停止中";
+    STATUS_NEVER: "never started", "未起動";
+    CLI_ROOM_STATUS: "For the organiser: a live table of the room (stage reached, runner up, last Warning Event per participant).",
+        "主催者向け: 会場の様子をライブで表示します (参加者ごとに到達したステージ、ランナーの動作、最後の Warning イベント)。";
+    ROOM_READY: "room ready on {described}: {count} participants; give each their workshop/room/<name>.kubeconfig",
+        "{described} に会場を用意しました: 参加者 {count} 人。各自に workshop/room/<名前>.kubeconfig を渡してください";
     WHERE: "participant {participant}, namespace {namespace}", "参加者 {participant}、Namespace {namespace}";
     WHERE_NOT_KUBECTLS: "participant {participant}, namespace {namespace} (kubectl puts what you apply in {context}; to make it yours: kubectl config set-context --current --namespace {namespace})",
         "参加者 {participant}、Namespace {namespace} (kubectl が apply したものは {context} に入ります。自分の Namespace にするには: kubectl config set-context --current --namespace {namespace})";
@@ -469,6 +488,10 @@ messages! {
         "自分の CRD を入れたインメモリーのテスト用 API サーバーを起動し、それに対して動かす";
     CLI_RUN_NAMESPACE: "The namespace your controllers look after (default: the one the current context names, where kubectl puts what you apply; math-workshop-<participant> when it names none).",
         "コントローラーが受け持つ Namespace (既定: 今のコンテキストが指定するもの。kubectl が apply したものを置く所。指定がなければ math-workshop-<participant>)";
+    CLI_ROOM: "For the organiser: set a shared cluster up (CRDs; per participant a namespace, a ServiceAccount limited to it, workshop/room/<name>.kubeconfig).",
+        "主催者向け: 共有クラスターをセットアップします (CRD、参加者ごとに Namespace、そこだけに限った ServiceAccount、workshop/room/<名前>.kubeconfig)。";
+    CLI_ROOM_PARTICIPANTS: "The participants' names (lower-case letters, digits, dashes).",
+        "参加者の名前 (英小文字、数字、ダッシュ)。";
     CLI_RUN_ALL_NAMESPACES: "Look after every namespace, like kubebuilder's `make run` (a cluster of your own).",
         "kubebuilder の `make run` のように、すべての Namespace を受け持つ (自分専用のクラスター向け)";
     CLI_CHECK: "Check stage N: ✓ or ✗ per expectation, with hints; exits non-zero on any ✗.",
@@ -528,6 +551,8 @@ messages! {
         "workshop-doctor: 足りないものが {count} 件あります (上記)。インストールしてから、もう一度 make workshop-doctor を実行してください";
     DOCTOR_PREPARED: "workshop-prepare: done in {minutes} min {seconds} s, {total} of disk (target/ {target}, crates in ~/.cargo {crates}); the workshop now runs without network",
         "workshop-prepare: 完了しました ({minutes} 分 {seconds} 秒、ディスク {total}: target/ が {target}、~/.cargo のクレートが {crates})。これでワークショップはネットワークなしで動きます";
+    DOCTOR_KUBECTL_UNTESTED: "! kubectl {version} works, but the guide's outputs were tested with kubectl 1.32 to 1.36: some lines may read otherwise",
+        "! kubectl {version} は使えますが、ガイドの出力は kubectl 1.32〜1.36 で確かめたものです。表示が少し違う行があるかもしれません";
 }
 
 #[cfg(test)]

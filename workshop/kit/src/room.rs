@@ -72,15 +72,13 @@ pub fn participant_namespace(participant: &str) -> String {
     dns_label(&format!("math-workshop-{participant}"), 63)
 }
 
-/// Where `workshop-run` and `workshop-install` work: `NAMESPACE=` if given; else the namespace
-/// the kubeconfig's context names (kubectl puts what the participant applies there, and the
-/// guide's shared-cluster section sets it to theirs); else, on a context that names none (a
-/// room's shared kubeconfig), the participant's own, never `default`, which everyone shares.
-pub fn your_namespace(explicit: Option<&str>, context: Option<&str>, participant: &str) -> String {
-    match explicit.or(context) {
-        Some(namespace) => namespace.to_string(),
-        None => participant_namespace(participant),
-    }
+/// Where `workshop-run` and `workshop-install` work, by kubectl's rule: `NAMESPACE=` if given;
+/// else the namespace the kubeconfig's context names; else `default`, as kubectl. So a plain
+/// `kubectl apply -f samples/…` lands where the runner looks, on kind's kubeconfig (its context
+/// names no namespace) as on minikube's (it names `default`); a room's kubeconfig
+/// (`make workshop-room`) names the participant's own namespace, so there it is theirs.
+pub fn your_namespace(explicit: Option<&str>, context: Option<&str>) -> String {
+    explicit.or(context).unwrap_or("default").to_string()
 }
 
 /// Creates `name` for `participant` (marked as theirs, as a check's) when it does not exist;
@@ -282,7 +280,7 @@ pub fn describe_foreign(found: &[Foreign]) -> String {
 }
 
 /// The dynamic API resource of a CRD's first served version.
-fn resource_of(crd: &CustomResourceDefinition) -> ApiResource {
+pub(crate) fn resource_of(crd: &CustomResourceDefinition) -> ApiResource {
     let version = crd
         .spec
         .versions
@@ -641,10 +639,10 @@ mod tests {
     }
 
     #[test]
-    fn your_namespace_is_the_one_asked_for_else_the_contexts_else_your_own() {
-        assert_eq!(your_namespace(Some("x"), Some("y"), "alice"), "x");
-        assert_eq!(your_namespace(None, Some("y"), "alice"), "y");
-        assert_eq!(your_namespace(None, None, "alice"), "math-workshop-alice");
+    fn your_namespace_is_the_one_asked_for_else_the_contexts_else_kubectls_default() {
+        assert_eq!(your_namespace(Some("x"), Some("y")), "x");
+        assert_eq!(your_namespace(None, Some("y")), "y");
+        assert_eq!(your_namespace(None, None), "default");
         assert_eq!(participant_namespace("Alice"), "math-workshop-alice");
     }
 

@@ -218,7 +218,11 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
         opts: opts.clone(),
         outcome: Outcome::default(),
         not_back: BTreeMap::new(),
+        in_a_room: false,
     };
+    if server.is_none() {
+        session.in_a_room = crate::organiser::is_a_room(&session.reader.client).await;
+    }
     let kind = Kind::ALL[usize::from(opts.stage - 1)];
     if opts.print {
         let on = match opts.target {
@@ -253,7 +257,15 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
     if let Some(controllers) = session.controllers.take() {
         controllers.stop();
     }
-    if claimed && opts.target == Target::Cluster {
+    if claimed && session.in_a_room {
+        let crds = crate::crds::generate(track);
+        let client = &session.reader.client;
+        let emptied =
+            crate::organiser::empty_namespace(client, &crds, &opts.namespace, &opts.participant);
+        if let Err(why) = emptied.await {
+            tracing::warn!(target: "math_workshop::room", namespace = %opts.namespace, %why, "{}", m::NAMESPACE_NOT_DELETED.text());
+        }
+    } else if claimed && opts.target == Target::Cluster {
         room::release_namespace(&session.reader.client, &opts.namespace).await;
     }
     if let Some(server) = server {
@@ -277,6 +289,9 @@ pub(crate) struct Session {
     /// Objects the check deleted that did not come back, with the hint of that step: a later
     /// step that needs them names that cause, not "never appeared".
     not_back: BTreeMap<(String, String), String>,
+    /// On a room's shared cluster ([`crate::organiser`]): the check's namespace is the
+    /// organiser's, emptied instead of created and deleted.
+    in_a_room: bool,
 }
 
 impl Session {
@@ -447,13 +462,24 @@ impl Session {
     async fn install(&mut self) -> bool {
         let ns = self.opts.namespace.clone();
         let client = self.reader.client.clone();
-        if let Err(why) = room::claim_namespace(&client, &ns, &self.opts.participant).await {
+        let crds = crate::crds::generate(&self.track);
+        let who = &self.opts.participant;
+        let claimed = if self.in_a_room {
+            crate::organiser::empty_namespace(&client, &crds, &ns, who).await
+        } else {
+            room::claim_namespace(&client, &ns, who).await
+        };
+        if let Err(why) = claimed {
             self.fail(&[], t!(m::CREATE_CHECK_NAMESPACE, namespace = ns), why);
             return false;
         }
-        let crds = crate::crds::generate(&self.track);
         if self.opts.stage == 1 {
             stages::number_crd(self);
+        }
+        if self.in_a_room {
+            // The organiser's CRDs are the room's: a participant may not change them.
+            self.pass(t!(m::ROOM_CRDS, namespace = ns));
+            return true;
         }
         let me = room::Signature::new(&self.opts.participant);
         let install = match room::may_install(&client, &crds, &ns, &me, self.opts.force).await {

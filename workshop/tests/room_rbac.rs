@@ -1,0 +1,212 @@
+//! A shared cluster nobody can break (`make workshop-room`): on the test API server with RBAC
+//! enforced, the organiser sets the room up; with their kubeconfig alone a participant does
+//! in their namespace what the guide asks (the math kinds, their status, Events, the runner's
+//! Lease) and nothing in a neighbour's namespace, nor to a CRD: 403 with the server's words.
+
+use std::path::Path;
+
+use math_workshop::{crds, organiser, solutions};
+use serde_json::json;
+use test_apiserver::TestServer;
+
+/// The room of `participants` on a fresh server, as the organiser sets it up; their
+/// kubeconfigs are written under `dir`.
+async fn room(participants: &[&str], dir: &Path) -> TestServer {
+    let server = TestServer::start()
+        .await
+        .expect("the test API server starts");
+    let names: Vec<String> = participants.iter().map(|p| p.to_string()).collect();
+    let cluster = json!({"server": server.url()});
+    let crds = crds::generate(&solutions::track());
+    organiser::set_up(&server.client(), &crds, &cluster, &names, dir)
+        .await
+        .expect("the organiser sets the room up");
+    server.enforce_rbac();
+    server
+}
+
+/// The client of a participant's kubeconfig file, as the tools build it.
+async fn client_of(file: &Path) -> kube::Client {
+    let yaml = std::fs::read_to_string(file).expect("the participant's kubeconfig");
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).expect("a kubeconfig");
+    let options = kube::config::KubeConfigOptions::default();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .expect("usable");
+    assert_eq!(config.default_namespace, "math-workshop-alice");
+    kube::Client::try_from(config).expect("a client")
+}
+
+fn api(client: &kube::Client, ns: &str, plural: &str) -> kube::Api<kube::api::DynamicObject> {
+    let gvk = kube::api::GroupVersionKind::gvk("math.example.com", "v1beta1", "Number");
+    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, plural);
+    kube::Api::namespaced_with(client.clone(), ns, &resource)
+}
+
+fn refusal<T: std::fmt::Debug>(answer: Result<T, kube::Error>) -> (u16, String) {
+    match answer {
+        Err(kube::Error::Api(status)) => (status.code, status.message),
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_participant_does_the_stages_in_their_namespace_and_nothing_next_door() {
+    use kube::api::{ListParams, Patch, PatchParams, PostParams};
+    let dir = tempfile::tempdir().expect("a directory");
+    let server = room(&["alice", "bob"], dir.path()).await;
+    let file = organiser::kubeconfig_path(dir.path(), "alice");
+    let alice = client_of(&file).await;
+    let mine = api(&alice, "math-workshop-alice", "numbers");
+    let number = serde_json::from_value(json!({
+        "apiVersion": "math.example.com/v1beta1", "kind": "Number",
+        "metadata": {"name": "seven"}, "spec": {"value": 7},
+    }))
+    .expect("a Number");
+    mine.create(&PostParams::default(), &number)
+        .await
+        .expect("alice creates a Number");
+    let status = json!({"status": {"fizzBuzz": "7", "isSquare": false, "isPrime": true, "observedGeneration": 1}});
+    mine.patch_status("seven", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .expect("alice writes its status");
+    let events = kube::Api::<k8s_openapi::api::core::v1::Event>::namespaced(
+        alice.clone(),
+        "math-workshop-alice",
+    );
+    events
+        .list(&ListParams::default())
+        .await
+        .expect("alice reads her Events");
+    let leases = kube::Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(
+        alice.clone(),
+        "math-workshop-alice",
+    );
+    let lease =
+        serde_json::from_value(json!({"metadata": {"name": "heartbeat"}})).expect("a Lease");
+    leases
+        .create(&PostParams::default(), &lease)
+        .await
+        .expect("alice keeps a Lease");
+    kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(alice.clone())
+        .get("math-workshop-alice")
+        .await
+        .expect("alice reads her namespace");
+
+    let next_door = api(&alice, "math-workshop-bob", "numbers");
+    assert_eq!(
+        refusal(next_door.list(&ListParams::default()).await),
+        (
+            403,
+            "numbers.math.example.com is forbidden: User \"system:serviceaccount:math-workshop-alice:alice\" \
+             cannot list resource \"numbers\" in API group \"math.example.com\" in the namespace \"math-workshop-bob\""
+                .to_string()
+        )
+    );
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crds = kube::Api::<CustomResourceDefinition>::all(alice.clone());
+    crds.get("numbers.math.example.com")
+        .await
+        .expect("alice reads the CRDs");
+    let (code, message) = refusal(
+        crds.delete("numbers.math.example.com", &Default::default())
+            .await,
+    );
+    assert_eq!(code, 403);
+    assert!(
+        message.ends_with("cannot delete resource \"customresourcedefinitions\" in API group \"apiextensions.k8s.io\" at the cluster scope"),
+        "{message}"
+    );
+    server.shutdown().await;
+}
+
+/// `math-workshop ARGS` with a participant's kubeconfig alone: (exit code, stdout, stderr).
+async fn as_participant(file: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_math-workshop"))
+        .env("LC_ALL", "C.UTF-8")
+        .env("KUBECONFIG", file)
+        .env_remove("RUST_LOG")
+        .args(args)
+        .output()
+        .await
+        .expect("math-workshop runs");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_room_kubeconfig_the_check_passes_install_installs_nothing_and_all_namespaces_is_refused()
+ {
+    let dir = tempfile::tempdir().expect("a directory");
+    let server = room(&["alice", "bob"], dir.path()).await;
+    let file = organiser::kubeconfig_path(dir.path(), "alice");
+    let (code, out, err) = as_participant(
+        &file,
+        &[
+            "check",
+            "1",
+            "--cluster",
+            "--solution",
+            "--participant",
+            "alice",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("namespace math-workshop-check-alice"), "{out}");
+    // Twice: the second check empties what the first left.
+    let (code, out, err) = as_participant(
+        &file,
+        &[
+            "check",
+            "1",
+            "--cluster",
+            "--solution",
+            "--participant",
+            "alice",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "{out}\n{err}");
+
+    let (code, out, err) = as_participant(&file, &["install", "--participant", "alice"]).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(
+        out.lines().last(),
+        Some(
+            "nothing installed: this is a room's shared cluster, and the organiser installed the \
+             CRDs (the reference solution's, the same schema as yours)"
+        ),
+        "{out}"
+    );
+    let (code, out, err) = as_participant(
+        &file,
+        &[
+            "run",
+            "--stage",
+            "1",
+            "--solution",
+            "--participant",
+            "alice",
+            "--all-namespaces",
+        ],
+    )
+    .await;
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert_eq!(
+        err.trim(),
+        "error: not watching every namespace: this is a room's shared cluster; leave out \
+         ARGS=--all-namespaces to look after your own",
+        "{out}"
+    );
+    // Bob's namespace saw none of it.
+    assert!(
+        server
+            .objects("math.example.com", "numbers", Some("math-workshop-bob"))
+            .is_empty()
+    );
+    server.shutdown().await;
+}
