@@ -129,7 +129,7 @@ messages! {
         "または CLUSTER=1 を外してください (チェックが専用のテスト用 API サーバーを起動します)";
     AFTER: "after {seconds} s", "({seconds} 秒待ちました)";
     CONTROLLER_PANICKED: "the {kind} controller panicked: {why}; fill in the exercise in {file}, then run the check again",
-        "{kind} コントローラーが panic しました: {why}。{file} の演習を埋めてから、もう一度チェックしてください";
+        "{kind} コントローラーがパニックしました: {why}。{file} の演習を埋めてから、もう一度チェックしてください";
     LAST_ERROR: " (last {kind} reconcile error: {error})",
         " (最後の {kind} のリコンサイルエラー: {error})";
     COMMAND_FAILED: "{command} failed: {said}", "{command} が失敗しました: 「{said}」";
@@ -370,7 +370,7 @@ messages! {
     CRD_USED_HERE: "the CRD {name} in the cluster differs from yours ({whose}), and in your namespace {namespace} {foreign}",
         "クラスターの CRD {name} は自分のものと違い ({whose})、自分の Namespace {namespace} では{foreign}";
     CLI_RUN_PARTICIPANT: "Who you are: your writes are signed math-workshop-<you>, and a context that names no namespace gets math-workshop-<you> (default: user-host).",
-        "自分の名前。書き込みに math-workshop-<自分> と署名し、Namespace を指定しないコンテキストでは math-workshop-<自分> を使う (既定: user-host)";
+        "自分の名前。書き込みのフィールドマネージャーを math-workshop-<自分> にし、Namespace を指定しないコンテキストでは math-workshop-<自分> を使う (既定: user-host)";
     CLI_INSTALL_NAMESPACE: "The namespace you work in, whose objects the CRD guard looks at too (default: as for run).",
         "作業する Namespace。CRD のガードはその中のオブジェクトも見る (既定: run と同じ)";
 
@@ -454,7 +454,7 @@ messages! {
     CLI_CRDS: "Print the CRDs generated from your types (or write one file per CRD with --dir).",
         "自分の型から生成した CRD を表示する (--dir なら CRD ごとにファイルを書く)";
     CLI_CRDS_DIR: "Write `<name>.yaml` files into this directory instead of printing.",
-        "表示する代わりに、このディレクトリーに `<name>.yaml` を書く";
+        "表示する代わりに、このディレクトリに `<name>.yaml` を書く";
     CLI_SOLUTION: "Use the reference solutions instead of your exercises.",
         "自分の演習の代わりに模範解答を使う";
     CLI_INSTALL: "Write your CRDs to workshop/crds/ and install them into the cluster of the current kubeconfig with kubectl apply, unless they would replace different CRDs that objects in other namespaces use (a shared cluster).",
@@ -466,13 +466,13 @@ messages! {
     CLI_RUN_STAGE: "The last stage to run (1 Number, 2 +Tuple, 3 +Fermat).",
         "動かす最後のステージ (1 Number、2 +Tuple、3 +Fermat。既定は 3)";
     CLI_RUN_TEST_SERVER: "Start an in-memory test API server with your CRDs installed, and run against it.",
-        "自分の CRD を入れたインメモリーのテスト用 API サーバーを起動し、それに対して動かす";
+        "自分の CRD を入れたインメモリのテスト用 API サーバーを起動し、それに対して動かす";
     CLI_RUN_NAMESPACE: "The namespace your controllers look after (default: the one the current context names, where kubectl puts what you apply; math-workshop-<participant> when it names none).",
-        "コントローラーが受け持つ Namespace (既定: 今のコンテキストが指定するもの。kubectl が apply したものを置く所。指定がなければ math-workshop-<participant>)";
+        "コントローラーが受け持つ Namespace (既定: 現在のコンテキストが指定するもの。kubectl が apply したものを置く所。指定がなければ math-workshop-<participant>)";
     CLI_RUN_ALL_NAMESPACES: "Look after every namespace, like kubebuilder's `make run` (a cluster of your own).",
         "kubebuilder の `make run` のように、すべての Namespace を受け持つ (自分専用のクラスター向け)";
     CLI_CHECK: "Check stage N: ✓ or ✗ per expectation, with hints; exits non-zero on any ✗.",
-        "ステージ N をチェックする: 期待ごとに ✓ か ✗ とヒント。✗ が一つでもあれば終了コードは 0 以外";
+        "ステージ N をチェックする: 項目ごとに ✓ か ✗ とヒント。✗ が一つでもあれば終了コードは 0 以外";
     CLI_CHECK_STAGE: "The stage to check (1 Number, 2 Tuple, 3 Fermat).",
         "チェックするステージ (1 Number、2 Tuple、3 Fermat)";
     CLI_CHECK_CLUSTER: "Use the cluster of the current kubeconfig instead of a fresh test API server, in the namespace math-workshop-check-<participant>.",
@@ -482,7 +482,7 @@ messages! {
     CLI_CHECK_FORCE: "With --cluster: install the CRDs even over different ones that others use.",
         "--cluster のとき: ほかの人が使う別の CRD があっても、CRD をインストールする";
     CLI_CHECK_TIMEOUT: "Seconds each expectation may take (default: 10 on the test server, 30 on a cluster).",
-        "期待一つにかけてよい秒数 (既定: テスト用サーバーで 10、クラスターで 30)";
+        "1 項目にかけてよい秒数 (既定: テスト用 API サーバーで 10、クラスターで 30)";
     CLI_TOOLS: "Watch and skip, for the learner track.", "学習トラックのための watch と skip";
     CLI_WATCH: "Build and check a stage, and again on every save of an exercise file (Rustlings-style).",
         "ステージをビルドしてチェックし、演習ファイルを保存するたびにやり直す (Rustlings 風)";
@@ -493,7 +493,7 @@ messages! {
     CLI_WATCH_PARTICIPANT: "With --cluster: who you are (the namespace math-workshop-check-<participant>).",
         "--cluster のとき: 自分の名前 (Namespace は math-workshop-check-<participant>)";
     CLI_WATCH_TIMEOUT: "Seconds each expectation of a check may take.",
-        "チェックの期待一つにかけてよい秒数";
+        "チェックの 1 項目にかけてよい秒数";
     CLI_SKIP: "Catch up: put the reference solution of stage N in workshop/src/exercises/ (yours is kept beside it as <file>.rs.mine), to go on with stage N+1 in your own code.",
         "追いつく: ステージ N の模範解答を workshop/src/exercises/ に置き (自分のものは <file>.rs.mine として隣に残る)、ステージ N+1 を自分のコードで続ける";
     CLI_SKIP_STAGE: "The stage to take the reference solution of (1 Number, 2 Tuple, 3 Fermat).",
