@@ -64,7 +64,11 @@ fn offending_lines(root: &Path, path: &Path, words: &[String]) -> Vec<String> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Vec::new(); // binary or vanished (a deleted but still listed file)
     };
-    let shown = path.strip_prefix(root).unwrap_or(path).display().to_string();
+    let shown = path
+        .strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string();
     text.lines()
         .enumerate()
         .filter(|(_, line)| words.iter().any(|w| line.contains(w.as_str())))
@@ -77,7 +81,12 @@ fn no_file_names_a_development_machine_path() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let words = forbidden();
     let files = tracked_files(root);
-    assert!(files.len() > 50, "found only {} files under {}", files.len(), root.display());
+    assert!(
+        files.len() > 50,
+        "found only {} files under {}",
+        files.len(),
+        root.display()
+    );
     let found: Vec<String> = files
         .iter()
         .flat_map(|path| offending_lines(root, path, &words))

@@ -446,7 +446,11 @@ fn too_little_free_disk_is_one_line_with_what_is_free() {
         assert_eq!(
             lines,
             [
-                say(&DOCTOR_DISK, reader, &[("free", "1.5 GB"), ("needed", "4 GB")]),
+                say(
+                    &DOCTOR_DISK,
+                    reader,
+                    &[("free", "1.5 GB"), ("needed", "4 GB")]
+                ),
                 say(&DOCTOR_SUMMARY, reader, &[("count", "1")]),
             ]
         );

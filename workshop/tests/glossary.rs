@@ -60,7 +60,12 @@ const GLOSSARY: &[Term] = &[
     Term {
         concept: "the test API server",
         word: "テスト用 API サーバー",
-        avoid: &["テスト API サーバー", "テスト用サーバー", "テストサーバー", "テスト用APIサーバー"],
+        avoid: &[
+            "テスト API サーバー",
+            "テスト用サーバー",
+            "テストサーバー",
+            "テスト用APIサーバー",
+        ],
     },
     Term {
         concept: "laptop",
@@ -143,12 +148,7 @@ fn misworded(place: &str, text: &str) -> Vec<String> {
         .iter()
         .flat_map(|term| term.avoid.iter().map(move |avoid| (term, *avoid)))
         .filter(|(_, avoid)| has(text, avoid))
-        .map(|(term, avoid)| {
-            format!(
-                "{place}: {avoid} (use {} for {})",
-                term.word, term.concept
-            )
-        })
+        .map(|(term, avoid)| format!("{place}: {avoid} (use {} for {})", term.word, term.concept))
         .collect()
 }
 
@@ -175,7 +175,10 @@ fn the_glossary_catches_what_it_names() {
     assert!(has("コントローラが", "コントローラ[^ー]"));
     assert!(!has("コントローラーが", "コントローラ[^ー]"));
     assert!(has("末尾のコントローラ", "コントローラ[^ー]"));
-    assert_eq!(misworded("x", &prose("`panic しない` は除く。")), Vec::<String>::new());
+    assert_eq!(
+        misworded("x", &prose("`panic しない` は除く。")),
+        Vec::<String>::new()
+    );
     assert_eq!(misworded("x", "今のコンテキスト").len(), 1);
 }
 
@@ -196,7 +199,9 @@ fn pages_the_japanese_guide_links_to_are_japanese_or_marked_english() {
             let after: String = text[at + 2 + target.len()..].chars().take(8).collect();
             if !(label.contains("English") || label.contains("英語") || after.contains("(英語)"))
             {
-                wrong.push(format!("{file}: {label}]({target}) is English and not marked (英語)"));
+                wrong.push(format!(
+                    "{file}: {label}]({target}) is English and not marked (英語)"
+                ));
             }
         }
     }
@@ -216,4 +221,56 @@ fn prose_keeping_code(markdown: &str) -> String {
         }
     }
     out
+}
+
+/// The comment blocks of a Rust file: runs of lines that start with `//` (after indentation).
+fn comment_blocks(source: &str) -> Vec<Vec<String>> {
+    let mut blocks = vec![Vec::new()];
+    for line in source.lines() {
+        match line.trim_start().strip_prefix("//") {
+            Some(comment) => {
+                let text = comment.trim_start_matches(['/', '!']).trim();
+                if let Some(block) = blocks.last_mut() {
+                    block.push(text.to_string());
+                }
+            }
+            None if blocks.last().is_some_and(|b| !b.is_empty()) => blocks.push(Vec::new()),
+            None => {}
+        }
+    }
+    blocks
+}
+
+/// `EXERCISE 2a`'s and `演習 2a`'s ids in a comment block, in order.
+fn exercise_ids(block: &[String], tag: &str) -> Vec<String> {
+    block
+        .iter()
+        .filter_map(|line| line.strip_prefix(tag))
+        .filter_map(|rest| rest.split([':', ' ']).next().map(str::to_string))
+        .collect()
+}
+
+/// What a learner reads while coding is the exercise files: every EXERCISE block there has its
+/// Japanese beside it (`演習 <id>` in the same comment), for a Japanese reader at the desk.
+#[test]
+fn every_exercise_has_its_instructions_in_japanese_beside_the_english() {
+    let dir = repository().join("workshop/src/exercises");
+    let mut seen = 0;
+    let mut wrong = Vec::new();
+    for file in ["number.rs", "tuple.rs", "fermat.rs"] {
+        let source = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+        for block in comment_blocks(&source) {
+            let english = exercise_ids(&block, "EXERCISE ");
+            let japanese = exercise_ids(&block, "演習 ");
+            seen += english.len();
+            if english != japanese {
+                wrong.push(format!(
+                    "{file}: EXERCISE {english:?} but 演習 {japanese:?} in the block starting {:?}",
+                    block.first()
+                ));
+            }
+        }
+    }
+    assert_eq!(seen, 11, "the exercises' blocks (1a twice, 1b, 2a-2d, 3a-3d)");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
