@@ -305,8 +305,8 @@ messages! {
         "すべてのコントローラーが止まりました。コードを直して、もう一度起動してください";
     STOPPED: "stopped: the {kinds} controller (see above)", "停止: {kinds} コントローラー (上を見てください)";
     AND: " and ", "と";
-    CRD_NOT_INSTALLED: "the CRD {name} is not installed in the cluster of your kubeconfig: run `make workshop-install` (or use --test-server)",
-        "CRD {name} が kubeconfig のクラスターにインストールされていません。`make workshop-install` を実行してください (または --test-server を使う)";
+    CRD_NOT_INSTALLED: "the CRD {name} is not installed in the cluster of your kubeconfig: run `make workshop-install` (or make workshop-run ARGS=--test-server)",
+        "CRD {name} が kubeconfig のクラスターにインストールされていません。`make workshop-install` を実行してください (または make workshop-run ARGS=--test-server)";
     CRD_OUTDATED: "the CRD {name} in the cluster is not the one {track} generate now: run `make workshop-install` again",
         "クラスターの CRD {name} は、{track}から今生成されるものと違います。もう一度 `make workshop-install` を実行してください";
     RECONCILE_FAILED: "reconcile failed; retrying in 1 s", "リコンサイルに失敗しました。1 秒後に再試行します";
@@ -359,7 +359,7 @@ messages! {
     WHERE_ALL: "participant {participant}, every namespace", "参加者 {participant}、すべての Namespace";
     UNNAMED_CONTROLLER: "a controller that gives no name (the finished manager?)",
         "名前を名乗らないコントローラー (完成版のマネージャー?)";
-    FOREIGN_OBJECTS: "{count} of its objects are looked after by another controller ({controllers}): {objects}",
+    FOREIGN_OBJECTS: "another controller ({controllers}) looks after {count} of its objects: {objects}",
         "そのうち {count} 個のオブジェクトは別のコントローラー ({controllers}) が受け持っています: {objects}";
     RUN_LEAVES_ALONE: "namespace {namespace}: {foreign}. Your controllers leave them alone and do not start: work in a namespace of your own (NAMESPACE=<name> or PARTICIPANT=<your name>), or stop that controller",
         "Namespace {namespace}: {foreign}。自分のコントローラーはそれに触らず、起動しません。自分の Namespace で作業するか (NAMESPACE=<名前> か PARTICIPANT=<自分の名前>)、そのコントローラーを止めてください";
@@ -367,7 +367,7 @@ messages! {
         "Namespace {namespace}: {foreign}。自分のコントローラーは止まり、それに触りません。自分の Namespace で作業するか (NAMESPACE=<名前> か PARTICIPANT=<自分の名前>)、そのコントローラーを止めてください";
     CANNOT_LOOK_FOR_OTHERS: "cannot tell whether another controller works in namespace {namespace}: {said}",
         "Namespace {namespace} でほかのコントローラーが動いているかどうか分かりません: 「{said}」";
-    CRD_USED_HERE: "the CRD {name} in the cluster differs from yours ({whose}), and in your namespace {namespace} {foreign}",
+    CRD_USED_HERE: "the CRD {name} in the cluster differs from yours ({whose}), and in your namespace {namespace}, {foreign}",
         "クラスターの CRD {name} は自分のものと違い ({whose})、自分の Namespace {namespace} では{foreign}";
     CLI_RUN_PARTICIPANT: "Who you are: your writes are signed math-workshop-<you>, and a context that names no namespace gets math-workshop-<you> (default: user-host).",
         "自分の名前。書き込みのフィールドマネージャーを math-workshop-<自分> にし、Namespace を指定しないコンテキストでは math-workshop-<自分> を使う (既定: user-host)";
