@@ -279,6 +279,9 @@ fn every_exercise_has_its_instructions_in_japanese_beside_the_english() {
             }
         }
     }
-    assert_eq!(seen, 11, "the exercises' blocks (1a twice, 1b, 2a-2d, 3a-3d)");
+    assert_eq!(
+        seen, 11,
+        "the exercises' blocks (1a twice, 1b, 2a-2d, 3a-3d)"
+    );
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
