@@ -13,7 +13,8 @@
 //! `<!-- guide: controllers off -->`); every ```` ```sh ```` block marked `<!-- run -->` runs in
 //! order (bash, in the repository, kubectl-math on the PATH), and the block marked
 //! `<!-- output: run -->` after it is compared with what it printed (`<!-- output: rerun -->`:
-//! its `kubectl get`/`explain`/`math tree` lines once more). A read is compared as it comes,
+//! its `kubectl get`/`explain`/`math tree` lines once more). The session works in a participant's
+//! namespace ([`PARTICIPANT_NAMESPACE`], named by the kubeconfig's context), never `default`. A read is compared as it comes,
 //! the first time: what the learner sees right after the command. Only a block marked
 //! `| settles` (`<!-- output: run | settles -->`) is read again, for up to 30 s, until it
 //! matches, and the commands before it must tell the reader so, in a comment with the guide's
@@ -325,6 +326,31 @@ const SETTLES: [(&str, &str); 2] = [
     ),
 ];
 
+/// The namespace the sessions run in, as a participant's does: not `default`, named by the
+/// kubeconfig's context (as after `kubectl config set-context --current --namespace=…`, or a
+/// room's per-participant kubeconfig), where kubectl and the runner both work.
+const PARTICIPANT_NAMESPACE: &str = "math-workshop-alice";
+
+/// Makes the kubeconfig's context name the participant's namespace, and creates it.
+fn into_participant_namespace(kubeconfig: &Path) {
+    let kubectl = |args: &[&str]| {
+        let output = Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", kubeconfig)
+            .output()
+            .expect("kubectl runs");
+        assert!(
+            output.status.success(),
+            "kubectl {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    kubectl(&["create", "namespace", PARTICIPANT_NAMESPACE]);
+    let namespace = format!("--namespace={PARTICIPANT_NAMESPACE}");
+    kubectl(&["config", "set-context", "--current", &namespace]);
+}
+
 /// One step of a guide's session.
 #[derive(Debug)]
 enum Step {
@@ -439,13 +465,7 @@ fn bash(script: &str, kubeconfig: &Path) -> String {
 /// The output as the guide writes it: the namespace is the participant's.
 fn as_written(output: &str) -> Vec<String> {
     let mut lines: Vec<String> = output
-        .replace("namespace default", "namespace <your namespace>")
-        .replace(
-            "\"namespace\":\"default\"",
-            "\"namespace\":\"<your namespace>\"",
-        )
-        .replace("namespace: default", "namespace: <your namespace>")
-        .replace("in default namespace", "in <your namespace> namespace")
+        .replace(PARTICIPANT_NAMESPACE, "<your namespace>")
         .lines()
         .map(|l| l.trim_end().to_string())
         .collect();
@@ -564,6 +584,7 @@ fn the_guides_sessions_print_what_the_guide_shows() {
             .block_on(test_apiserver::TestServer::start())
             .expect("the test API server starts");
         let kubeconfig = server.kubeconfig_path();
+        into_participant_namespace(&kubeconfig);
         let install = Command::new(env!("CARGO_BIN_EXE_math-workshop"))
             .args(["install", "--solution"])
             .current_dir(repository())
