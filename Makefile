@@ -50,8 +50,8 @@ bench: ## Converge time vs the floor, writes, heal, memory, outage (CLUSTER=1: t
 install-plugin: ## Install `kubectl math` (the kubectl-math plugin) into ~/.cargo/bin, which must be on the PATH.
 	$(CARGO) install --locked --path . --bin kubectl-math
 
-testserver: ## Start the in-memory test API server; it prints a KUBECONFIG to use with kubectl.
-	$(CARGO) run --locked -p test-apiserver
+testserver: ## Start the in-memory test API server (the workshop profile, as make workshop-prepare built it); it prints a KUBECONFIG to use with kubectl.
+	$(CARGO) run --locked --profile $(WORKSHOP_PROFILE) -p test-apiserver
 
 # The learner track (workshop/): see workshop/README.md.
 STAGE ?= 1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# refusal-recreate.sh - issue 25 item 1 on a real cluster (../shared/realk8s): a Fermat 10
+# refusal-recreate.sh - issue 25 item 1 on a real cluster (any KUBECONFIG): a Fermat 10
 # refused by a quota of 2 Tuples for a while (its refusal backs off to a minute or more), the
 # quota raised to 100, the Fermat deleted and applied again; prints how long the new Fermat
 # took to be Ready. Runs the manager binary given (scoped to its own namespace, no ports).

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# restart-apiserver.sh - SIGKILL the kube-apiserver of ../shared/realk8s (a real control plane
-# built from source, see its README) and start it again with the same command line after a
+# restart-apiserver.sh - SIGKILL the kube-apiserver of a control plane run from binaries on this
+# machine (a folder holding run/kube-apiserver.pid and logs/) and start it again with the same command line after a
 # pause, as a control-plane restart does. For `make bench CLUSTER=1 RESTART=...` and by hand.
 #
 # Usage: REAL_CLUSTER=<out-dir> hack/restart-apiserver.sh [seconds down (default 8)]
 # Returns once the new kube-apiserver process is started (not yet serving).
 set -euo pipefail
-: "${REAL_CLUSTER:?set REAL_CLUSTER to the control plane folder (../shared/realk8s/README.md)}"
+: "${REAL_CLUSTER:?set REAL_CLUSTER to the control plane folder (with run/kube-apiserver.pid and logs/)}"
 down=${1:-8}
 pidfile=$REAL_CLUSTER/run/kube-apiserver.pid
 pid=$(cat "$pidfile")

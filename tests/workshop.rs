@@ -360,12 +360,13 @@ async fn installing_the_crds_with_kubectl_makes_the_math_readable() {
             "number/number-large",
             "number/number-large-square",
             "number/number-negative",
+            "number/number-prime",
         ],
     )
     .await;
     let (count, waiting) = w.not_ready().await;
     assert_eq!(waiting, Vec::<String>::new(), "not Ready");
-    assert_eq!(count, 4 + 2 + 6 + 5 + 3 + 62 + 2 * 62);
+    assert_eq!(count, 5 + 2 + 6 + 5 + 3 + 62 + 2 * 62);
 
     let numbers = w.ok(&["get", "numbers"]).await;
     assert_eq!(
@@ -502,10 +503,10 @@ async fn installing_the_crds_with_kubectl_makes_the_math_readable() {
         "{wide}"
     );
     let all = w.ok(&["get", "num,tup,fer", "-o", "name"]).await;
-    // 4 Numbers, 2 Tuples, 6 Fermats from samples/; 5 + 3 + 2 * 62 children.
+    // 5 Numbers, 2 Tuples, 6 Fermats from samples/; 5 + 3 + 2 * 62 children.
     assert_eq!(
         all.lines().count(),
-        4 + 2 + 6 + 5 + 3 + 62 + 2 * 62,
+        5 + 2 + 6 + 5 + 3 + 62 + 2 * 62,
         "{all}"
     );
 }

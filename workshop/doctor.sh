@@ -42,6 +42,12 @@ msg() {
     ja:SUMMARY) echo 'workshop-doctor: 足りないものが {count} 件あります (上記)。インストールしてから、もう一度 make workshop-doctor を実行してください' ;;
     en:KUBECTL_UNTESTED) echo "! kubectl {version} works, but the guide's outputs were tested with kubectl 1.32 to 1.36: some lines may read otherwise" ;;
     ja:KUBECTL_UNTESTED) echo '! kubectl {version} は使えますが、ガイドの出力は kubectl 1.32〜1.36 で確かめたものです。表示が少し違う行があるかもしれません' ;;
+    en:WSL_MNT) echo "✗ this clone is on Windows' disk ({dir}): under WSL a build there is many times slower; clone it into your Linux home: cd ~ && git clone <the repository's URL>" ;;
+    ja:WSL_MNT) echo '✗ このクローンは Windows 側のディスク ({dir}) にあります。WSL ではそこでのビルドが何倍も遅くなります。Linux のホームにクローンしてください: cd ~ && git clone <リポジトリの URL>' ;;
+    en:DISK) echo "✗ only {free} of disk is free here; the day's build needs {needed}: free some space (cargo clean in old Rust projects is a good start)" ;;
+    ja:DISK) echo '✗ ここのディスクの空きは {free} しかありません。当日のビルドには {needed} 必要です。空きを作ってください (古い Rust プロジェクトでの cargo clean が手始めです)' ;;
+    en:CARGO_PATH) echo '✗ Rust is installed in ~/.cargo/bin, but that folder is not on your PATH; run: . "$HOME/.cargo/env" (or open a new terminal)' ;;
+    ja:CARGO_PATH) echo '✗ Rust は ~/.cargo/bin にインストールされていますが、そのディレクトリが PATH に入っていません。実行してください: . "$HOME/.cargo/env" (または新しいターミナルを開きます)' ;;
     en:PREPARED) echo 'workshop-prepare: done in {minutes} min {seconds} s, {total} of disk (target/ {target}, crates in ~/.cargo {crates}); the workshop now runs without network' ;;
     ja:PREPARED) echo 'workshop-prepare: 完了しました ({minutes} 分 {seconds} 秒、ディスク {total}: target/ が {target}、~/.cargo のクレートが {crates})。これでワークショップはネットワークなしで動きます' ;;
     esac
@@ -180,8 +186,59 @@ missing_tool() {
     fill "$(msg MISSING)" tool "$1" command "$(install_command "$2")"
 }
 
+# Where the build will happen: the clone (the doctor's own folder's parent; DOCTOR_CLONE for
+# the tests, which cannot make a /mnt/c).
+script_dir=.
+case $0 in */*) script_dir=${0%/*} ;; esac
+clone=${DOCTOR_CLONE:-$(cd "$script_dir/.." 2>/dev/null && pwd)}
+
+# Under WSL, /mnt/c is Windows' disk reached through a network file system: cargo's many
+# small files make a build there many times slower than in the Linux home.
+if [ "$system" = wsl ]; then
+    case $clone in
+    /mnt/[a-z] | /mnt/[a-z]/*)
+        missing=$((missing + 1))
+        fill "$(msg WSL_MNT)" dir "$clone"
+        ;;
+    esac
+fi
+
+# The day's build and crates take 2.1 GB (make workshop-prepare, measured); 4 GB leaves room
+# for the second build of a catch-up. No df (a minimal container): not checked.
+NEEDED_KIB=4194304
+free=$(df -Pk "$clone" 2>/dev/null | {
+    read -r _header
+    read -r _fs _blocks _used available _rest
+    echo "${available:-}"
+})
+case $free in
+'' | *[!0-9]*) ;;
+*)
+    if [ "$free" -lt "$NEEDED_KIB" ]; then
+        missing=$((missing + 1))
+        fill "$(msg DISK)" free "$(size "$free")" needed "4 GB"
+    fi
+    ;;
+esac
+
+# rustup installs into ~/.cargo/bin and adds it to the PATH of shells started afterwards: a
+# terminal opened before the install finds no cargo, and installing Rust again does not help.
+rust_off_path=no
+case ":$PATH:" in
+*":$HOME/.cargo/bin:"* | *":$HOME/.cargo/bin/:"*) ;;
+*)
+    if [ -x "$HOME/.cargo/bin/cargo" ] && ! have cargo; then
+        rust_off_path=yes
+        missing=$((missing + 1))
+        msg CARGO_PATH
+    fi
+    ;;
+esac
+
 # Rust: present, and new enough for edition 2024 and the crates' rust-version.
-if rust=$(rustc --version 2>/dev/null); then
+if [ "$rust_off_path" = yes ]; then
+    :
+elif rust=$(rustc --version 2>/dev/null); then
     set -- $rust
     version=$2
     old_ifs=$IFS
@@ -200,7 +257,9 @@ else
     missing_tool rustc rustc
 fi
 
-if cargo --version >/dev/null 2>&1; then found_tool cargo; else missing_tool cargo cargo; fi
+if [ "$rust_off_path" = yes ]; then
+    :
+elif cargo --version >/dev/null 2>&1; then found_tool cargo; else missing_tool cargo cargo; fi
 
 # A tool is there when it answers its version: macOS has shims of cc, make and git that only
 # offer to install the Command Line Tools.

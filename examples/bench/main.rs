@@ -20,7 +20,7 @@
 //!
 //! - `BENCH_RESTART="command"` (`make bench CLUSTER=1 RESTART="…"`): a command that restarts
 //!   the cluster's kube-apiserver (SIGKILL, a pause, start again; it returns once the new
-//!   process is started), for `../shared/realk8s` `hack/restart-apiserver.sh`. Run 1.5 s into
+//!   process is started), for a control plane run from binaries `hack/restart-apiserver.sh`. Run 1.5 s into
 //!   a Fermat 1000; measured: how long after the API server answers again the Fermat is
 //!   Ready, the manager's writes against the minimum, and what its log said meanwhile.
 //!

@@ -1,6 +1,6 @@
 //! A CRD's life as kube-apiserver's apiextensions-apiserver runs it (issue 26): deletion
 //! through the `customresourcecleanup.apiextensions.k8s.io` finalizer. What each test
-//! expects was first seen on kube-apiserver v1.24 (`/work/realk8s`) with the same CRD
+//! expects was first seen on kube-apiserver v1.24 (+ etcd 3.4 on loopback) with the same CRD
 //! (`fixtures/widgets.yaml`).
 
 use futures::{StreamExt, TryStreamExt};

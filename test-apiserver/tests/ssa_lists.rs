@@ -1,6 +1,6 @@
 //! Server-side apply of `x-kubernetes-list-type: set` and `map` lists (issue 26): items are
 //! merged and owned one by one, as structured-merge-diff does in kube-apiserver. Every
-//! expected value below was first seen on kube-apiserver v1.24 (`/work/realk8s`) with the
+//! expected value below was first seen on kube-apiserver v1.24 (+ etcd 3.4 on loopback) with the
 //! same CRD (`fixtures/widgets.yaml`) and the same sequence of applies.
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use math_workshop::messages::{
-    DOCTOR_CC, DOCTOR_MISSING, DOCTOR_OK, DOCTOR_PREPARED, DOCTOR_RUST_OLD, DOCTOR_SUMMARY, Lang,
-    Msg,
+    DOCTOR_CARGO_PATH, DOCTOR_CC, DOCTOR_DISK, DOCTOR_MISSING, DOCTOR_OK, DOCTOR_PREPARED,
+    DOCTOR_RUST_OLD, DOCTOR_SUMMARY, DOCTOR_WSL_MNT, Lang, Msg,
 };
 
 fn repository() -> PathBuf {
@@ -27,6 +27,12 @@ struct Laptop {
     uname: [&'static str; 3],
     /// Fake tools, each with what its version command prints.
     tools: Vec<(&'static str, &'static str)>,
+    /// The folder of the clone (`DOCTOR_CLONE`; the doctor's own folder's parent otherwise).
+    clone: Option<&'static str>,
+    /// What `df -Pk` says is free where the clone is, in KiB (no `df`: not checked).
+    free_kib: Option<u64>,
+    /// Rust installed by rustup into `~/.cargo/bin`, which is not on the PATH.
+    cargo_home_off_path: bool,
 }
 
 const RUSTC: (&str, &str) = ("rustc", "rustc 1.90.0 (1159e78c4 2025-09-14)");
@@ -50,7 +56,13 @@ impl Laptop {
     fn complete(uname: [&'static str; 3], extra: &[&'static str]) -> Self {
         let mut tools = vec![RUSTC, CARGO, CC, MAKE, GIT, KUBECTL];
         tools.extend(extra.iter().map(|name| (*name, "")));
-        Laptop { uname, tools }
+        Laptop {
+            uname,
+            tools,
+            clone: None,
+            free_kib: None,
+            cargo_home_off_path: false,
+        }
     }
 
     fn without(mut self, tool: &str) -> Self {
@@ -75,17 +87,39 @@ impl Laptop {
                 "case $1 in -s) echo {system} ;; -r) echo {release} ;; -m) echo {machine} ;; esac"
             ),
         );
+        let home = tempfile::tempdir().expect("a temporary home");
+        let cargo_bin = home.path().join(".cargo/bin");
         for (name, version) in &self.tools {
             let said: Vec<String> = version.lines().map(|l| format!("echo '{l}'")).collect();
-            fake(bin.path(), name, &said.join("\n"));
+            let rustup_owned = matches!(*name, "rustc" | "cargo" | "rustup");
+            if self.cargo_home_off_path && rustup_owned {
+                std::fs::create_dir_all(&cargo_bin).expect("mkdir ~/.cargo/bin");
+                fake(&cargo_bin, name, &said.join("\n"));
+            } else {
+                fake(bin.path(), name, &said.join("\n"));
+            }
         }
-        let output = Command::new("/bin/sh")
+        if let Some(free) = self.free_kib {
+            fake(
+                bin.path(),
+                "df",
+                &format!(
+                    "echo 'Filesystem 1024-blocks Used Available Capacity Mounted on'\n\
+                     echo '/dev/sda1 100000000 90000000 {free} 90% /'"
+                ),
+            );
+        }
+        let mut command = Command::new("/bin/sh");
+        command
             .arg(script())
             .env_clear()
             .env("PATH", bin.path())
-            .env("LANG", lang)
-            .output()
-            .expect("sh runs");
+            .env("HOME", home.path())
+            .env("LANG", lang);
+        if let Some(clone) = self.clone {
+            command.env("DOCTOR_CLONE", clone);
+        }
+        let output = command.output().expect("sh runs");
         let text = String::from_utf8_lossy(&output.stdout).into_owned()
             + &String::from_utf8_lossy(&output.stderr);
         (
@@ -370,6 +404,9 @@ fn the_script_speaks_the_catalogues_words() {
         &DOCTOR_SUMMARY,
         &DOCTOR_PREPARED,
         &math_workshop::messages::DOCTOR_KUBECTL_UNTESTED,
+        &DOCTOR_WSL_MNT,
+        &DOCTOR_DISK,
+        &DOCTOR_CARGO_PATH,
     ];
     let mut wrong = Vec::new();
     for msg in catalogue {
@@ -387,6 +424,79 @@ fn the_script_speaks_the_catalogues_words() {
         "workshop/doctor.sh says these otherwise than workshop/kit/src/messages.rs: {}",
         wrong.join(", ")
     );
+}
+
+/// A clone on Windows' disk under WSL (`/mnt/c/...`) builds many times slower than one in the
+/// Linux home: the doctor says so, with where to clone instead, and the build should not start.
+#[test]
+fn a_wsl_clone_under_mnt_c_is_sent_to_the_linux_home() {
+    let mut laptop = Laptop::complete(WSL_ARM, &["apt-get"]);
+    laptop.clone = Some("/mnt/c/Users/hanako/math-controller");
+    for (lang, reader) in [(ENGLISH, Lang::En), ("ja_JP.UTF-8", Lang::Ja)] {
+        let (lines, code) = laptop.doctor(lang);
+        assert_eq!(
+            lines,
+            [
+                say(
+                    &DOCTOR_WSL_MNT,
+                    reader,
+                    &[("dir", "/mnt/c/Users/hanako/math-controller")]
+                ),
+                say(&DOCTOR_SUMMARY, reader, &[("count", "1")]),
+            ]
+        );
+        assert_eq!(code, Some(1));
+    }
+    // The same folder on plain Linux (a mounted disk) and a WSL clone in the home are fine.
+    let mut linux = Laptop::complete(DEBIAN, &["apt-get"]);
+    linux.clone = Some("/mnt/c/Users/hanako/math-controller");
+    assert_eq!(linux.doctor(ENGLISH).1, Some(0));
+    laptop.clone = Some("/home/hanako/math-controller");
+    assert_eq!(laptop.doctor(ENGLISH).1, Some(0));
+}
+
+/// The day's build takes 2.1 GB (make workshop-prepare, measured): below 4 GB free the doctor
+/// says how much there is and how much is needed; with enough it says nothing of disk.
+#[test]
+fn too_little_free_disk_is_one_line_with_what_is_free() {
+    let mut laptop = Laptop::complete(DEBIAN, &["apt-get"]);
+    laptop.free_kib = Some(1_572_864); // 1.5 GB
+    for (lang, reader) in [(ENGLISH, Lang::En), ("ja_JP.UTF-8", Lang::Ja)] {
+        let (lines, code) = laptop.doctor(lang);
+        assert_eq!(
+            lines,
+            [
+                say(
+                    &DOCTOR_DISK,
+                    reader,
+                    &[("free", "1.5 GB"), ("needed", "4 GB")]
+                ),
+                say(&DOCTOR_SUMMARY, reader, &[("count", "1")]),
+            ]
+        );
+        assert_eq!(code, Some(1));
+    }
+    laptop.free_kib = Some(20 * 1_048_576);
+    assert_eq!(laptop.doctor(ENGLISH).1, Some(0));
+}
+
+/// rustup put cargo and rustc into ~/.cargo/bin, but this shell's PATH does not have it (a
+/// terminal opened before the install): the doctor says that, not "install Rust" again.
+#[test]
+fn rust_in_cargo_bin_off_the_path_is_named_with_how_to_load_it() {
+    let mut laptop = Laptop::complete(DEBIAN, &["apt-get"]).with(RUSTUP);
+    laptop.cargo_home_off_path = true;
+    for (lang, reader) in [(ENGLISH, Lang::En), ("ja_JP.UTF-8", Lang::Ja)] {
+        let (lines, code) = laptop.doctor(lang);
+        assert_eq!(
+            lines,
+            [
+                say(&DOCTOR_CARGO_PATH, reader, &[]),
+                say(&DOCTOR_SUMMARY, reader, &[("count", "1")]),
+            ]
+        );
+        assert_eq!(code, Some(1));
+    }
 }
 
 /// The block after the guide's `<!-- not run: …doctor… -->` marker.
@@ -457,4 +567,30 @@ fn prepare_ends_with_its_time_and_disk() {
             )
         );
     }
+}
+
+/// `make testserver` on the day (the organiser's demo, a participant without a cluster) runs the
+/// build `make workshop-prepare` made the night before: the workshop profile, not a second,
+/// minutes-long dev build of the test API server.
+#[test]
+fn make_testserver_runs_what_workshop_prepare_built() {
+    let dry_run = |target: &str| {
+        let output = Command::new("make")
+            .args(["--no-print-directory", "-n", target])
+            .current_dir(repository())
+            .env_remove("MAKEFLAGS")
+            .output()
+            .expect("make runs");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let prepared = dry_run("workshop-prepare");
+    assert!(
+        prepared.contains("build --locked --profile workshop -p test-apiserver"),
+        "{prepared}"
+    );
+    let served = dry_run("testserver");
+    assert!(
+        served.contains("run --locked --profile workshop -p test-apiserver"),
+        "make testserver runs: {served}"
+    );
 }

@@ -13,9 +13,14 @@
 //! `<!-- guide: controllers off -->`); every ```` ```sh ```` block marked `<!-- run -->` runs in
 //! order (bash, in the repository, kubectl-math on the PATH), and the block marked
 //! `<!-- output: run -->` after it is compared with what it printed (`<!-- output: rerun -->`:
-//! its `kubectl get`/`explain`/`math tree` lines once more). The reads are repeated for up to
-//! 30 s until they match: the controllers converge in their own time. Ages, times, UIDs and
-//! resourceVersions match any value; the namespace is written `<your namespace>`.
+//! its `kubectl get`/`explain`/`math tree` lines once more). The session works in a participant's
+//! namespace ([`PARTICIPANT_NAMESPACE`], named by the kubeconfig's context), never `default`. A read is compared as it comes,
+//! the first time: what the learner sees right after the command. Only a block marked
+//! `| settles` (`<!-- output: run | settles -->`) is read again, for up to 30 s, until it
+//! matches, and the commands before it must tell the reader so, in a comment with the guide's
+//! words for "give it a second; observedGeneration tells you when it is the new answer"
+//! ([`SETTLES`]): an answer that takes time is never hidden by a silent retry. Ages, times,
+//! UIDs and resourceVersions match any value; the namespace is written `<your namespace>`.
 //!
 //! A small matcher of our own rather than trycmd/snapbox: the blocks are excerpts of a few
 //! commands the test runs itself, their only variable part is the excerpt (`…`), and the guide's
@@ -107,8 +112,9 @@ fn blocks(markdown: &str) -> Result<Vec<Block>, String> {
             i += 1;
             continue;
         };
-        // `run` and `rerun` are the sessions' (below), not a command of their own.
-        if matches!(marker.trim(), "run" | "rerun") {
+        // `run` and `rerun` (perhaps `| settles`) are the sessions' (below), not a command of
+        // their own.
+        if output_marker(lines[i].trim()).is_some() {
             i += 1;
             continue;
         }
@@ -308,6 +314,43 @@ fn an_excerpt_keeps_the_lines_asked_for_and_marks_the_rest() {
     assert!(recipe("check 1 | nonsense").is_err());
 }
 
+/// What a block that `settles` tells the reader in its commands, per guide.
+const SETTLES: [(&str, &str); 2] = [
+    (
+        "workshop/README.md",
+        "give it a second; observedGeneration tells you when it is the new answer",
+    ),
+    (
+        "workshop/README.ja.md",
+        "少し待ってください。新しい答えかどうかは observedGeneration でわかります",
+    ),
+];
+
+/// The namespace the sessions run in, as a participant's does: not `default`, named by the
+/// kubeconfig's context (as after `kubectl config set-context --current --namespace=…`, or a
+/// room's per-participant kubeconfig), where kubectl and the runner both work.
+const PARTICIPANT_NAMESPACE: &str = "math-workshop-alice";
+
+/// Makes the kubeconfig's context name the participant's namespace, and creates it.
+fn into_participant_namespace(kubeconfig: &Path) {
+    let kubectl = |args: &[&str]| {
+        let output = Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", kubeconfig)
+            .output()
+            .expect("kubectl runs");
+        assert!(
+            output.status.success(),
+            "kubectl {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    kubectl(&["create", "namespace", PARTICIPANT_NAMESPACE]);
+    let namespace = format!("--namespace={PARTICIPANT_NAMESPACE}");
+    kubectl(&["config", "set-context", "--current", &namespace]);
+}
+
 /// One step of a guide's session.
 #[derive(Debug)]
 enum Step {
@@ -317,6 +360,7 @@ enum Step {
     },
     Output {
         rerun: bool,
+        settles: bool,
         lines: Vec<String>,
         first_line: usize,
     },
@@ -352,10 +396,11 @@ fn steps(markdown: &str) -> Vec<Step> {
                 script: body.join("\n"),
             });
             i = end;
-        } else if line == "<!-- output: run -->" || line == "<!-- output: rerun -->" {
+        } else if let Some((what, settles)) = output_marker(line) {
             let (body, end) = fenced(i + 2);
             found.push(Step::Output {
-                rerun: line.contains("rerun"),
+                rerun: what == "rerun",
+                settles,
                 lines: body,
                 first_line: i + 2,
             });
@@ -364,6 +409,15 @@ fn steps(markdown: &str) -> Vec<Step> {
         i += 1;
     }
     found
+}
+
+/// `<!-- output: run -->`, `<!-- output: rerun | settles -->`: (`run` or `rerun`, settles).
+fn output_marker(line: &str) -> Option<(&str, bool)> {
+    let inner = line.strip_prefix("<!-- output: ")?.strip_suffix(" -->")?;
+    let mut parts = inner.split('|').map(str::trim);
+    let what = parts.next().filter(|w| *w == "run" || *w == "rerun")?;
+    let flags: Vec<&str> = parts.collect();
+    Some((what, flags == ["settles"]))
 }
 
 /// The script's reading commands at its end (`kubectl get`, `explain`, `math tree`): what is
@@ -411,13 +465,7 @@ fn bash(script: &str, kubeconfig: &Path) -> String {
 /// The output as the guide writes it: the namespace is the participant's.
 fn as_written(output: &str) -> Vec<String> {
     let mut lines: Vec<String> = output
-        .replace("namespace default", "namespace <your namespace>")
-        .replace(
-            "\"namespace\":\"default\"",
-            "\"namespace\":\"<your namespace>\"",
-        )
-        .replace("namespace: default", "namespace: <your namespace>")
-        .replace("in default namespace", "in <your namespace> namespace")
+        .replace(PARTICIPANT_NAMESPACE, "<your namespace>")
         .lines()
         .map(|l| kubectl_deletion(l.trim_end()))
         .collect();
@@ -565,6 +613,7 @@ fn the_guides_sessions_print_what_the_guide_shows() {
             .block_on(test_apiserver::TestServer::start())
             .expect("the test API server starts");
         let kubeconfig = server.kubeconfig_path();
+        into_participant_namespace(&kubeconfig);
         let install = Command::new(env!("CARGO_BIN_EXE_math-workshop"))
             .args(["install", "--solution"])
             .current_dir(repository())
@@ -602,17 +651,25 @@ fn the_guides_sessions_print_what_the_guide_shows() {
                 }
                 Step::Output {
                     rerun,
+                    settles,
                     lines: guide,
                     first_line,
                 } => {
                     compared += 1;
+                    if settles && !says_it_settles(file, &last.0, &last.1) {
+                        wrong.push(format!(
+                            "{file}:{}: the block settles, but its commands do not say so",
+                            first_line + 1
+                        ));
+                    }
                     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
                     let mut now = if rerun {
                         as_written(&bash(&last.1, &kubeconfig))
                     } else {
                         as_written(&printed)
                     };
-                    while !alike(&guide, &now)
+                    while settles
+                        && !alike(&guide, &now)
                         && std::time::Instant::now() < deadline
                         && !last.1.is_empty()
                     {
@@ -664,6 +721,19 @@ fn the_guides_sessions_print_what_the_guide_shows() {
     );
 }
 
+/// Whether a block's commands tell the reader, in a comment, that the answer takes time.
+fn says_it_settles(file: &str, mutations: &str, reads: &str) -> bool {
+    let words = SETTLES
+        .iter()
+        .find(|(guide, _)| *guide == file)
+        .map(|(_, words)| *words)
+        .unwrap_or(SETTLES[0].1);
+    mutations
+        .lines()
+        .chain(reads.lines())
+        .any(|line| line.split_once('#').is_some_and(|(_, c)| c.contains(words)))
+}
+
 /// Every block that shows output (a fence without a language, or `yaml`) is either run by
 /// these tests (`<!-- output: … -->`) or says why not (`<!-- not run: … -->`): a guide output no
 /// command produced cannot slip in unnoticed.
@@ -700,4 +770,31 @@ fn every_output_block_is_run_or_says_why_not() {
         "output blocks that no test runs and that do not say why: {}",
         unmarked.join(", ")
     );
+}
+
+/// A block that is read again until it matches is marked so, and its commands tell the reader
+/// in the guide's own language; any other block is compared as first read.
+#[test]
+fn a_block_that_settles_says_so_to_the_reader() {
+    assert_eq!(
+        output_marker("<!-- output: run | settles -->"),
+        Some(("run", true))
+    );
+    assert_eq!(
+        output_marker("<!-- output: rerun -->"),
+        Some(("rerun", false))
+    );
+    assert_eq!(output_marker("<!-- output: check 1 --solution -->"), None);
+    let said = format!("kubectl get numbers   # {}", SETTLES[0].1);
+    assert!(says_it_settles(
+        "workshop/README.md",
+        "kubectl apply -f x",
+        &said
+    ));
+    assert!(!says_it_settles(
+        "workshop/README.md",
+        "",
+        "kubectl get numbers"
+    ));
+    assert!(!says_it_settles("workshop/README.ja.md", "", &said));
 }

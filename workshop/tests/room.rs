@@ -565,8 +565,8 @@ async fn a_runner_leaves_alone_what_another_participants_runner_looks_after() {
     assert_eq!(stderr.lines().count(), 1, "one line:\n{stderr}");
     assert!(
         stderr.contains(
-            "namespace default: 1 of its objects are looked after by another controller \
-             (math-workshop-bob): Number/number-sample. Your controllers leave them alone and do not start"
+            "namespace default: another controller (math-workshop-bob) looks after 1 of its \
+             objects: Number/number-sample. Your controllers leave them alone and do not start"
         ),
         "{stderr}"
     );
@@ -618,7 +618,7 @@ async fn two_participants_in_default_do_not_replace_each_others_crds() {
         text.contains(
             "refusing to install your CRDs: the CRD numbers.math.example.com in the cluster differs from yours \
              (it was not installed by math-workshop: the finished manager's, from `make install`?), and in your \
-             namespace default 1 of its objects are looked after by another controller (math-workshop-bob): \
+             namespace default, another controller (math-workshop-bob) looks after 1 of its objects: \
              Number/number-sample"
         ),
         "{text}"

@@ -129,7 +129,7 @@ messages! {
         "または CLUSTER=1 を外してください (チェックが専用のテスト用 API サーバーを起動します)";
     AFTER: "after {seconds} s", "({seconds} 秒待ちました)";
     CONTROLLER_PANICKED: "the {kind} controller panicked: {why}; fill in the exercise in {file}, then run the check again",
-        "{kind} コントローラーが panic しました: {why}。{file} の演習を埋めてから、もう一度チェックしてください";
+        "{kind} コントローラーがパニックしました: {why}。{file} の演習を埋めてから、もう一度チェックしてください";
     LAST_ERROR: " (last {kind} reconcile error: {error})",
         " (最後の {kind} のリコンサイルエラー: {error})";
     COMMAND_FAILED: "{command} failed: {said}", "{command} が失敗しました: 「{said}」";
@@ -305,8 +305,8 @@ messages! {
         "すべてのコントローラーが止まりました。コードを直して、もう一度起動してください";
     STOPPED: "stopped: the {kinds} controller (see above)", "停止: {kinds} コントローラー (上を見てください)";
     AND: " and ", "と";
-    CRD_NOT_INSTALLED: "the CRD {name} is not installed in the cluster of your kubeconfig: run `make workshop-install` (or use --test-server)",
-        "CRD {name} が kubeconfig のクラスターにインストールされていません。`make workshop-install` を実行してください (または --test-server を使う)";
+    CRD_NOT_INSTALLED: "the CRD {name} is not installed in the cluster of your kubeconfig: run `make workshop-install` (or make workshop-run ARGS=--test-server)",
+        "CRD {name} が kubeconfig のクラスターにインストールされていません。`make workshop-install` を実行してください (または make workshop-run ARGS=--test-server)";
     CRD_OUTDATED: "the CRD {name} in the cluster is not the one {track} generate now: run `make workshop-install` again",
         "クラスターの CRD {name} は、{track}から今生成されるものと違います。もう一度 `make workshop-install` を実行してください";
     RECONCILE_FAILED: "reconcile failed; retrying in 1 s", "リコンサイルに失敗しました。1 秒後に再試行します";
@@ -378,7 +378,7 @@ messages! {
     WHERE_ALL: "participant {participant}, every namespace", "参加者 {participant}、すべての Namespace";
     UNNAMED_CONTROLLER: "a controller that gives no name (the finished manager?)",
         "名前を名乗らないコントローラー (完成版のマネージャー?)";
-    FOREIGN_OBJECTS: "{count} of its objects are looked after by another controller ({controllers}): {objects}",
+    FOREIGN_OBJECTS: "another controller ({controllers}) looks after {count} of its objects: {objects}",
         "そのうち {count} 個のオブジェクトは別のコントローラー ({controllers}) が受け持っています: {objects}";
     RUN_LEAVES_ALONE: "namespace {namespace}: {foreign}. Your controllers leave them alone and do not start: work in a namespace of your own (NAMESPACE=<name> or PARTICIPANT=<your name>), or stop that controller",
         "Namespace {namespace}: {foreign}。自分のコントローラーはそれに触らず、起動しません。自分の Namespace で作業するか (NAMESPACE=<名前> か PARTICIPANT=<自分の名前>)、そのコントローラーを止めてください";
@@ -386,10 +386,10 @@ messages! {
         "Namespace {namespace}: {foreign}。自分のコントローラーは止まり、それに触りません。自分の Namespace で作業するか (NAMESPACE=<名前> か PARTICIPANT=<自分の名前>)、そのコントローラーを止めてください";
     CANNOT_LOOK_FOR_OTHERS: "cannot tell whether another controller works in namespace {namespace}: {said}",
         "Namespace {namespace} でほかのコントローラーが動いているかどうか分かりません: 「{said}」";
-    CRD_USED_HERE: "the CRD {name} in the cluster differs from yours ({whose}), and in your namespace {namespace} {foreign}",
+    CRD_USED_HERE: "the CRD {name} in the cluster differs from yours ({whose}), and in your namespace {namespace}, {foreign}",
         "クラスターの CRD {name} は自分のものと違い ({whose})、自分の Namespace {namespace} では{foreign}";
     CLI_RUN_PARTICIPANT: "Who you are: your writes are signed math-workshop-<you>, and a context that names no namespace gets math-workshop-<you> (default: user-host).",
-        "自分の名前。書き込みに math-workshop-<自分> と署名し、Namespace を指定しないコンテキストでは math-workshop-<自分> を使う (既定: user-host)";
+        "自分の名前。書き込みのフィールドマネージャーを math-workshop-<自分> にし、Namespace を指定しないコンテキストでは math-workshop-<自分> を使う (既定: user-host)";
     CLI_INSTALL_NAMESPACE: "The namespace you work in, whose objects the CRD guard looks at too (default: as for run).",
         "作業する Namespace。CRD のガードはその中のオブジェクトも見る (既定: run と同じ)";
 
@@ -473,7 +473,7 @@ messages! {
     CLI_CRDS: "Print the CRDs generated from your types (or write one file per CRD with --dir).",
         "自分の型から生成した CRD を表示する (--dir なら CRD ごとにファイルを書く)";
     CLI_CRDS_DIR: "Write `<name>.yaml` files into this directory instead of printing.",
-        "表示する代わりに、このディレクトリーに `<name>.yaml` を書く";
+        "表示する代わりに、このディレクトリに `<name>.yaml` を書く";
     CLI_SOLUTION: "Use the reference solutions instead of your exercises.",
         "自分の演習の代わりに模範解答を使う";
     CLI_INSTALL: "Write your CRDs to workshop/crds/ and install them into the cluster of the current kubeconfig with kubectl apply, unless they would replace different CRDs that objects in other namespaces use (a shared cluster).",
@@ -485,9 +485,9 @@ messages! {
     CLI_RUN_STAGE: "The last stage to run (1 Number, 2 +Tuple, 3 +Fermat).",
         "動かす最後のステージ (1 Number、2 +Tuple、3 +Fermat。既定は 3)";
     CLI_RUN_TEST_SERVER: "Start an in-memory test API server with your CRDs installed, and run against it.",
-        "自分の CRD を入れたインメモリーのテスト用 API サーバーを起動し、それに対して動かす";
+        "自分の CRD を入れたインメモリのテスト用 API サーバーを起動し、それに対して動かす";
     CLI_RUN_NAMESPACE: "The namespace your controllers look after (default: the one the current context names, where kubectl puts what you apply; math-workshop-<participant> when it names none).",
-        "コントローラーが受け持つ Namespace (既定: 今のコンテキストが指定するもの。kubectl が apply したものを置く所。指定がなければ math-workshop-<participant>)";
+        "コントローラーが受け持つ Namespace (既定: 現在のコンテキストが指定するもの。kubectl が apply したものを置く所。指定がなければ math-workshop-<participant>)";
     CLI_ROOM: "For the organiser: set a shared cluster up (CRDs; per participant a namespace, a ServiceAccount limited to it, workshop/room/<name>.kubeconfig).",
         "主催者向け: 共有クラスターをセットアップします (CRD、参加者ごとに Namespace、そこだけに限った ServiceAccount、workshop/room/<名前>.kubeconfig)。";
     CLI_ROOM_PARTICIPANTS: "The participants' names (lower-case letters, digits, dashes).",
@@ -495,7 +495,7 @@ messages! {
     CLI_RUN_ALL_NAMESPACES: "Look after every namespace, like kubebuilder's `make run` (a cluster of your own).",
         "kubebuilder の `make run` のように、すべての Namespace を受け持つ (自分専用のクラスター向け)";
     CLI_CHECK: "Check stage N: ✓ or ✗ per expectation, with hints; exits non-zero on any ✗.",
-        "ステージ N をチェックする: 期待ごとに ✓ か ✗ とヒント。✗ が一つでもあれば終了コードは 0 以外";
+        "ステージ N をチェックする: 項目ごとに ✓ か ✗ とヒント。✗ が一つでもあれば終了コードは 0 以外";
     CLI_CHECK_STAGE: "The stage to check (1 Number, 2 Tuple, 3 Fermat).",
         "チェックするステージ (1 Number、2 Tuple、3 Fermat)";
     CLI_CHECK_CLUSTER: "Use the cluster of the current kubeconfig instead of a fresh test API server, in the namespace math-workshop-check-<participant>.",
@@ -505,7 +505,7 @@ messages! {
     CLI_CHECK_FORCE: "With --cluster: install the CRDs even over different ones that others use.",
         "--cluster のとき: ほかの人が使う別の CRD があっても、CRD をインストールする";
     CLI_CHECK_TIMEOUT: "Seconds each expectation may take (default: 10 on the test server, 30 on a cluster).",
-        "期待一つにかけてよい秒数 (既定: テスト用サーバーで 10、クラスターで 30)";
+        "1 項目にかけてよい秒数 (既定: テスト用 API サーバーで 10、クラスターで 30)";
     CLI_TOOLS: "Watch and skip, for the learner track.", "学習トラックのための watch と skip";
     CLI_WATCH: "Build and check a stage, and again on every save of an exercise file (Rustlings-style).",
         "ステージをビルドしてチェックし、演習ファイルを保存するたびにやり直す (Rustlings 風)";
@@ -516,7 +516,7 @@ messages! {
     CLI_WATCH_PARTICIPANT: "With --cluster: who you are (the namespace math-workshop-check-<participant>).",
         "--cluster のとき: 自分の名前 (Namespace は math-workshop-check-<participant>)";
     CLI_WATCH_TIMEOUT: "Seconds each expectation of a check may take.",
-        "チェックの期待一つにかけてよい秒数";
+        "チェックの 1 項目にかけてよい秒数";
     CLI_SKIP: "Catch up: put the reference solution of stage N in workshop/src/exercises/ (yours is kept beside it as <file>.rs.mine), to go on with stage N+1 in your own code.",
         "追いつく: ステージ N の模範解答を workshop/src/exercises/ に置き (自分のものは <file>.rs.mine として隣に残る)、ステージ N+1 を自分のコードで続ける";
     CLI_SKIP_STAGE: "The stage to take the reference solution of (1 Number, 2 Tuple, 3 Fermat).",
@@ -549,6 +549,12 @@ messages! {
         "ディストリビューションのパッケージマネージャーで {package} パッケージ";
     DOCTOR_SUMMARY: "workshop-doctor: {count} missing (above); install, then run make workshop-doctor again",
         "workshop-doctor: 足りないものが {count} 件あります (上記)。インストールしてから、もう一度 make workshop-doctor を実行してください";
+    DOCTOR_WSL_MNT: "✗ this clone is on Windows' disk ({dir}): under WSL a build there is many times slower; clone it into your Linux home: cd ~ && git clone <the repository's URL>",
+        "✗ このクローンは Windows 側のディスク ({dir}) にあります。WSL ではそこでのビルドが何倍も遅くなります。Linux のホームにクローンしてください: cd ~ && git clone <リポジトリの URL>";
+    DOCTOR_DISK: "✗ only {free} of disk is free here; the day's build needs {needed}: free some space (cargo clean in old Rust projects is a good start)",
+        "✗ ここのディスクの空きは {free} しかありません。当日のビルドには {needed} 必要です。空きを作ってください (古い Rust プロジェクトでの cargo clean が手始めです)";
+    DOCTOR_CARGO_PATH: "✗ Rust is installed in ~/.cargo/bin, but that folder is not on your PATH; run: . \"$HOME/.cargo/env\" (or open a new terminal)",
+        "✗ Rust は ~/.cargo/bin にインストールされていますが、そのディレクトリが PATH に入っていません。実行してください: . \"$HOME/.cargo/env\" (または新しいターミナルを開きます)";
     DOCTOR_PREPARED: "workshop-prepare: done in {minutes} min {seconds} s, {total} of disk (target/ {target}, crates in ~/.cargo {crates}); the workshop now runs without network",
         "workshop-prepare: 完了しました ({minutes} 分 {seconds} 秒、ディスク {total}: target/ が {target}、~/.cargo のクレートが {crates})。これでワークショップはネットワークなしで動きます";
     DOCTOR_KUBECTL_UNTESTED: "! kubectl {version} works, but the guide's outputs were tested with kubectl 1.32 to 1.36: some lines may read otherwise",

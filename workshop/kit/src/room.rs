@@ -724,8 +724,8 @@ mod tests {
         );
         assert_eq!(
             describe_foreign(&found),
-            "2 of its objects are looked after by another controller (a controller that gives no \
-             name (the finished manager?), math-workshop-bob): Number/c, Number/d"
+            "another controller (a controller that gives no name (the finished manager?), \
+             math-workshop-bob) looks after 2 of its objects: Number/c, Number/d"
         );
     }
 

@@ -82,12 +82,22 @@ pub async fn reconcile(fermat: Arc<Fermat>, ctx: Arc<Context>) -> Result<Action>
 /// ```
 ///
 /// (`use super::tuple::TupleSpec;` besides the imports of 2a.)
+///
+/// 演習 3a: 演習 2a と同じく、組ごとに子を 1 つ作ります。
+/// `crate::math::fermat_splits(fermat.spec.number)` の各 `(a, b)` (組 `(a, n - a)`) について、
+/// Tuple `child_name(&fermat.name_any(), a, b)` を `TupleSpec { numbers: vec![a, b] }` と、Fermat を
+/// 指す controller の ownerReference (2a と同じく `block_owner_deletion: Some(true)` 付き) で、
+/// `Patch::Apply` とフィールドマネージャーを使って apply します (上のコード。import は 2a のものに
+/// `use super::tuple::TupleSpec;` を足します)。
 pub async fn apply_children(_fermat: &Fermat, _ctx: &Context) -> Result<Vec<Tuple>> {
     todo!("EXERCISE 3a: create or update the child Tuples, in workshop/src/exercises/fermat.rs")
 }
 
 /// EXERCISE 3b: as in EXERCISE 2b: delete the Tuples this Fermat controls that are not among
 /// `children` (its number changed).
+///
+/// 演習 3b: 演習 2b と同じく、この Fermat がコントローラーになっている Tuple のうち、`children`
+/// にないもの (number が変わった) を削除します。
 pub async fn delete_extras(_fermat: &Fermat, _children: &[Tuple], _ctx: &Context) -> Result<()> {
     todo!("EXERCISE 3b: delete the Tuples no longer wanted, in workshop/src/exercises/fermat.rs")
 }
@@ -109,6 +119,16 @@ pub async fn delete_extras(_fermat: &Fermat, _children: &[Tuple], _ctx: &Context
 /// `crate::math::is_prime` and `crate::math::is_one_mod_four` of n. Write it as in stage 1:
 /// `json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Fermat", "status": status })`
 /// with `patch_status` (`use serde_json::json;`, `use crate::math;`).
+///
+/// 演習 3c: すべての子 Tuple が現在の spec に対する status を持ったら (2c と同じ)、`FermatStatus`
+/// を書き込みます。`decompositions` には、status が `all_squares` と言っている子 `[a, b]` ごとに、
+/// 子の順番どおり `crate::math::format_decomposition(x, y)` ("1²+4²") を入れます。`x` と `y` は
+/// `a` と `b` の平方根です。`crate::math::exact_sqrt(a)` は平方数なら `Some(x)`、そうでなければ
+/// `None` を返すので、`Option` を返すクロージャーの中では `?` で取り出せます (上のコード)。
+/// `two_squares_found` は分解が 1 つでもあるかどうか、`is_prime` と `one_mod_four` は n の
+/// `crate::math::is_prime` と `crate::math::is_one_mod_four` です。ステージ 1 と同じく
+/// `json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Fermat", "status": status })` を
+/// `patch_status` で書き込みます (`use serde_json::json;`、`use crate::math;`)。
 pub async fn write_status(_fermat: &Fermat, _children: &[Tuple], _ctx: &Context) -> Result<()> {
     todo!(
         "EXERCISE 3c: report the decompositions in the Fermat's status, in workshop/src/exercises/fermat.rs"
@@ -121,6 +141,8 @@ pub async fn run(ctx: Arc<Context>) {
     Controller::new(fermats, watcher::Config::default())
         // EXERCISE 3d: be woken when a child Tuple changes, as in EXERCISE 2d:
         //     .owns(ctx.watched::<Tuple>(), watcher::Config::default())
+        // 演習 3d: 演習 2d と同じく、子の Tuple が変わったときにも起こされるようにします
+        // (上の 1 行のコメントを外します)。
         .run(reconcile, error_policy, ctx)
         .for_each(log)
         .await;

@@ -23,6 +23,14 @@ use crate::context::{Context, Result, error_policy, log};
 //     pub value: i64,
 //
 // then look at the CRD it generates: `cargo run --profile workshop -p math-workshop -- crds`.
+//
+// 演習 1a: API を定義します。`#[derive(CustomResource)]` が `NumberSpec` から Kind `Number` を
+// 作り (`metadata`、`spec`、`status` を持つ構造体 `Number` は自動で生成されます)、`JsonSchema` が
+// CRD のスキーマになります。spec にフィールドを 1 つ足してください:
+//
+//     pub value: i64,
+//
+// そのあと、生成される CRD を見てみましょう: `cargo run --profile workshop -p math-workshop -- crds`。
 /// The desired state: one integer.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
 #[kube(
@@ -48,6 +56,11 @@ pub struct NumberSpec {}
 //     pub fizz_buzz: String,        // "Fizz", "Buzz", "FizzBuzz" or the value, e.g. "7"
 //     pub is_square: bool,
 //     pub is_prime: bool,
+//
+// 演習 1a (続き): status はコントローラーが観測したものです。Kubernetes のフィールドは
+// camelCase (`fizzBuzz`) なので、`#[serde(rename_all = "camelCase")]` は残したまま、上の 4 つの
+// フィールドを足してください (`observed_generation` はこの status が表す metadata.generation、
+// `fizz_buzz` は "Fizz"、"Buzz"、"FizzBuzz" か値そのもの、たとえば "7")。
 /// What the controller observed: written to the status subresource only.
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -70,6 +83,15 @@ pub struct NumberStatus {}
 /// (`use kube::ResourceExt;` for `namespace()` and `name_any()`, `use kube::api::{Patch, PatchParams};`,
 /// `use crate::context::MANAGER;`). Return `Ok(Action::await_change())`: nothing to do until
 /// the Number changes again. Rename `_number` and `_ctx` to use them.
+///
+/// 演習 1b: `number.spec.value` から `crate::math::fizzbuzz`、`crate::math::is_square`、
+/// `crate::math::is_prime` で `NumberStatus` を作り、`observed_generation` には
+/// `number.metadata.generation.unwrap_or_default()` (`Option<i64>`。保存されたオブジェクトには
+/// 必ずあります) を入れます。それを上のコードのように *status サブリソース* に書き込みます
+/// (オブジェクト本体への書き込みでは `status` は無視されます)。使うもの: `use kube::ResourceExt;`
+/// (`namespace()` と `name_any()`)、`use kube::api::{Patch, PatchParams};`、
+/// `use crate::context::MANAGER;`。`Ok(Action::await_change())` を返します (Number がまた
+/// 変わるまで、することはありません)。使うときは `_number` と `_ctx` の `_` を外してください。
 pub async fn reconcile(_number: Arc<Number>, _ctx: Arc<Context>) -> Result<Action> {
     todo!(
         "EXERCISE 1b: compute the Number's status and patch it, in workshop/src/exercises/number.rs"

@@ -425,15 +425,6 @@ impl Session {
         )
     }
 
-    /// Writes a YAML file the way a learner would; its path for `kubectl apply -f`.
-    fn file(&self, name: &str, yaml: &str) -> String {
-        let path = self.kubectl.dir().join(name);
-        if let Err(e) = std::fs::write(&path, yaml) {
-            tracing::warn!(target: "math_workshop::check", path = %path.display(), %e, "could not write a file");
-        }
-        path.display().to_string()
-    }
-
     /// "after 10 s", for messages.
     fn after(&self) -> String {
         t!(m::AFTER, seconds = self.opts.timeout.as_secs())

@@ -54,6 +54,7 @@ pub(crate) async fn number(s: &mut Session) {
         "number.yaml",
         "number-negative.yaml",
         "number-large-square.yaml",
+        "number-prime.yaml",
     ] {
         s.kubectl(
             NUMBER,
@@ -62,9 +63,6 @@ pub(crate) async fn number(s: &mut Session) {
         )
         .await;
     }
-    let prime = s.file("number-prime.yaml", "apiVersion: math.example.com/v1beta1\nkind: Number\nmetadata:\n  name: number-prime\nspec:\n  value: 13\n");
-    s.kubectl(NUMBER, &["apply", "-f", &prime], apply_hint)
-        .await;
     number_status(s, "number-sample", 15, "FizzBuzz", false, false).await;
     number_status(s, "number-negative", -9, "Fizz", false, false).await;
     let big = 9_223_372_030_926_249_001;
