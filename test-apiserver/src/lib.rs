@@ -65,9 +65,11 @@ mod proto;
 mod quantity;
 mod rbac;
 mod registry;
+mod requests;
 mod schema;
 mod selector;
 mod server;
+mod shared;
 mod ssa;
 mod status;
 mod store;
@@ -79,254 +81,13 @@ pub use auth::UserInfo;
 pub use control::Restart;
 pub use install::{ApplyCrdsError, CRD_READY_TIMEOUT};
 pub use misbehave::ANONYMOUS;
+pub use requests::{RequestFilter, RequestRecord, Verb};
 use serde_json::Value;
+pub(crate) use shared::{Fault, Shared, lock};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::sync::{Notify, oneshot};
-
-/// The verb of a request, as in kube-apiserver's audit log and RBAC.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Verb {
-    /// GET of one object.
-    Get,
-    /// GET of a collection.
-    List,
-    /// GET of a collection with `watch=true`.
-    Watch,
-    /// POST.
-    Create,
-    /// PUT.
-    Update,
-    /// PATCH, server-side apply included.
-    Patch,
-    /// DELETE of one object.
-    Delete,
-    /// DELETE of a collection.
-    DeleteCollection,
-    /// Requests outside resources: discovery, `/version`, `/healthz`, `/openapi`.
-    NonResource,
-}
-
-impl Verb {
-    /// create, update, patch, delete and deletecollection.
-    pub fn is_write(self) -> bool {
-        matches!(
-            self,
-            Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection
-        )
-    }
-
-    /// The lower-case name kube-apiserver uses (`deletecollection`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verb::Get => "get",
-            Verb::List => "list",
-            Verb::Watch => "watch",
-            Verb::Create => "create",
-            Verb::Update => "update",
-            Verb::Patch => "patch",
-            Verb::Delete => "delete",
-            Verb::DeleteCollection => "deletecollection",
-            Verb::NonResource => "nonresource",
-        }
-    }
-}
-
-/// One request the server answered.
-#[derive(Debug, Clone)]
-pub struct RequestRecord {
-    /// The request's verb.
-    pub verb: Verb,
-    /// HTTP method.
-    pub method: String,
-    /// URL path (without the query).
-    pub path: String,
-    /// Raw query string.
-    pub query: String,
-    /// API group ("" for core, and for non-resource requests).
-    pub group: String,
-    /// API version ("v1", "v1beta1"; "" for non-resource requests).
-    pub version: String,
-    /// Resource plural ("" for non-resource requests).
-    pub resource: String,
-    /// `status`, `scale`, `log`, ... when the request is to a subresource.
-    pub subresource: Option<String>,
-    /// The namespace in the path, for namespaced resources.
-    pub namespace: Option<String>,
-    /// The object's name in the path (None for collections).
-    pub name: Option<String>,
-    /// HTTP status code of the answer (200 for a watch that was started).
-    pub status: u16,
-    /// `dryRun=All` was requested.
-    pub dry_run: bool,
-    /// `fieldManager` or the manager derived from the User-Agent.
-    pub field_manager: String,
-    /// The `User-Agent` header.
-    pub user_agent: String,
-    /// When the request arrived.
-    pub time: SystemTime,
-    /// Time to produce the answer (for a watch: to start streaming).
-    pub duration: Duration,
-}
-
-/// Selects requests: every field that is `Some` must match.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RequestFilter {
-    /// Only this verb.
-    pub verb: Option<Verb>,
-    /// Resource plural, e.g. `numbers`.
-    pub resource: Option<String>,
-    /// `status`; use [`RequestFilter::main_resource`] to exclude subresources.
-    pub subresource: Option<String>,
-    /// Only requests in this namespace.
-    pub namespace: Option<String>,
-    /// Only requests naming this object.
-    pub name: Option<String>,
-    /// Only requests to the main resource (no subresource).
-    pub main_only: bool,
-}
-
-impl RequestFilter {
-    /// Matches every request.
-    pub fn new() -> RequestFilter {
-        RequestFilter::default()
-    }
-    /// Only requests with this verb.
-    pub fn verb(mut self, verb: Verb) -> Self {
-        self.verb = Some(verb);
-        self
-    }
-    /// Only requests to this resource (plural, e.g. `numbers`).
-    pub fn resource(mut self, resource: impl Into<String>) -> Self {
-        self.resource = Some(resource.into());
-        self
-    }
-    /// Only requests to this subresource (e.g. `status`).
-    pub fn subresource(mut self, subresource: impl Into<String>) -> Self {
-        self.subresource = Some(subresource.into());
-        self
-    }
-    /// Only requests without a subresource.
-    pub fn main_resource(mut self) -> Self {
-        self.main_only = true;
-        self
-    }
-    /// Only requests in this namespace.
-    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.namespace = Some(namespace.into());
-        self
-    }
-    /// Only requests naming this object.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-
-    /// Does this filter select the request?
-    pub fn matches(&self, r: &RequestRecord) -> bool {
-        self.matches_parts(
-            r.verb,
-            &r.resource,
-            r.subresource.as_deref(),
-            r.namespace.as_deref(),
-            r.name.as_deref(),
-        )
-    }
-
-    pub(crate) fn matches_parts(
-        &self,
-        verb: Verb,
-        resource: &str,
-        sub: Option<&str>,
-        ns: Option<&str>,
-        name: Option<&str>,
-    ) -> bool {
-        self.verb.is_none_or(|v| v == verb)
-            && self.resource.as_deref().is_none_or(|x| x == resource)
-            && self.subresource.as_deref().is_none_or(|x| Some(x) == sub)
-            && (!self.main_only || sub.is_none())
-            && self.namespace.as_deref().is_none_or(|x| Some(x) == ns)
-            && self.name.as_deref().is_none_or(|x| Some(x) == name)
-    }
-}
-
-pub(crate) struct Fault {
-    filter: RequestFilter,
-    remaining: usize,
-    status: u16,
-}
-
-pub(crate) struct Shared {
-    pub(crate) state: Mutex<store::State>,
-    pub(crate) log: Mutex<Vec<RequestRecord>>,
-    pub(crate) faults: Mutex<Vec<Fault>>,
-    pub(crate) latencies: Mutex<Vec<(RequestFilter, Duration)>>,
-    /// Under the write cap, how many slots the writes a filter matches take.
-    pub(crate) write_weights: Mutex<Vec<(RequestFilter, f64)>>,
-    pub(crate) faults_io: faults::Faults,
-    pub(crate) gc_notify: Notify,
-    pub(crate) bookmark_interval: Mutex<Duration>,
-    pub(crate) url: String,
-    /// Bearer tokens TokenReviews recognise.
-    pub(crate) tokens: auth::Tokens,
-    /// After a restart: until when custom-resource paths answer 503 (CRD informer not synced).
-    pub(crate) crds_unavailable_until: Mutex<Option<Instant>>,
-    /// Expired tokens, throttled flows, a lagging list cache, resourceVersions gone.
-    pub(crate) misbehave: misbehave::Misbehaviour,
-    /// Whether requests are authorized (RBAC), see [`rbac`].
-    pub(crate) rbac: rbac::Rbac,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl Shared {
-    pub(crate) fn state(&self) -> MutexGuard<'_, store::State> {
-        lock(&self.state)
-    }
-
-    /// Consumes one injected fault matching the request, if any.
-    pub(crate) fn take_fault(
-        &self,
-        verb: Verb,
-        resource: &str,
-        sub: Option<&str>,
-        ns: Option<&str>,
-        name: Option<&str>,
-    ) -> Option<u16> {
-        let mut faults = lock(&self.faults);
-        let f = faults
-            .iter_mut()
-            .find(|f| f.remaining > 0 && f.filter.matches_parts(verb, resource, sub, ns, name))?;
-        f.remaining -= 1;
-        let status = f.status;
-        faults.retain(|f| f.remaining > 0);
-        Some(status)
-    }
-
-    pub(crate) fn latency(&self, request: &RequestRecord) -> Duration {
-        lock(&self.latencies)
-            .iter()
-            .filter(|(f, _)| f.matches(request))
-            .map(|(_, d)| *d)
-            .max()
-            .unwrap_or_default()
-    }
-
-    /// How many write slots a write takes under the cap (1 unless a rule says otherwise).
-    pub(crate) fn write_weight(&self, request: &RequestRecord) -> f64 {
-        lock(&self.write_weights)
-            .iter()
-            .find(|(f, _)| f.matches(request))
-            .map_or(1.0, |(_, w)| *w)
-    }
-
-    pub(crate) fn record(&self, r: RequestRecord) {
-        lock(&self.log).push(r);
-    }
-}
 
 /// Options for [`TestServer::start_with`].
 #[derive(Debug, Clone)]
@@ -418,7 +179,7 @@ impl TestServer {
         let listener = shared.faults_io.listener(listener, addr);
         let gc_shared = Arc::downgrade(&shared);
         let task = tokio::spawn(async move {
-            let gc = tokio::spawn(background_loop(gc_shared));
+            let gc = tokio::spawn(shared::background_loop(gc_shared));
             let _ = axum::serve(listener, app)
                 .with_graceful_shutdown(async move {
                     let _ = stop_rx.await;
@@ -611,48 +372,6 @@ impl TestServer {
         {
             task.abort();
         }
-    }
-}
-
-/// kube-controller-manager's part: the garbage collector, the quota controller and the
-/// namespace controller, woken after every write request and at least once a second (or
-/// when a controller asked to be: a quota recount or a namespace deletion step is due).
-async fn background_loop(shared: std::sync::Weak<Shared>) {
-    let mut next: Option<Instant> = None;
-    loop {
-        let Some(s) = shared.upgrade() else { return };
-        let now = Instant::now();
-        let sleep = next
-            .map(|at| at.saturating_duration_since(now))
-            .unwrap_or(Duration::from_secs(1))
-            .min(Duration::from_secs(1));
-        tokio::select! {
-            _ = s.gc_notify.notified() => {}
-            _ = tokio::time::sleep(sleep) => {}
-        }
-        let mut st = s.state();
-        for _ in 0..100 {
-            if !st.gc_pass() {
-                break;
-            }
-        }
-        st.namespace_sync();
-        st.crd_cleanup_sync();
-        for _ in 0..100 {
-            if !st.gc_pass() {
-                break;
-            }
-        }
-        st.quota_sync();
-        next = [
-            st.quota_next_due(),
-            st.namespaces_next_due(),
-            st.crd_cleanup_next_due(),
-            st.gc_next_due(),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
     }
 }
 

@@ -234,3 +234,38 @@ async fn every_served_version_is_served_with_none_conversion() {
         "{no_scale:?}"
     );
 }
+
+/// kube-rs's example `crd_derive_schema` deletes its CRD (two instances left) and then
+/// watches CRDs with `fieldSelector=metadata.name=<crd>` from resourceVersion 0 for up to
+/// 15 s, expecting DELETED. On kube-apiserver v1.36.2 the example ends in time: the watch
+/// from 0 starts with the CRD as it is (ADDED, terminating) and then sees it DELETED once the
+/// finalizer controller has deleted the instances.
+#[tokio::test]
+async fn a_watch_by_name_from_zero_sees_a_deleted_crd_go() {
+    let (s, widgets) = server_with_widgets().await;
+    for name in ["w1", "w2"] {
+        widgets
+            .create(&PostParams::default(), &widget(name, &[]))
+            .await
+            .unwrap();
+    }
+    let crds: Api<CustomResourceDefinition> = Api::all(s.client());
+    crds.delete(CRD, &DeleteParams::default()).await.unwrap();
+    let wp = WatchParams::default()
+        .fields(&format!("metadata.name={CRD}"))
+        .timeout(15);
+    let mut stream = crds.watch(&wp, "0").await.unwrap().boxed();
+    let mut seen = vec![];
+    let deleted = tokio::time::timeout(Duration::from_secs(16), async {
+        while let Some(event) = stream.try_next().await.unwrap() {
+            let deleted = matches!(event, WatchEvent::Deleted(_));
+            seen.push(format!("{event:?}").chars().take(60).collect::<String>());
+            if deleted {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(deleted, Ok(true), "events seen: {seen:?}");
+}

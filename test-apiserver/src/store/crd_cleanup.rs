@@ -25,6 +25,14 @@ pub(super) const CRD_STORAGE: &str = "apiextensions.k8s.io/customresourcedefinit
 const FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 /// How often a CRD whose instances are held by finalizers is looked at again.
 const RECHECK: Duration = Duration::from_millis(100);
+/// How long after a CRD starts terminating the finalizer controller first acts on it. In
+/// kube-apiserver the controller learns of the DELETE through its informer and workqueue and
+/// then writes the CRD's status, deletes the instances, lists them and writes the CRD again,
+/// each a round trip through etcd: tens of milliseconds in all, so a client's next request
+/// (kube-rs's `crd_derive_schema` example watches the CRD from resourceVersion 0 right after
+/// its DELETE) still finds the CRD. Acting within the DELETE's own wake-up of the background
+/// loop, the test server deleted it first and that watch waited in vain.
+const INFORMER_DELAY: Duration = Duration::from_millis(50);
 
 /// The finalizer controller's queue: terminating CRDs → when to look again.
 #[derive(Default)]
@@ -101,7 +109,7 @@ impl State {
         {
             self.crd_cleanup
                 .work
-                .insert(key.name.clone(), Instant::now());
+                .insert(key.name.clone(), Instant::now() + INFORMER_DELAY);
         }
     }
 

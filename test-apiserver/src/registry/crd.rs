@@ -1,0 +1,168 @@
+//! Resource types from a CustomResourceDefinition: one per served version, as the
+//! apiextensions-apiserver builds its handlers.
+
+use super::{ALL_VERBS, PrinterColumn, ResourceType, ScalePaths};
+use serde_json::Value;
+
+/// The served versions of a CRD as resource types, the preferred one first (kube-apiserver's
+/// version priority: GA before beta before alpha, higher numbers first), each with its own
+/// schema, subresources and columns, all stored in the storage version.
+pub fn from_crd(crd: &Value) -> Vec<ResourceType> {
+    let versions = crd
+        .get("spec")
+        .and_then(|s| s.get("versions"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let storage = versions
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .or_else(|| versions.first())
+        .and_then(|v| v.get("name"))
+        .and_then(Value::as_str)
+        .map(String::from);
+    let mut out: Vec<ResourceType> = versions
+        .iter()
+        .filter(|v| v.get("served").and_then(Value::as_bool) != Some(false))
+        .filter_map(|v| from_crd_version(crd, v))
+        .collect();
+    for rt in &mut out {
+        rt.storage_version = storage.clone();
+    }
+    out.sort_by_key(|rt| version_priority(&rt.version));
+    out
+}
+
+/// kube-apiserver's order of versions (`version.CompareKubeAwareVersionStrings`): `vN`
+/// before `vNbetaM` before `vNalphaM`, higher numbers first, other names last by name.
+fn version_priority(v: &str) -> (u8, std::cmp::Reverse<u64>, std::cmp::Reverse<u64>, String) {
+    use std::cmp::Reverse;
+    let parsed = v.strip_prefix('v').and_then(|rest| {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let major: u64 = rest[..digits].parse().ok()?;
+        let tail = &rest[digits..];
+        let (class, minor) = if tail.is_empty() {
+            (0, "0")
+        } else if let Some(m) = tail.strip_prefix("beta") {
+            (1, m)
+        } else {
+            (2, tail.strip_prefix("alpha")?)
+        };
+        Some((class, major, minor.parse::<u64>().ok()?))
+    });
+    match parsed {
+        Some((class, major, minor)) => (class, Reverse(major), Reverse(minor), String::new()),
+        None => (3, Reverse(0), Reverse(0), v.to_string()),
+    }
+}
+
+/// One served version of a CRD as a resource type.
+fn from_crd_version(crd: &Value, version: &Value) -> Option<ResourceType> {
+    let spec = crd.get("spec")?;
+    let group = spec.get("group")?.as_str()?.to_string();
+    let names = spec.get("names")?;
+    let plural = names.get("plural")?.as_str()?.to_string();
+    let kind = names.get("kind")?.as_str()?.to_string();
+    let singular = names
+        .get("singular")
+        .and_then(Value::as_str)
+        .map(String::from)
+        .unwrap_or_else(|| kind.to_lowercase());
+    let strs = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let short_names = strs(names.get("shortNames"));
+    let categories = strs(names.get("categories"));
+    let namespaced = spec.get("scope").and_then(Value::as_str) != Some("Cluster");
+    let vname = version.get("name")?.as_str()?.to_string();
+    let status_subresource = version
+        .get("subresources")
+        .and_then(|s| s.get("status"))
+        .is_some();
+    let scale = version
+        .get("subresources")
+        .and_then(|s| s.get("scale"))
+        .map(|s| {
+            let path = |k: &str| s.get(k).and_then(Value::as_str).map(String::from);
+            ScalePaths {
+                spec_replicas: path("specReplicasPath").unwrap_or_default(),
+                status_replicas: path("statusReplicasPath").unwrap_or_default(),
+                label_selector: path("labelSelectorPath"),
+            }
+        });
+    let schema = version
+        .get("schema")
+        .and_then(|s| s.get("openAPIV3Schema"))
+        .cloned();
+    let mut columns: Vec<PrinterColumn> = version
+        .get("additionalPrinterColumns")
+        .and_then(Value::as_array)
+        .map(|cols| {
+            cols.iter()
+                .map(|c| PrinterColumn {
+                    name: c.get("name").and_then(Value::as_str).unwrap_or("").into(),
+                    type_: c
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("string")
+                        .into(),
+                    format: c.get("format").and_then(Value::as_str).unwrap_or("").into(),
+                    description: c
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .into(),
+                    priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                    json_path: c
+                        .get("jsonPath")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .into(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if columns.is_empty() {
+        // apiextensions-apiserver serves a default Age column when none is declared.
+        columns.push(PrinterColumn {
+            name: "Age".into(),
+            type_: "date".into(),
+            format: String::new(),
+            description: "CreationTimestamp is a timestamp representing the server time when this object was created.".into(),
+            priority: 0,
+            json_path: ".metadata.creationTimestamp".into(),
+        });
+    }
+    Some(ResourceType {
+        storage: format!("{group}/{plural}"),
+        group,
+        version: vname,
+        plural,
+        singular,
+        kind,
+        namespaced,
+        short_names,
+        categories,
+        status_subresource,
+        generation: true,
+        schema,
+        columns,
+        crd: crd
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .map(String::from),
+        storage_version: None,
+        subresources: scale.iter().map(|_| "scale".to_string()).collect(),
+        verbs: ALL_VERBS.iter().map(|s| s.to_string()).collect(),
+        scale,
+    })
+}
