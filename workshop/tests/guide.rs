@@ -30,6 +30,14 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "guide/matching.rs"]
+mod matching;
+#[path = "guide/runner.rs"]
+mod runner;
+
+use matching::{alike, as_written};
+use runner::{controllers, stop};
+
 /// One marked output block of a guide.
 #[derive(Debug, Clone)]
 struct Block {
@@ -461,186 +469,6 @@ fn bash(script: &str, kubeconfig: &Path) -> String {
         .output()
         .expect("bash runs");
     String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-/// The output as the guide writes it: the namespace is the participant's.
-fn as_written(output: &str) -> Vec<String> {
-    let mut lines: Vec<String> = output
-        .replace(PARTICIPANT_NAMESPACE, "<your namespace>")
-        .lines()
-        .map(|l| l.trim_end().to_string())
-        .collect();
-    while lines.last().is_some_and(String::is_empty) {
-        lines.pop();
-    }
-    lines
-}
-
-/// A line with what varies from run to run made alike: times, UIDs, ages, resourceVersions,
-/// and the width of columns.
-fn normal(line: &str) -> String {
-    let words: Vec<String> = line
-        .split_whitespace()
-        .map(|word| {
-            let bare = word.trim_matches(|c: char| matches!(c, '"' | ',' | '[' | ']' | '{' | '}'));
-            let age = bare.len() > 1
-                && bare.ends_with(['s', 'm', 'h', 'd'])
-                && bare[..bare.len() - 1]
-                    .chars()
-                    .all(|c| c.is_ascii_digit() || c == 'm');
-            if age {
-                "[AGE]".to_string()
-            } else {
-                masked(word)
-            }
-        })
-        .collect();
-    words.join(" ")
-}
-
-/// Times (2026-11-24T01:30:38.239200Z), UIDs and quoted numbers after resourceVersion masked.
-fn masked(word: &str) -> String {
-    let chars: Vec<char> = word.chars().collect();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let rest: String = chars[i..].iter().collect();
-        if let Some(len) = time_len(&rest) {
-            out.push_str("[TIME]");
-            i += len;
-        } else if uid_len(&rest) {
-            out.push_str("[UID]");
-            i += 36;
-        } else {
-            out.push(chars[i]);
-            i += 1;
-        }
-    }
-    out
-}
-
-fn time_len(text: &str) -> Option<usize> {
-    let b = text.as_bytes();
-    let digits =
-        |r: std::ops::Range<usize>| r.clone().all(|i| b.get(i).is_some_and(u8::is_ascii_digit));
-    let shape = digits(0..4)
-        && b.get(4) == Some(&b'-')
-        && digits(5..7)
-        && b.get(7) == Some(&b'-')
-        && digits(8..10)
-        && b.get(10) == Some(&b'T')
-        && digits(11..13)
-        && digits(14..16)
-        && digits(17..19);
-    if !shape {
-        return None;
-    }
-    let mut end = 19;
-    if b.get(end) == Some(&b'.') {
-        end += 1;
-        while b.get(end).is_some_and(u8::is_ascii_digit) {
-            end += 1;
-        }
-    }
-    (b.get(end) == Some(&b'Z')).then_some(end + 1)
-}
-
-fn uid_len(text: &str) -> bool {
-    let b = text.as_bytes();
-    b.len() >= 36
-        && (0..36).all(|i| match i {
-            8 | 13 | 18 | 23 => b[i] == b'-',
-            _ => b[i].is_ascii_hexdigit(),
-        })
-}
-
-fn alike(guide: &[String], now: &[String]) -> bool {
-    guide.len() == now.len()
-        && guide.iter().zip(now).all(|(g, n)| {
-            let (g, n) = (normal(g), normal(n));
-            g == n || (g.contains("resourceVersion") && n.contains("resourceVersion"))
-        })
-}
-
-/// The target directory this test was built in.
-fn target_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| repository().join("target"))
-}
-
-/// The controllers of stages 1..=N started as the guide tells the participant to:
-/// `make workshop-run STAGE=N`, here with `ARGS=--solution` (the reference solutions in place
-/// of the exercises) and the test's cargo profile (built already). In a process group of its
-/// own, so that [`stop`] ends make, cargo and the runner at once, as Ctrl-C does. Returns once
-/// the runner says its controllers run (its log line), not after a guessed pause.
-fn controllers(stage: u8, kubeconfig: &Path) -> std::process::Child {
-    use std::io::BufRead;
-    use std::os::unix::process::CommandExt;
-    let mut command = Command::new("sh");
-    command
-        .args([
-            "-c",
-            "exec make --no-print-directory workshop-run \"$@\" 2>&1",
-            "make",
-        ])
-        .args([format!("STAGE={stage}"), "ARGS=--solution".to_string()])
-        .current_dir(repository())
-        .env("KUBECONFIG", kubeconfig)
-        .env("LC_ALL", "C.UTF-8")
-        .env("WORKSHOP_PROFILE", "dev")
-        .env("CARGO_TARGET_DIR", target_dir())
-        .env_remove("MAKEFLAGS")
-        .env_remove("RUST_LOG")
-        .stdout(std::process::Stdio::piped())
-        .process_group(0);
-    // What cargo set for this test would make the inner cargo rebuild ring (catch_up.rs).
-    for (name, _) in std::env::vars() {
-        if name.starts_with("CARGO_PKG_")
-            || name.starts_with("CARGO_MANIFEST_")
-            || matches!(
-                name.as_str(),
-                "CARGO_CRATE_NAME"
-                    | "CARGO_BIN_NAME"
-                    | "CARGO_PRIMARY_PACKAGE"
-                    | "CARGO_TARGET_TMPDIR"
-            )
-        {
-            command.env_remove(name);
-        }
-    }
-    let mut child = command.spawn().expect("make workshop-run starts");
-    let output = child.stdout.take().expect("its output is piped");
-    let (up, started) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut said = Vec::new();
-        for line in std::io::BufReader::new(output)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if line.contains("controllers running in") {
-                let _ = up.send(Ok(()));
-            }
-            said.push(line);
-        }
-        let _ = up.send(Err(said.join("\n")));
-    });
-    match started.recv_timeout(std::time::Duration::from_secs(600)) {
-        Ok(Ok(())) => child,
-        Ok(Err(said)) => {
-            panic!("make workshop-run STAGE={stage} ended before its controllers ran:\n{said}")
-        }
-        Err(_) => panic!("make workshop-run STAGE={stage}: no controllers after 600 s"),
-    }
-}
-
-/// Ctrl-C in the runner's terminal: its process group ended (SIGTERM: a test started in the
-/// background inherits an ignored SIGINT), then waited for.
-fn stop(mut child: std::process::Child) {
-    let group = format!("-{}", child.id());
-    let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
-    let _ = child.wait();
 }
 
 #[test]
