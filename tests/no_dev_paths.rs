@@ -1,7 +1,7 @@
 //! The project speaks of itself only: a reader of the repository has the repository, not the
 //! machine it was developed on. No file that git tracks (README, docs/, the workshop's guides,
 //! hack/, sources and their test comments) may name a folder outside the repository
-//! (`../shared`), a development machine's absolute paths (its work folder, root's home) or the
+//! (a sibling folder), a development machine's absolute paths (its work folder, root's home) or the
 //! hand-built control plane's folder and lock file. A number measured on a real control plane
 //! says which server and version instead, and how to reproduce it against any cluster
 //! (`KUBECONFIG=… make bench CLUSTER=1`).

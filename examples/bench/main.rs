@@ -20,9 +20,10 @@
 //!
 //! - `BENCH_RESTART="command"` (`make bench CLUSTER=1 RESTART="…"`): a command that restarts
 //!   the cluster's kube-apiserver (SIGKILL, a pause, start again; it returns once the new
-//!   process is started), for a control plane run from binaries `hack/restart-apiserver.sh`. Run 1.5 s into
-//!   a Fermat 1000; measured: how long after the API server answers again the Fermat is
-//!   Ready, the manager's writes against the minimum, and what its log said meanwhile.
+//!   process is started), for a control plane run from binaries on this machine
+//!   `hack/restart-apiserver.sh`. Run 1.5 s into a Fermat 1000; measured: how long after the
+//!   API server answers again the Fermat is Ready, the manager's writes against the minimum,
+//!   and what its log said meanwhile.
 //!
 //! - `BENCH_PIDS="kube-apiserver=PID etcd=PID"`: processes on this machine (a local control
 //!   plane) whose CPU time is reported for the floor and for the manager's run, next to the

@@ -9,7 +9,8 @@
 //!
 //! The kubectl sessions run too (`the_guides_sessions_print_what_the_guide_shows`): per guide, a
 //! fresh test API server with the CRDs installed and the reference solutions' controllers,
-//! started and stopped where the guide tells the participant to (`<!-- guide: controllers N -->`,
+//! started with `make workshop-run STAGE=N ARGS=--solution` and stopped (its process group)
+//! where the guide tells the participant to (`<!-- guide: controllers N -->`,
 //! `<!-- guide: controllers off -->`); every ```` ```sh ```` block marked `<!-- run -->` runs in
 //! order (bash, in the repository, kubectl-math on the PATH), and the block marked
 //! `<!-- output: run -->` after it is compared with what it printed (`<!-- output: rerun -->`:
@@ -28,6 +29,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "guide/matching.rs"]
+mod matching;
+#[path = "guide/runner.rs"]
+mod runner;
+
+use matching::{alike, as_written};
+use runner::{controllers, stop};
 
 /// One marked output block of a guide.
 #[derive(Debug, Clone)]
@@ -462,146 +471,6 @@ fn bash(script: &str, kubeconfig: &Path) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// The output as the guide writes it: the namespace is the participant's.
-fn as_written(output: &str) -> Vec<String> {
-    let mut lines: Vec<String> = output
-        .replace(PARTICIPANT_NAMESPACE, "<your namespace>")
-        .lines()
-        .map(|l| kubectl_deletion(l.trim_end()))
-        .collect();
-    while lines.last().is_some_and(String::is_empty) {
-        lines.pop();
-    }
-    lines
-}
-
-/// A deletion as kubectl 1.32 and 1.33 print it: 1.34 and later add the namespace
-/// (`number.math.example.com "number-sample" deleted from default namespace`), the guide shows
-/// the shorter line that every kubectl of the tested range (1.32-1.36) prints a prefix of.
-fn kubectl_deletion(line: &str) -> String {
-    if let Some((before, after)) = line.rsplit_once("\" deleted from ")
-        && let Some(namespace) = after.strip_suffix(" namespace")
-        && !namespace.is_empty()
-        && !namespace.contains(' ')
-    {
-        return format!("{before}\" deleted");
-    }
-    line.to_string()
-}
-
-#[test]
-fn a_deletion_reads_alike_from_kubectl_1_32_to_1_36() {
-    let newer = "number.math.example.com \"number-sample\" deleted from default namespace";
-    let older = "number.math.example.com \"number-sample\" deleted";
-    assert_eq!(kubectl_deletion(newer), older);
-    assert_eq!(kubectl_deletion(older), older);
-    let other = "fermat.math.example.com/fermat-13 deleted from nowhere";
-    assert_eq!(kubectl_deletion(other), other);
-    let spaced = "tuple.math.example.com \"t\" deleted from math-workshop-alice namespace";
-    assert_eq!(
-        kubectl_deletion(spaced),
-        "tuple.math.example.com \"t\" deleted"
-    );
-}
-
-/// A line with what varies from run to run made alike: times, UIDs, ages, resourceVersions,
-/// and the width of columns.
-fn normal(line: &str) -> String {
-    let words: Vec<String> = line
-        .split_whitespace()
-        .map(|word| {
-            let bare = word.trim_matches(|c: char| matches!(c, '"' | ',' | '[' | ']' | '{' | '}'));
-            let age = bare.len() > 1
-                && bare.ends_with(['s', 'm', 'h', 'd'])
-                && bare[..bare.len() - 1]
-                    .chars()
-                    .all(|c| c.is_ascii_digit() || c == 'm');
-            if age {
-                "[AGE]".to_string()
-            } else {
-                masked(word)
-            }
-        })
-        .collect();
-    words.join(" ")
-}
-
-/// Times (2026-11-24T01:30:38.239200Z), UIDs and quoted numbers after resourceVersion masked.
-fn masked(word: &str) -> String {
-    let chars: Vec<char> = word.chars().collect();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let rest: String = chars[i..].iter().collect();
-        if let Some(len) = time_len(&rest) {
-            out.push_str("[TIME]");
-            i += len;
-        } else if uid_len(&rest) {
-            out.push_str("[UID]");
-            i += 36;
-        } else {
-            out.push(chars[i]);
-            i += 1;
-        }
-    }
-    out
-}
-
-fn time_len(text: &str) -> Option<usize> {
-    let b = text.as_bytes();
-    let digits =
-        |r: std::ops::Range<usize>| r.clone().all(|i| b.get(i).is_some_and(u8::is_ascii_digit));
-    let shape = digits(0..4)
-        && b.get(4) == Some(&b'-')
-        && digits(5..7)
-        && b.get(7) == Some(&b'-')
-        && digits(8..10)
-        && b.get(10) == Some(&b'T')
-        && digits(11..13)
-        && digits(14..16)
-        && digits(17..19);
-    if !shape {
-        return None;
-    }
-    let mut end = 19;
-    if b.get(end) == Some(&b'.') {
-        end += 1;
-        while b.get(end).is_some_and(u8::is_ascii_digit) {
-            end += 1;
-        }
-    }
-    (b.get(end) == Some(&b'Z')).then_some(end + 1)
-}
-
-fn uid_len(text: &str) -> bool {
-    let b = text.as_bytes();
-    b.len() >= 36
-        && (0..36).all(|i| match i {
-            8 | 13 | 18 | 23 => b[i] == b'-',
-            _ => b[i].is_ascii_hexdigit(),
-        })
-}
-
-fn alike(guide: &[String], now: &[String]) -> bool {
-    guide.len() == now.len()
-        && guide.iter().zip(now).all(|(g, n)| {
-            let (g, n) = (normal(g), normal(n));
-            g == n || (g.contains("resourceVersion") && n.contains("resourceVersion"))
-        })
-}
-
-/// The solutions' controllers of stages 1..=N, as `make workshop-run STAGE=N` runs them.
-fn controllers(stage: u8, kubeconfig: &Path) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_math-workshop"))
-        .args(["run", "--stage", &stage.to_string(), "--solution"])
-        .env("KUBECONFIG", kubeconfig)
-        .env("LC_ALL", "C.UTF-8")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("math-workshop run starts")
-}
-
 #[test]
 fn the_guides_sessions_print_what_the_guide_shows() {
     let write = std::env::var("GUIDE_OUTPUTS").is_ok_and(|v| v == "write");
@@ -636,13 +505,10 @@ fn the_guides_sessions_print_what_the_guide_shows() {
         for step in steps(&markdown) {
             match step {
                 Step::Controllers(stage) => {
-                    if let Some(mut child) = running.take() {
-                        let _ = child.kill();
-                        let _ = child.wait();
+                    if let Some(child) = running.take() {
+                        stop(child);
                     }
                     running = stage.map(|n| controllers(n, &kubeconfig));
-                    // Their first list and watch, before the next command.
-                    std::thread::sleep(std::time::Duration::from_millis(800));
                 }
                 Step::Run { script } => {
                     last = split_reads(&script);
@@ -696,9 +562,8 @@ fn the_guides_sessions_print_what_the_guide_shows() {
                 }
             }
         }
-        if let Some(mut child) = running.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+        if let Some(child) = running.take() {
+            stop(child);
         }
         runtime.block_on(server.shutdown());
         if write && !rewrites.is_empty() {
