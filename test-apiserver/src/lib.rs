@@ -56,6 +56,7 @@ mod admission;
 mod auth;
 mod cel;
 mod control;
+pub mod diff;
 mod events;
 mod faults;
 mod install;

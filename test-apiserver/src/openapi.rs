@@ -105,7 +105,7 @@ pub fn gv_doc(reg: &Registry, path: &str) -> Option<Value> {
     }
     Some(json!({
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.32.0"},
+        "info": {"title": "Kubernetes", "version": "v1.36.2"},
         "paths": paths,
         "components": {"schemas": schemas},
     }))

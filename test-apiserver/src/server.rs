@@ -308,20 +308,26 @@ fn serve(
                 return Ok(json_response(201, &review?, "application/json"));
             }
             let obj = shared.state().create(&t.rt, ns, b, &opts)?;
-            Ok(json_response(
-                201,
-                &render_one(t, view, &obj, q),
-                content_type(view, false),
+            Ok(with_warnings(
+                json_response(
+                    201,
+                    &render_one(t, view, &obj, q),
+                    content_type(view, false),
+                ),
+                &opts,
             ))
         }
         Verb::Update => {
             let opts = write_opts(q, manager)?;
             let b = decode_body(headers, body)?;
             let obj = shared.state().update(&t.rt, ns, name, sub, b, &opts)?;
-            Ok(json_response(
-                200,
-                &render_one(t, view, &obj, q),
-                content_type(view, false),
+            Ok(with_warnings(
+                json_response(
+                    200,
+                    &render_one(t, view, &obj, q),
+                    content_type(view, false),
+                ),
+                &opts,
             ))
         }
         Verb::Patch => {
@@ -330,10 +336,13 @@ fn serve(
             let (obj, code) = shared
                 .state()
                 .patch(&t.rt, ns, name, sub, ptype, body, force, &opts)?;
-            Ok(json_response(
-                code,
-                &render_one(t, view, &obj, q),
-                content_type(view, false),
+            Ok(with_warnings(
+                json_response(
+                    code,
+                    &render_one(t, view, &obj, q),
+                    content_type(view, false),
+                ),
+                &opts,
             ))
         }
         Verb::Delete => {
@@ -368,4 +377,16 @@ fn serve(
         }
         Verb::NonResource => Err(ApiError::no_route()),
     }
+}
+
+/// The answer with one `Warning: 299 - "<text>"` header per warning of the write, quoted as
+/// k8s.io/apiserver's `NewWarningHeader` quotes them.
+fn with_warnings(mut r: Response, opts: &crate::store::WriteOpts) -> Response {
+    for w in opts.warnings.borrow().iter() {
+        let text = format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""));
+        if let Ok(h) = axum::http::HeaderValue::from_str(&text) {
+            r.headers_mut().append("warning", h);
+        }
+    }
+    r
 }

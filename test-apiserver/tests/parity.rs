@@ -436,3 +436,39 @@ async fn bodies_start_with_kind_and_api_version() {
         "Error deserializing response: invalid value: string \"ConfigMap\", expected Pod at line 1 column 19"
     );
 }
+
+/// `/version` answers as kube-apiserver v1.36.2 does. Not observed here: derived from
+/// k8s.io/apimachinery's `version.Info` and kube-apiserver's compatibility versions (v1.36
+/// emulates itself and is compatible with 1.35), which give
+/// `{"major":"1","minor":"36","emulationMajor":"1","emulationMinor":"36",
+///   "minCompatibilityMajor":"1","minCompatibilityMinor":"35","gitVersion":"v1.36.2",…}`;
+/// kubectl prints `Server Version: v1.36.2` from `gitVersion`.
+#[tokio::test]
+async fn version_says_v1_36() {
+    let s = server().await;
+    let request = http::Request::get("/version")
+        .body(vec![])
+        .expect("a request");
+    let v: serde_json::Value = s.client().request(request).await.unwrap();
+    let fields = [
+        "major",
+        "minor",
+        "emulationMajor",
+        "emulationMinor",
+        "minCompatibilityMajor",
+        "minCompatibilityMinor",
+        "gitVersion",
+    ];
+    let got: Vec<&str> = fields.iter().map(|f| v[f].as_str().unwrap_or("")).collect();
+    assert_eq!(got, ["1", "36", "1", "36", "1", "35", "v1.36.2"]);
+    for f in [
+        "gitCommit",
+        "gitTreeState",
+        "buildDate",
+        "goVersion",
+        "compiler",
+        "platform",
+    ] {
+        assert!(v[f].is_string(), "{f} in {v}");
+    }
+}

@@ -447,7 +447,7 @@ async fn review_token(
 ) -> Result<Identity, ReviewError> {
     let review = TokenReview {
         spec: TokenReviewSpec {
-            token: Some(token),
+            token,
             audiences: None,
         },
         ..Default::default()

@@ -43,6 +43,7 @@ pub(super) fn write_opts(q: &HashMap<String, String>, manager: &str) -> ApiResul
         dry_run,
         manager: manager.to_string(),
         field_validation: q.get("fieldValidation").cloned().unwrap_or_default(),
+        warnings: Default::default(),
     })
 }
 

@@ -43,12 +43,7 @@ pub(super) fn route(shared: &Shared, path: &str) -> ApiResult<Route> {
             return Ok(Route::Json(json!({ "paths": paths })));
         }
         ["version"] => {
-            return Ok(Route::Json(json!({
-                "major": "1", "minor": "32", "gitVersion": "v1.32.0-test-apiserver",
-                "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
-                "buildDate": "2025-01-01T00:00:00Z", "goVersion": "go1.23.0", "compiler": "gc",
-                "platform": "linux/amd64"
-            })));
+            return Ok(Route::Json(version_info()));
         }
         ["healthz" | "readyz" | "livez", ..] => return Ok(Route::Text("ok")),
         ["api"] => {
@@ -176,4 +171,22 @@ pub(super) fn is_custom_resource_path(
         .filter(|t| t.group == group)
         .peekable();
     of_group.peek().is_some() && of_group.all(|t| t.crd.is_some())
+}
+
+/// The Kubernetes version the server answers as: kube-apiserver v1.36.2's `/version`, whose
+/// version and compatibility fields clients read (kubectl's version skew warning, kube-rs's
+/// `apiserver_version`). The build fields (commit, date, Go version) name no real build.
+pub(crate) const GIT_VERSION: &str = "v1.36.2";
+
+/// `/version`, as `k8s.io/apimachinery/pkg/version.Info` serialises it.
+fn version_info() -> serde_json::Value {
+    json!({
+        "major": "1", "minor": "36",
+        "emulationMajor": "1", "emulationMinor": "36",
+        "minCompatibilityMajor": "1", "minCompatibilityMinor": "35",
+        "gitVersion": GIT_VERSION,
+        "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.26.0", "compiler": "gc",
+        "platform": "linux/amd64"
+    })
 }

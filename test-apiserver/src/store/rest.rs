@@ -20,8 +20,12 @@ use serde_json::{Value, json};
 pub struct WriteOpts {
     pub dry_run: bool,
     pub manager: String,
-    /// `Strict` rejects unknown fields (400), otherwise they are pruned.
+    /// `Strict` rejects unknown fields (400), otherwise they are pruned, with a warning
+    /// unless it is `Ignore`.
     pub field_validation: String,
+    /// What the write warns of (`Warning` headers of the answer): unknown fields under
+    /// `fieldValidation=Warn`, kube-apiserver's default.
+    pub warnings: std::cell::RefCell<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Default)]

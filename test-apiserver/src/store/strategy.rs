@@ -24,21 +24,32 @@ impl State {
         let Some(s) = &rt.schema else { return Ok(()) };
         let mut pruned = vec![];
         schema::prune(obj, s, "", true, &mut pruned);
-        if opts.field_validation == "Strict" && !pruned.is_empty() {
-            let list: Vec<String> = pruned
-                .iter()
-                .map(|p| format!("unknown field \"{p}\""))
-                .collect();
-            return Err(ApiError::bad_request(format!(
-                "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
-                rt.kind,
-                rt.version,
-                rt.kind,
-                list.join(", ")
-            )));
+        let unknown: Vec<String> = pruned
+            .iter()
+            .map(|p| format!("unknown field \"{p}\""))
+            .collect();
+        match opts.field_validation.as_str() {
+            _ if unknown.is_empty() => {}
+            "Strict" => {
+                return Err(ApiError::bad_request(format!(
+                    "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
+                    rt.kind,
+                    rt.version,
+                    rt.kind,
+                    unknown.join(", ")
+                )));
+            }
+            "Ignore" => {}
+            // `Warn`, also when the client named no directive (kube-apiserver's default).
+            _ => opts.warnings.borrow_mut().extend(unknown),
         }
         schema::default(obj, s);
-        schema::validate(obj, s, "", causes);
+        let mut found = vec![];
+        schema::validate(obj, s, "", &mut found);
+        if let Some(old) = old {
+            ratchet(&mut found, obj, old);
+        }
+        causes.extend(found);
         cel_rules(obj, old, s, causes);
         Ok(())
     }
@@ -361,4 +372,27 @@ fn pod_defaults(obj: &mut Value) {
         }
     }
     obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
+}
+
+/// CRD validation ratcheting (kube-apiserver 1.30+, GA 1.33): on an update, a schema error
+/// at a value equal to the stored one is dropped, so that an object made invalid by a
+/// tightened CRD can still have its other fields changed. Values are correlated by field
+/// name up to the first list index: an error inside a list is dropped only when the whole
+/// list is unchanged (kube-apiserver also correlates `map` lists' items by key, and so
+/// accepts a little more). `Required` errors are never dropped.
+fn ratchet(causes: &mut Vec<Cause>, new: &Value, old: &Value) {
+    causes.retain(|c| c.reason == "FieldValueRequired" || changed_at(&c.field, new, old));
+}
+
+/// Whether the value at a cause's field path (`spec.size`, `spec.items[2].name`: up to the
+/// first index) differs between the two objects.
+fn changed_at(field: &str, new: &Value, old: &Value) -> bool {
+    let path = field.split('[').next().unwrap_or("");
+    let at = |v: &Value| {
+        path.split('.')
+            .filter(|p| !p.is_empty())
+            .try_fold(v, |v, p| v.get(p))
+            .cloned()
+    };
+    at(new) != at(old)
 }
