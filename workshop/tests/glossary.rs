@@ -23,6 +23,11 @@ struct Term {
 
 const GLOSSARY: &[Term] = &[
     Term {
+        concept: "desired state (idea 1 and 2 of the workshop)",
+        word: "望ましい状態",
+        avoid: &["あるべき状態"],
+    },
+    Term {
         concept: "field manager",
         word: "フィールドマネージャー",
         avoid: &["署名"],
@@ -41,6 +46,11 @@ const GLOSSARY: &[Term] = &[
         concept: "current context (kubectl's word)",
         word: "現在のコンテキスト",
         avoid: &["今のコンテキスト"],
+    },
+    Term {
+        concept: "the current cluster, kubeconfig (as kubectl's current context)",
+        word: "現在の",
+        avoid: &["今のクラスター", "今の kubeconfig"],
     },
     Term {
         concept: "in-memory",

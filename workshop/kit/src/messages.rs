@@ -119,7 +119,7 @@ messages! {
         "ステージ {stage}: {kind} — {track} ({file})、{on}で実行";
     ON_TEST_SERVER: "the test API server", "テスト用 API サーバー";
     ON_CLUSTER: "the current cluster, namespace {namespace} (participant {participant})",
-        "今のクラスターの Namespace {namespace} (参加者 {participant})";
+        "現在のクラスターの Namespace {namespace} (参加者 {participant})";
     TRACK_EXERCISES: "your exercises", "自分の演習";
     TRACK_SOLUTIONS: "the reference solutions", "模範解答";
     SUMMARY: "{passed} passed, {failed} failed", "合格 {passed} 件、不合格 {failed} 件";
@@ -388,8 +388,8 @@ messages! {
         "Namespace {namespace} でほかのコントローラーが動いているかどうか分かりません: 「{said}」";
     CRD_USED_HERE: "the CRD {name} in the cluster differs from yours ({whose}), and in your namespace {namespace}, {foreign}",
         "クラスターの CRD {name} は自分のものと違い ({whose})、自分の Namespace {namespace} では{foreign}";
-    CLI_RUN_PARTICIPANT: "Who you are: your writes are signed math-workshop-<you>, and a context that names no namespace gets math-workshop-<you> (default: user-host).",
-        "自分の名前。書き込みのフィールドマネージャーを math-workshop-<自分> にし、Namespace を指定しないコンテキストでは math-workshop-<自分> を使う (既定: user-host)";
+    CLI_RUN_PARTICIPANT: "Who you are: your writes are signed math-workshop-<you> (default: user-host).",
+        "自分の名前。書き込みのフィールドマネージャーを math-workshop-<自分> にする (既定: user-host)";
     CLI_INSTALL_NAMESPACE: "The namespace you work in, whose objects the CRD guard looks at too (default: as for run).",
         "作業する Namespace。CRD のガードはその中のオブジェクトも見る (既定: run と同じ)";
 
@@ -477,17 +477,17 @@ messages! {
     CLI_SOLUTION: "Use the reference solutions instead of your exercises.",
         "自分の演習の代わりに模範解答を使う";
     CLI_INSTALL: "Write your CRDs to workshop/crds/ and install them into the cluster of the current kubeconfig with kubectl apply, unless they would replace different CRDs that objects in other namespaces use (a shared cluster).",
-        "自分の CRD を workshop/crds/ に書き、今の kubeconfig のクラスターに kubectl apply でインストールする (ほかの Namespace のオブジェクトが使う別の CRD を置き換えることになる共有クラスターでは、しない)";
+        "自分の CRD を workshop/crds/ に書き、現在の kubeconfig のクラスターに kubectl apply でインストールする (ほかの Namespace のオブジェクトが使う別の CRD を置き換えることになる共有クラスターでは、しない)";
     CLI_INSTALL_FORCE: "Replace the cluster's CRDs even when objects in other namespaces use them.",
         "ほかの Namespace のオブジェクトが使っていても、クラスターの CRD を置き換える";
     CLI_RUN: "Run your controllers of stages 1..=N against the current kubeconfig.",
-        "ステージ 1 から N までの自分のコントローラーを、今の kubeconfig に対して動かす";
+        "ステージ 1 から N までの自分のコントローラーを、現在の kubeconfig に対して動かす";
     CLI_RUN_STAGE: "The last stage to run (1 Number, 2 +Tuple, 3 +Fermat).",
         "動かす最後のステージ (1 Number、2 +Tuple、3 +Fermat。既定は 3)";
     CLI_RUN_TEST_SERVER: "Start an in-memory test API server with your CRDs installed, and run against it.",
         "自分の CRD を入れたインメモリのテスト用 API サーバーを起動し、それに対して動かす";
-    CLI_RUN_NAMESPACE: "The namespace your controllers look after (default: the one the current context names, where kubectl puts what you apply; math-workshop-<participant> when it names none).",
-        "コントローラーが受け持つ Namespace (既定: 現在のコンテキストが指定するもの。kubectl が apply したものを置く所。指定がなければ math-workshop-<participant>)";
+    CLI_RUN_NAMESPACE: "The namespace your controllers look after (default: kubectl's, where it puts what you apply: the one the current context names, else default).",
+        "コントローラーが受け持つ Namespace (既定: kubectl と同じく、現在のコンテキストが指定するもの。指定がなければ default。kubectl が apply したものを置く所)";
     CLI_ROOM: "For the organiser: set a shared cluster up (CRDs; per participant a namespace, a ServiceAccount limited to it, workshop/room/<name>.kubeconfig).",
         "主催者向け: 共有クラスターをセットアップします (CRD、参加者ごとに Namespace、そこだけに限った ServiceAccount、workshop/room/<名前>.kubeconfig)。";
     CLI_ROOM_PARTICIPANTS: "The participants' names (lower-case letters, digits, dashes).",
@@ -499,7 +499,7 @@ messages! {
     CLI_CHECK_STAGE: "The stage to check (1 Number, 2 Tuple, 3 Fermat).",
         "チェックするステージ (1 Number、2 Tuple、3 Fermat)";
     CLI_CHECK_CLUSTER: "Use the cluster of the current kubeconfig instead of a fresh test API server, in the namespace math-workshop-check-<participant>.",
-        "新しいテスト用 API サーバーの代わりに今の kubeconfig のクラスターを使う (Namespace は math-workshop-check-<participant>)";
+        "新しいテスト用 API サーバーの代わりに現在の kubeconfig のクラスターを使う (Namespace は math-workshop-check-<participant>)";
     CLI_PARTICIPANT: "Who you are, for the namespace of --cluster checks (default: user-host).",
         "自分の名前。--cluster のチェックの Namespace に使う (既定: user-host)";
     CLI_CHECK_FORCE: "With --cluster: install the CRDs even over different ones that others use.",
@@ -512,7 +512,7 @@ messages! {
     CLI_WATCH_STAGE: "The stage to check first (1 Number, 2 Tuple, 3 Fermat); the next one once it passes.",
         "最初にチェックするステージ (1 Number、2 Tuple、3 Fermat。既定は 1)。合格したら次へ進む";
     CLI_WATCH_CLUSTER: "Check on the cluster of the current kubeconfig instead of a private test API server.",
-        "専用のテスト用 API サーバーの代わりに、今の kubeconfig のクラスターでチェックする";
+        "専用のテスト用 API サーバーの代わりに、現在の kubeconfig のクラスターでチェックする";
     CLI_WATCH_PARTICIPANT: "With --cluster: who you are (the namespace math-workshop-check-<participant>).",
         "--cluster のとき: 自分の名前 (Namespace は math-workshop-check-<participant>)";
     CLI_WATCH_TIMEOUT: "Seconds each expectation of a check may take.",
