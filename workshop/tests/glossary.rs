@@ -108,6 +108,21 @@ const GLOSSARY: &[Term] = &[
         avoid: &["クラスタ[^ー]"],
     },
     Term {
+        concept: "container",
+        word: "コンテナー",
+        avoid: &["コンテナ[^ー]"],
+    },
+    Term {
+        concept: "vendored crates (cargo vendor)",
+        word: "vendor した",
+        avoid: &["ベンダリング"],
+    },
+    Term {
+        concept: "the organiser's invitation",
+        word: "案内",
+        avoid: &["招待状"],
+    },
+    Term {
         concept: "reconcile",
         word: "リコンサイル",
         avoid: &["調整ループ", "リコンシル"],
