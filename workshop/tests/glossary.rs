@@ -108,6 +108,16 @@ const GLOSSARY: &[Term] = &[
         avoid: &["クラスタ[^ー]"],
     },
     Term {
+        concept: "editor (-er words keep their long vowel, as コンパイラー)",
+        word: "エディター",
+        avoid: &["エディタ[^ー]"],
+    },
+    Term {
+        concept: "category (-ry words drop it, as メモリ, ディレクトリ)",
+        word: "カテゴリ",
+        avoid: &["カテゴリー"],
+    },
+    Term {
         concept: "container",
         word: "コンテナー",
         avoid: &["コンテナ[^ー]"],
