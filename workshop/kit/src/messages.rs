@@ -369,7 +369,7 @@ messages! {
     STATUS_DOWN_FOR: "down for {seconds} s", "{seconds} 秒停止中";
     STATUS_NEVER: "never started", "未起動";
     CLI_ROOM_STATUS: "For the organiser: a live table of the room (stage reached, runner up, last Warning Event per participant).",
-        "主催者向け: 会場の様子をライブで表示します (参加者ごとに到達したステージ、ランナーの動作、最後の Warning イベント)。";
+        "主催者向け: 会場の様子をライブで表示する (参加者ごとに到達したステージ、ランナーが動いているか、最後の Warning イベント)";
     ROOM_READY: "room ready on {described}: {count} participants; give each their workshop/room/<name>.kubeconfig",
         "{described} に会場を用意しました: 参加者 {count} 人。各自に workshop/room/<名前>.kubeconfig を渡してください";
     WHERE: "participant {participant}, namespace {namespace}", "参加者 {participant}、Namespace {namespace}";
@@ -489,9 +489,9 @@ messages! {
     CLI_RUN_NAMESPACE: "The namespace your controllers look after (default: kubectl's, where it puts what you apply: the one the current context names, else default).",
         "コントローラーが受け持つ Namespace (既定: kubectl と同じく、現在のコンテキストが指定するもの。指定がなければ default。kubectl が apply したものを置く所)";
     CLI_ROOM: "For the organiser: set a shared cluster up (CRDs; per participant a namespace, a ServiceAccount limited to it, workshop/room/<name>.kubeconfig).",
-        "主催者向け: 共有クラスターをセットアップします (CRD、参加者ごとに Namespace、そこだけに限った ServiceAccount、workshop/room/<名前>.kubeconfig)。";
+        "主催者向け: 共有クラスターをセットアップする (CRD と、参加者ごとに Namespace、その中だけに権限を限った ServiceAccount、workshop/room/<名前>.kubeconfig)";
     CLI_ROOM_PARTICIPANTS: "The participants' names (lower-case letters, digits, dashes).",
-        "参加者の名前 (英小文字、数字、ダッシュ)。";
+        "参加者の名前 (英小文字、数字、ダッシュ)";
     CLI_RUN_ALL_NAMESPACES: "Look after every namespace, like kubebuilder's `make run` (a cluster of your own).",
         "kubebuilder の `make run` のように、すべての Namespace を受け持つ (自分専用のクラスター向け)";
     CLI_CHECK: "Check stage N: ✓ or ✗ per expectation, with hints; exits non-zero on any ✗.",
