@@ -380,10 +380,10 @@ messages! {
         "名前を名乗らないコントローラー (完成版のマネージャー?)";
     FOREIGN_OBJECTS: "another controller ({controllers}) looks after {count} of its objects: {objects}",
         "そのうち {count} 個のオブジェクトは別のコントローラー ({controllers}) が受け持っています: {objects}";
-    RUN_LEAVES_ALONE: "namespace {namespace}: {foreign}. Your controllers leave them alone and do not start: work in a namespace of your own (NAMESPACE=<name> or PARTICIPANT=<your name>), or stop that controller",
-        "Namespace {namespace}: {foreign}。自分のコントローラーはそれに触らず、起動しません。自分の Namespace で作業するか (NAMESPACE=<名前> か PARTICIPANT=<自分の名前>)、そのコントローラーを止めてください";
-    RUN_STOPS_FOR_OTHERS: "namespace {namespace}: {foreign}. Your controllers stop and leave them alone: work in a namespace of your own (NAMESPACE=<name> or PARTICIPANT=<your name>), or stop that controller",
-        "Namespace {namespace}: {foreign}。自分のコントローラーは止まり、それに触りません。自分の Namespace で作業するか (NAMESPACE=<名前> か PARTICIPANT=<自分の名前>)、そのコントローラーを止めてください";
+    RUN_LEAVES_ALONE: "namespace {namespace}: {foreign}. Your controllers leave them alone and do not start: work in a namespace of your own (NAMESPACE=<name>; in a room, export PARTICIPANT=<your name> to use your kubeconfig), or stop that controller",
+        "Namespace {namespace}: {foreign}。自分のコントローラーはそれに触らず、起動しません。自分の Namespace で作業するか (NAMESPACE=<名前>。会場では export PARTICIPANT=<自分の名前> で自分の kubeconfig を使う)、そのコントローラーを止めてください";
+    RUN_STOPS_FOR_OTHERS: "namespace {namespace}: {foreign}. Your controllers stop and leave them alone: work in a namespace of your own (NAMESPACE=<name>; in a room, export PARTICIPANT=<your name> to use your kubeconfig), or stop that controller",
+        "Namespace {namespace}: {foreign}。自分のコントローラーは止まり、それに触りません。自分の Namespace で作業するか (NAMESPACE=<名前>。会場では export PARTICIPANT=<自分の名前> で自分の kubeconfig を使う)、そのコントローラーを止めてください";
     CANNOT_LOOK_FOR_OTHERS: "cannot tell whether another controller works in namespace {namespace}: {said}",
         "Namespace {namespace} でほかのコントローラーが動いているかどうか分かりません: 「{said}」";
     CRD_USED_HERE: "the CRD {name} in the cluster differs from yours ({whose}), and in your namespace {namespace}, {foreign}",
