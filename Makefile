@@ -100,7 +100,7 @@ workshop-crds: ## Workshop: write the CRDs generated from your types (workshop/s
 workshop-install: ## Workshop: write your CRDs and install them into the current cluster (refused over CRDs others use; FORCE=1 on your own cluster; NAMESPACE=, PARTICIPANT= as for workshop-run).
 	$(AS_PARTICIPANT)$(WORKSHOP) install$(if $(FORCE), --force)$(WHERE_FLAGS)
 
-workshop-run: ## Workshop: run your controllers of stages 1..STAGE in your namespace: NAMESPACE=, else the context's, else math-workshop-<PARTICIPANT> (ARGS=--test-server, ARGS=--all-namespaces).
+workshop-run: ## Workshop: run your controllers of stages 1..STAGE in your namespace: NAMESPACE=, else the context's, else default, as kubectl (ARGS=--test-server, ARGS=--all-namespaces).
 	$(AS_PARTICIPANT)$(WORKSHOP) run --stage $(STAGE)$(WHERE_FLAGS) $(ARGS)
 
 workshop-check: ## Workshop: check stage STAGE on a fresh test API server (CLUSTER=1: on the current cluster, in a namespace of your own).

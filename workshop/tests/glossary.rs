@@ -23,6 +23,11 @@ struct Term {
 
 const GLOSSARY: &[Term] = &[
     Term {
+        concept: "desired state (idea 1 and 2 of the workshop)",
+        word: "望ましい状態",
+        avoid: &["あるべき状態"],
+    },
+    Term {
         concept: "field manager",
         word: "フィールドマネージャー",
         avoid: &["署名"],
@@ -41,6 +46,11 @@ const GLOSSARY: &[Term] = &[
         concept: "current context (kubectl's word)",
         word: "現在のコンテキスト",
         avoid: &["今のコンテキスト"],
+    },
+    Term {
+        concept: "the current cluster, kubeconfig (as kubectl's current context)",
+        word: "現在の",
+        avoid: &["今のクラスター", "今の kubeconfig"],
     },
     Term {
         concept: "in-memory",
@@ -98,6 +108,31 @@ const GLOSSARY: &[Term] = &[
         avoid: &["クラスタ[^ー]"],
     },
     Term {
+        concept: "editor (-er words keep their long vowel, as コンパイラー)",
+        word: "エディター",
+        avoid: &["エディタ[^ー]"],
+    },
+    Term {
+        concept: "category (-ry words drop it, as メモリ, ディレクトリ)",
+        word: "カテゴリ",
+        avoid: &["カテゴリー"],
+    },
+    Term {
+        concept: "container",
+        word: "コンテナー",
+        avoid: &["コンテナ[^ー]"],
+    },
+    Term {
+        concept: "vendored crates (cargo vendor)",
+        word: "vendor した",
+        avoid: &["ベンダリング"],
+    },
+    Term {
+        concept: "the organiser's invitation",
+        word: "案内",
+        avoid: &["招待状"],
+    },
+    Term {
         concept: "reconcile",
         word: "リコンサイル",
         avoid: &["調整ループ", "リコンシル"],
@@ -142,8 +177,26 @@ fn prose(markdown: &str) -> String {
     out
 }
 
+/// `text` as a reader sees it: a line break between two Japanese characters joins them (the
+/// guides wrap Japanese mid-word, フィールド / マネージャー), and any other one is a space.
+fn as_read(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        out.push_str(line.trim());
+        let Some(next) = lines.peek() else { break };
+        let next = next.trim_start();
+        let japanese = |c: Option<char>| c.is_some_and(|c| !c.is_ascii());
+        if !(japanese(out.chars().last()) && japanese(next.chars().next())) {
+            out.push(' ');
+        }
+    }
+    out
+}
+
 /// Every avoided word found in `text`, as `where: avoided (use word for concept)`.
 fn misworded(place: &str, text: &str) -> Vec<String> {
+    let text = &as_read(text);
     GLOSSARY
         .iter()
         .flat_map(|term| term.avoid.iter().map(move |avoid| (term, *avoid)))
@@ -184,6 +237,10 @@ fn the_glossary_catches_what_it_names() {
         Vec::<String>::new()
     );
     assert_eq!(misworded("x", "今のコンテキスト").len(), 1);
+    // Wrapped where the guides wrap Japanese: mid-word, or before an English word.
+    assert_eq!(misworded("x", "ここは今の\n  コンテキストです").len(), 1);
+    assert_eq!(misworded("x", "ここは今の\nkubeconfig です").len(), 1);
+    assert_eq!(misworded("x", "コンテナ\nーです"), Vec::<String>::new());
 }
 
 /// A relative link to a Markdown page from a Japanese page: Japanese (`.ja.md`), or marked.

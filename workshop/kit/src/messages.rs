@@ -119,7 +119,7 @@ messages! {
         "ステージ {stage}: {kind} — {track} ({file})、{on}で実行";
     ON_TEST_SERVER: "the test API server", "テスト用 API サーバー";
     ON_CLUSTER: "the current cluster, namespace {namespace} (participant {participant})",
-        "今のクラスターの Namespace {namespace} (参加者 {participant})";
+        "現在のクラスターの Namespace {namespace} (参加者 {participant})";
     TRACK_EXERCISES: "your exercises", "自分の演習";
     TRACK_SOLUTIONS: "the reference solutions", "模範解答";
     SUMMARY: "{passed} passed, {failed} failed", "合格 {passed} 件、不合格 {failed} 件";
@@ -369,7 +369,7 @@ messages! {
     STATUS_DOWN_FOR: "down for {seconds} s", "{seconds} 秒停止中";
     STATUS_NEVER: "never started", "未起動";
     CLI_ROOM_STATUS: "For the organiser: a live table of the room (stage reached, runner up, last Warning Event per participant).",
-        "主催者向け: 会場の様子をライブで表示します (参加者ごとに到達したステージ、ランナーの動作、最後の Warning イベント)。";
+        "主催者向け: 会場の様子をライブで表示する (参加者ごとに到達したステージ、ランナーが動いているか、最後の Warning イベント)";
     ROOM_READY: "room ready on {described}: {count} participants; give each their workshop/room/<name>.kubeconfig",
         "{described} に会場を用意しました: 参加者 {count} 人。各自に workshop/room/<名前>.kubeconfig を渡してください";
     WHERE: "participant {participant}, namespace {namespace}", "参加者 {participant}、Namespace {namespace}";
@@ -380,16 +380,16 @@ messages! {
         "名前を名乗らないコントローラー (完成版のマネージャー?)";
     FOREIGN_OBJECTS: "another controller ({controllers}) looks after {count} of its objects: {objects}",
         "そのうち {count} 個のオブジェクトは別のコントローラー ({controllers}) が受け持っています: {objects}";
-    RUN_LEAVES_ALONE: "namespace {namespace}: {foreign}. Your controllers leave them alone and do not start: work in a namespace of your own (NAMESPACE=<name> or PARTICIPANT=<your name>), or stop that controller",
-        "Namespace {namespace}: {foreign}。自分のコントローラーはそれに触らず、起動しません。自分の Namespace で作業するか (NAMESPACE=<名前> か PARTICIPANT=<自分の名前>)、そのコントローラーを止めてください";
-    RUN_STOPS_FOR_OTHERS: "namespace {namespace}: {foreign}. Your controllers stop and leave them alone: work in a namespace of your own (NAMESPACE=<name> or PARTICIPANT=<your name>), or stop that controller",
-        "Namespace {namespace}: {foreign}。自分のコントローラーは止まり、それに触りません。自分の Namespace で作業するか (NAMESPACE=<名前> か PARTICIPANT=<自分の名前>)、そのコントローラーを止めてください";
+    RUN_LEAVES_ALONE: "namespace {namespace}: {foreign}. Your controllers leave them alone and do not start: work in a namespace of your own (NAMESPACE=<name>; in a room, export PARTICIPANT=<your name> to use your kubeconfig), or stop that controller",
+        "Namespace {namespace}: {foreign}。自分のコントローラーはそれに触らず、起動しません。自分の Namespace で作業するか (NAMESPACE=<名前>。会場では export PARTICIPANT=<自分の名前> で自分の kubeconfig を使う)、そのコントローラーを止めてください";
+    RUN_STOPS_FOR_OTHERS: "namespace {namespace}: {foreign}. Your controllers stop and leave them alone: work in a namespace of your own (NAMESPACE=<name>; in a room, export PARTICIPANT=<your name> to use your kubeconfig), or stop that controller",
+        "Namespace {namespace}: {foreign}。自分のコントローラーは止まり、それに触りません。自分の Namespace で作業するか (NAMESPACE=<名前>。会場では export PARTICIPANT=<自分の名前> で自分の kubeconfig を使う)、そのコントローラーを止めてください";
     CANNOT_LOOK_FOR_OTHERS: "cannot tell whether another controller works in namespace {namespace}: {said}",
         "Namespace {namespace} でほかのコントローラーが動いているかどうか分かりません: 「{said}」";
     CRD_USED_HERE: "the CRD {name} in the cluster differs from yours ({whose}), and in your namespace {namespace}, {foreign}",
         "クラスターの CRD {name} は自分のものと違い ({whose})、自分の Namespace {namespace} では{foreign}";
-    CLI_RUN_PARTICIPANT: "Who you are: your writes are signed math-workshop-<you>, and a context that names no namespace gets math-workshop-<you> (default: user-host).",
-        "自分の名前。書き込みのフィールドマネージャーを math-workshop-<自分> にし、Namespace を指定しないコンテキストでは math-workshop-<自分> を使う (既定: user-host)";
+    CLI_RUN_PARTICIPANT: "Who you are: your writes are signed math-workshop-<you> (default: user-host).",
+        "自分の名前。書き込みのフィールドマネージャーを math-workshop-<自分> にする (既定: user-host)";
     CLI_INSTALL_NAMESPACE: "The namespace you work in, whose objects the CRD guard looks at too (default: as for run).",
         "作業する Namespace。CRD のガードはその中のオブジェクトも見る (既定: run と同じ)";
 
@@ -477,21 +477,21 @@ messages! {
     CLI_SOLUTION: "Use the reference solutions instead of your exercises.",
         "自分の演習の代わりに模範解答を使う";
     CLI_INSTALL: "Write your CRDs to workshop/crds/ and install them into the cluster of the current kubeconfig with kubectl apply, unless they would replace different CRDs that objects in other namespaces use (a shared cluster).",
-        "自分の CRD を workshop/crds/ に書き、今の kubeconfig のクラスターに kubectl apply でインストールする (ほかの Namespace のオブジェクトが使う別の CRD を置き換えることになる共有クラスターでは、しない)";
+        "自分の CRD を workshop/crds/ に書き、現在の kubeconfig のクラスターに kubectl apply でインストールする (ほかの Namespace のオブジェクトが使う別の CRD を置き換えることになる共有クラスターでは、しない)";
     CLI_INSTALL_FORCE: "Replace the cluster's CRDs even when objects in other namespaces use them.",
         "ほかの Namespace のオブジェクトが使っていても、クラスターの CRD を置き換える";
     CLI_RUN: "Run your controllers of stages 1..=N against the current kubeconfig.",
-        "ステージ 1 から N までの自分のコントローラーを、今の kubeconfig に対して動かす";
+        "ステージ 1 から N までの自分のコントローラーを、現在の kubeconfig に対して動かす";
     CLI_RUN_STAGE: "The last stage to run (1 Number, 2 +Tuple, 3 +Fermat).",
         "動かす最後のステージ (1 Number、2 +Tuple、3 +Fermat。既定は 3)";
     CLI_RUN_TEST_SERVER: "Start an in-memory test API server with your CRDs installed, and run against it.",
         "自分の CRD を入れたインメモリのテスト用 API サーバーを起動し、それに対して動かす";
-    CLI_RUN_NAMESPACE: "The namespace your controllers look after (default: the one the current context names, where kubectl puts what you apply; math-workshop-<participant> when it names none).",
-        "コントローラーが受け持つ Namespace (既定: 現在のコンテキストが指定するもの。kubectl が apply したものを置く所。指定がなければ math-workshop-<participant>)";
+    CLI_RUN_NAMESPACE: "The namespace your controllers look after (default: kubectl's, where it puts what you apply: the one the current context names, else default).",
+        "コントローラーが受け持つ Namespace (既定: kubectl と同じく、現在のコンテキストが指定するもの。指定がなければ default。kubectl が apply したものを置く所)";
     CLI_ROOM: "For the organiser: set a shared cluster up (CRDs; per participant a namespace, a ServiceAccount limited to it, workshop/room/<name>.kubeconfig).",
-        "主催者向け: 共有クラスターをセットアップします (CRD、参加者ごとに Namespace、そこだけに限った ServiceAccount、workshop/room/<名前>.kubeconfig)。";
+        "主催者向け: 共有クラスターをセットアップする (CRD と、参加者ごとに Namespace、その中だけに権限を限った ServiceAccount、workshop/room/<名前>.kubeconfig)";
     CLI_ROOM_PARTICIPANTS: "The participants' names (lower-case letters, digits, dashes).",
-        "参加者の名前 (英小文字、数字、ダッシュ)。";
+        "参加者の名前 (英小文字、数字、ダッシュ)";
     CLI_RUN_ALL_NAMESPACES: "Look after every namespace, like kubebuilder's `make run` (a cluster of your own).",
         "kubebuilder の `make run` のように、すべての Namespace を受け持つ (自分専用のクラスター向け)";
     CLI_CHECK: "Check stage N: ✓ or ✗ per expectation, with hints; exits non-zero on any ✗.",
@@ -499,7 +499,7 @@ messages! {
     CLI_CHECK_STAGE: "The stage to check (1 Number, 2 Tuple, 3 Fermat).",
         "チェックするステージ (1 Number、2 Tuple、3 Fermat)";
     CLI_CHECK_CLUSTER: "Use the cluster of the current kubeconfig instead of a fresh test API server, in the namespace math-workshop-check-<participant>.",
-        "新しいテスト用 API サーバーの代わりに今の kubeconfig のクラスターを使う (Namespace は math-workshop-check-<participant>)";
+        "新しいテスト用 API サーバーの代わりに現在の kubeconfig のクラスターを使う (Namespace は math-workshop-check-<participant>)";
     CLI_PARTICIPANT: "Who you are, for the namespace of --cluster checks (default: user-host).",
         "自分の名前。--cluster のチェックの Namespace に使う (既定: user-host)";
     CLI_CHECK_FORCE: "With --cluster: install the CRDs even over different ones that others use.",
@@ -512,7 +512,7 @@ messages! {
     CLI_WATCH_STAGE: "The stage to check first (1 Number, 2 Tuple, 3 Fermat); the next one once it passes.",
         "最初にチェックするステージ (1 Number、2 Tuple、3 Fermat。既定は 1)。合格したら次へ進む";
     CLI_WATCH_CLUSTER: "Check on the cluster of the current kubeconfig instead of a private test API server.",
-        "専用のテスト用 API サーバーの代わりに、今の kubeconfig のクラスターでチェックする";
+        "専用のテスト用 API サーバーの代わりに、現在の kubeconfig のクラスターでチェックする";
     CLI_WATCH_PARTICIPANT: "With --cluster: who you are (the namespace math-workshop-check-<participant>).",
         "--cluster のとき: 自分の名前 (Namespace は math-workshop-check-<participant>)";
     CLI_WATCH_TIMEOUT: "Seconds each expectation of a check may take.",
