@@ -47,3 +47,4 @@ pub mod ops;
 pub mod plugin;
 pub mod reconcile;
 pub mod runtime;
+pub mod scheduler;

@@ -18,22 +18,18 @@
 //! bounded buffer makes a watch wait for the slowest controller. `owns` also maps a child to
 //! its parents only through ownerReferences, while a conflicting object that is deleted frees
 //! a name whose parent it does not name ([`crate::kind::Parent::parent_of`]). So each watch
-//! is `watch_and_fan_out` (`runtime/watches.rs`), with plain unbounded channels. What comes
-//! through them is news for the gate in front of each controller (`runtime/gate.rs`), and
-//! each controller is built on kube-runtime's `for_shared_stream` over the shared store,
-//! triggered (`reconcile_on`) by the objects its gate lets in.
+//! is `watch_and_fan_out` (`runtime/watches.rs`), which tells the gates directly; and the
+//! controllers are no kube-runtime `Controller` either: each is a gate (`runtime/gate.rs`)
+//! over the scheduler (`crate::scheduler`), one fair queue and its runner, so that there is no
+//! second queue behind the fair one.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::channel::mpsc;
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use kube::api::Api;
-use kube::runtime::controller::{
-    Action, Config as ControllerConfig, Controller, Error as ControllerError,
-};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Client, Resource};
@@ -50,10 +46,11 @@ use crate::ops::leader::{self, LeaderElectionConfig};
 use crate::ops::secure_metrics::{self, SecureMetrics};
 use crate::ops::serving::HttpLimits;
 use crate::ops::shutdown::{self, Stopped};
+use crate::runtime::cache::Cache;
 use crate::runtime::context::Context;
-use crate::runtime::gate::{Gate, Key, object_ref};
-use crate::runtime::retry::{error_policy, with_retry_policy};
+use crate::runtime::gate::{Gate, Key};
 use crate::runtime::watches::{no_parents, resync, tell_parents, watch_and_fan_out};
+use crate::scheduler::runner::Runner;
 
 /// How often every object is reconciled again, regardless of watch events (controller-runtime's
 /// SyncPeriod, which defaults to 10 hours; ours is shorter since a resync costs no request).
@@ -287,121 +284,96 @@ async fn run_controllers(
     let (numbers, number_writer) = reflector::store::<Number>();
     let (tuples, tuple_writer) = reflector::store::<Tuple>();
     let (fermats, fermat_writer) = reflector::store::<Fermat>();
-    let (number_changes_tx, number_changes) = mpsc::unbounded::<Arc<Number>>();
-    let (tuple_changes_tx, tuple_changes) = mpsc::unbounded::<Arc<Tuple>>();
-    let (fermat_changes_tx, fermat_changes) = mpsc::unbounded::<Arc<Fermat>>();
-    let (tuples_with_news_tx, tuples_with_news) = mpsc::unbounded::<ObjectRef<Tuple>>();
-    let (fermats_with_news_tx, fermats_with_news) = mpsc::unbounded::<ObjectRef<Fermat>>();
-
     let caches = (numbers.clone(), tuples.clone(), fermats.clone());
     let ctx = Arc::new(
         Context::new(client.clone(), caches, metrics)
             .with_in_flight_timeout(options.in_flight_timeout)
             .with_requests_in_flight(options.requests_in_flight, options.flow_shares),
     );
-    let ns = &options.namespace;
-    // The server ends each watch before the client's read timeout could cut a quiet one.
-    let watch_timeout = client::watch_timeout_seconds(options.read_timeout);
-    // Every list, the first and each relist after a 410, is a consistent read from etcd
-    // (`resourceVersion` unset), never from the apiserver's watch cache (`any_semantic`,
-    // `resourceVersion=0`): a lagging cache hands back a list without the children just
-    // created (the parent creates them again, 409) at a resourceVersion that the next watch
-    // may answer 410 again. Paged lists (500 a page, the watcher's default) were already
-    // sent without `resourceVersion=0`, which kube-core drops when a limit is set; this
-    // says so instead of relying on it. See docs/refusals.md.
-    let watch_config = watcher::Config::default().timeout(watch_timeout);
+    let gate = |controller| {
+        Gate::new(
+            controller,
+            options.concurrency,
+            options.flow_shares,
+            &ctx.metrics,
+        )
+    };
+    let (number_gate, number_runner) = gate(Number::CONTROLLER);
+    let (tuple_gate, tuple_runner) = gate(Tuple::CONTROLLER);
+    let (fermat_gate, fermat_runner) = gate(Fermat::CONTROLLER);
+    let gates = [number_gate.clone(), tuple_gate.clone(), fermat_gate.clone()];
+
+    let watch = Watch {
+        client: &client,
+        namespace: &options.namespace,
+        // The server ends each watch before the client's read timeout could cut a quiet one.
+        // Every list, the first and each relist after a 410, is a consistent read from etcd
+        // (`resourceVersion` unset), never from the apiserver's watch cache (`any_semantic`,
+        // `resourceVersion=0`): a lagging cache hands back a list without the children just
+        // created (the parent creates them again, 409) at a resourceVersion that the next
+        // watch may answer 410 again. Paged lists (500 a page, the watcher's default) were
+        // already sent without `resourceVersion=0`, which kube-core drops when a limit is
+        // set; this says so instead of relying on it. See docs/refusals.md.
+        config: watcher::Config::default()
+            .timeout(client::watch_timeout_seconds(options.read_timeout)),
+        ctx: &ctx,
+    };
     let watches = futures::stream::select_all([
-        watch_and_fan_out(
-            api(&client, ns),
-            watch_config.clone(),
+        watch.kind(
             number_writer,
-            ctx.numbers.clone(),
-            number_changes_tx,
-            tell_parents::<Tuple>(tuples_with_news_tx),
-            ctx.clone(),
-        )
-        .boxed(),
-        watch_and_fan_out(
-            api(&client, ns),
-            watch_config.clone(),
+            &ctx.numbers,
+            &number_gate,
+            tell_parents(tell(&tuples, &tuple_gate)),
+        ),
+        watch.kind(
             tuple_writer,
-            ctx.tuples.clone(),
-            tuple_changes_tx,
-            tell_parents::<Fermat>(fermats_with_news_tx),
-            ctx.clone(),
-        )
-        .boxed(),
-        watch_and_fan_out(
-            api(&client, ns),
-            watch_config.clone(),
-            fermat_writer,
-            ctx.fermats.clone(),
-            fermat_changes_tx,
-            no_parents,
-            ctx.clone(),
-        )
-        .boxed(),
+            &ctx.tuples,
+            &tuple_gate,
+            tell_parents(tell(&fermats, &fermat_gate)),
+        ),
+        watch.kind(fermat_writer, &ctx.fermats, &fermat_gate, no_parents),
     ])
     .take_until(stop.clone().cancelled_owned())
     .for_each(|()| futures::future::ready(()));
 
-    // The objects wait at the gates, which hand each Controller an object with a turn of its
-    // concurrency, fairly across namespaces (`runtime/gate.rs`); the Controllers run what
-    // they are handed at once.
-    let (gates, let_in) = Gates::new(options.concurrency, options.flow_shares, &ctx.metrics);
-    let (number_gate, tuple_gate, fermat_gate) = (
-        gates.number.clone(),
-        gates.tuple.clone(),
-        gates.fermat.clone(),
-    );
-    // What the watches and the resyncs tell the gates (run once the caches are complete).
-    let news = futures::future::join4(
-        own_news(number_gate.clone(), number_changes),
-        own_news(tuple_gate.clone(), tuple_changes),
-        own_news(fermat_gate.clone(), fermat_changes),
-        futures::future::join(
-            children_news(tuple_gate.clone(), tuples.clone(), tuples_with_news),
-            children_news(fermat_gate.clone(), fermats.clone(), fermats_with_news),
-        ),
-    );
-    let resyncs = futures::future::join3(
-        resync_news(number_gate.clone(), numbers.clone(), options.sync_period),
-        resync_news(tuple_gate.clone(), tuples.clone(), options.sync_period),
-        resync_news(fermat_gate.clone(), fermats.clone(), options.sync_period),
-    );
-    let stopped = || stop.clone().cancelled_owned();
+    let period = options.sync_period;
     let number_controller = controller(
         number_gate,
-        let_in.number,
-        numbers.clone(),
+        number_runner,
+        numbers,
         number::reconcile,
         &ctx,
-        stopped(),
+        period,
+        &stop,
     );
     let tuple_controller = controller(
         tuple_gate,
-        let_in.tuple,
-        tuples.clone(),
+        tuple_runner,
+        tuples,
         tuple::reconcile,
         &ctx,
-        stopped(),
+        period,
+        &stop,
     );
     let fermat_controller = controller(
         fermat_gate,
-        let_in.fermat,
-        fermats.clone(),
+        fermat_runner,
+        fermats,
         fermat::reconcile,
         &ctx,
-        stopped(),
+        period,
+        &stop,
     );
 
     // The controllers start only once every cache holds a complete list: a reconcile that
-    // read a half-filled cache would create children that exist. Waiting here, once, also
-    // keeps each store's readiness to a single waiter: kube-runtime 5's `wait_until_ready`
-    // wakes only the last of several concurrent waiters, and the others would sleep forever.
+    // read a half-filled cache would create children that exist. (The watches tell the gates
+    // meanwhile: each object waits there once.) Waiting here, once, also keeps each store's
+    // readiness to a single waiter: kube-runtime 5's `wait_until_ready` wakes only the last
+    // of several concurrent waiters, and the others would sleep forever.
     let controllers = {
         let ctx = ctx.clone();
         let stop = stop.clone();
+        let namespace = options.namespace.clone();
         async move {
             tokio::select! {
                 _ = ctx.caches_ready() => {}
@@ -412,18 +384,10 @@ async fn run_controllers(
                 numbers = ctx.numbers.store.state().len(),
                 tuples = ctx.tuples.store.state().len(),
                 fermats = ctx.fermats.store.state().len(),
-                namespace = ns.as_deref().unwrap_or("all namespaces"),
+                namespace = namespace.as_deref().unwrap_or("all namespaces"),
                 "caches synced; starting the Number, Tuple and Fermat controllers"
             );
-            // The news and the resyncs end with the watches and `stop`; the controllers once
-            // their graceful shutdown completes.
-            let told = async {
-                tokio::select! {
-                    _ = futures::future::join(news, resyncs) => {}
-                    _ = stop.cancelled() => {}
-                }
-            };
-            tokio::join!(number_controller, tuple_controller, fermat_controller, told);
+            tokio::join!(number_controller, tuple_controller, fermat_controller);
             debug!("controllers stopped");
         }
     };
@@ -437,10 +401,11 @@ async fn run_controllers(
             }
         }
     };
-    // On a shutdown the reconciles queued at the gates are turned away, not run.
+    // On a shutdown the reconciles queued at the gates are turned away, not run (also before
+    // the controllers started).
     let close_gates = async {
         stop.cancelled().await;
-        gates.close();
+        gates.iter().for_each(Gate::close);
     };
     // The watches run until `stop`; the controllers until their graceful shutdown completes.
     tokio::join!(controllers, sweeps, close_gates, async {
@@ -449,148 +414,84 @@ async fn run_controllers(
     });
 }
 
-/// One gate per controller.
-struct Gates {
-    number: Gate,
-    tuple: Gate,
-    fermat: Gate,
+/// What every watch of the manager shares.
+struct Watch<'a> {
+    client: &'a Client,
+    namespace: &'a Option<String>,
+    config: watcher::Config,
+    ctx: &'a Arc<Context>,
 }
 
-/// The objects each gate lets in, for its Controller.
-struct LetIn {
-    number: mpsc::UnboundedReceiver<Key>,
-    tuple: mpsc::UnboundedReceiver<Key>,
-    fermat: mpsc::UnboundedReceiver<Key>,
-}
-
-impl Gates {
-    fn new(concurrency: u16, shares: bool, metrics: &Metrics) -> (Gates, LetIn) {
-        let (number, number_in) = Gate::new(Number::CONTROLLER, concurrency, shares, metrics);
-        let (tuple, tuple_in) = Gate::new(Tuple::CONTROLLER, concurrency, shares, metrics);
-        let (fermat, fermat_in) = Gate::new(Fermat::CONTROLLER, concurrency, shares, metrics);
-        let gates = Gates {
-            number,
-            tuple,
-            fermat,
-        };
-        let let_in = LetIn {
-            number: number_in,
-            tuple: tuple_in,
-            fermat: fermat_in,
-        };
-        (gates, let_in)
-    }
-
-    fn close(&self) {
-        self.number.close();
-        self.tuple.close();
-        self.fermat.close();
+impl Watch<'_> {
+    /// The watch of kind `K`: it fills `cache` through `writer`, and tells `gate` (the kind's
+    /// own controller) and `parents` (the parents' controller) of each change.
+    fn kind<K: Kind>(
+        &self,
+        writer: reflector::store::Writer<K>,
+        cache: &Cache<K>,
+        gate: &Gate,
+        parents: impl Fn(&K) + Send + 'static,
+    ) -> futures::stream::BoxStream<'static, ()> {
+        let gate = gate.clone();
+        watch_and_fan_out(
+            api(self.client, self.namespace),
+            self.config.clone(),
+            writer,
+            cache.clone(),
+            move |obj: &K| gate.news(obj),
+            parents,
+            self.ctx.clone(),
+        )
+        .boxed()
     }
 }
 
-/// The controller of kind `K`: kube-runtime's `Controller` over the shared `store`, running
-/// `reconcile` (within the retry policy) on each object its `gate` lets in, and at once: the
-/// gate bounds and orders them, so the `Controller` sets no bound of its own. It ends once
-/// `stop` and the graceful shutdown of the reconciles in flight are done.
-fn controller<K, Fut>(
-    gate: Gate,
-    let_in: mpsc::UnboundedReceiver<Key>,
-    store: Store<K>,
-    reconcile: fn(Arc<K>, Arc<Context>) -> Fut,
-    ctx: &Arc<Context>,
-    stop: impl Future<Output = ()> + Send + Sync + 'static,
-) -> impl Future<Output = ()>
-where
-    K: Kind + Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + Sync + 'static,
-    Fut: Future<Output = crate::error::Result<crate::runtime::retry::Outcome>> + Send + 'static,
-{
-    let reconciler = {
-        let (gate, store) = (gate.clone(), store.clone());
-        move |obj: Arc<K>, ctx: Arc<Context>| {
-            gated(gate.clone(), store.clone(), obj, move |obj| {
-                with_retry_policy(K::CONTROLLER, obj.clone(), ctx.clone(), reconcile(obj, ctx))
-            })
-        }
-    };
-    Controller::for_shared_stream(futures::stream::pending(), store)
-        .reconcile_on(let_in.map(object_ref::<K>))
-        .with_config(ControllerConfig::default().concurrency(0))
-        .graceful_shutdown_on(stop)
-        .run(reconciler, error_policy, ctx.clone())
-        .for_each(log_result(K::CONTROLLER, gate))
-}
-
-/// `reconcile(latest)` once `obj` passes `gate`, with the object as `store` holds it then; a
-/// reconcile turned away by a shutdown, or of an object deleted while it waited, did nothing
-/// and waits for nothing.
-async fn gated<K, F, Fut>(
-    gate: Gate,
-    store: Store<K>,
-    obj: Arc<K>,
-    reconcile: F,
-) -> crate::error::Result<Action>
-where
-    K: Kind,
-    F: FnOnce(Arc<K>) -> Fut,
-    Fut: Future<Output = crate::error::Result<Action>>,
-{
-    gate.pass(obj.as_ref(), &store, reconcile)
-        .await
-        .unwrap_or_else(|| Ok(Action::await_change()))
-}
-
-/// An object's own changes, told to its gate.
-async fn own_news<K: Kind>(gate: Gate, changes: impl Stream<Item = Arc<K>>) {
-    changes
-        .for_each(|obj| {
-            gate.news(obj.as_ref());
-            futures::future::ready(())
-        })
-        .await
-}
-
-/// Parents with news of their children, told to their gate (a parent no longer cached has
-/// nothing left to reconcile).
-async fn children_news<K: Kind>(
-    gate: Gate,
-    parents: Store<K>,
-    news: impl Stream<Item = ObjectRef<K>>,
-) {
-    news.for_each(|parent| {
+/// Parents with news of their children, told to their gate (a parent not cached has nothing
+/// to reconcile, or is not listed yet: its own list tells its gate).
+fn tell<P: Kind>(parents: &Store<P>, gate: &Gate) -> impl Fn(ObjectRef<P>) + Send + 'static {
+    let (parents, gate) = (parents.clone(), gate.clone());
+    move |parent| {
         if let Some(parent) = parents.get(&parent) {
             gate.news(parent.as_ref());
         }
-        futures::future::ready(())
-    })
-    .await
+    }
 }
 
-/// Every cached object, told to its gate every `period` or so (see [`resync`]).
-async fn resync_news<K: Kind>(gate: Gate, objects: Store<K>, period: Duration) {
-    resync(period)
-        .for_each(|()| {
-            for obj in objects.state() {
+/// The controller of kind `K`: `gate`'s `runner` reconciling with `reconcile` what the gate
+/// lets in, and every cached object told to the gate again every `period` or so (the
+/// resync). It ends once `stop` and the graceful shutdown of the reconciles in flight are done.
+fn controller<K, Fut>(
+    gate: Gate,
+    runner: Runner<Key>,
+    store: Store<K>,
+    reconcile: fn(Arc<K>, Arc<Context>) -> Fut,
+    ctx: &Arc<Context>,
+    period: Duration,
+    stop: &CancellationToken,
+) -> impl Future<Output = ()>
+where
+    K: Kind,
+    Fut: Future<Output = crate::error::Result<crate::runtime::retry::Outcome>>,
+{
+    let resyncs = {
+        let (gate, store) = (gate.clone(), store.clone());
+        resync(period).for_each(move |()| {
+            for obj in store.state() {
                 gate.news(obj.as_ref());
             }
             futures::future::ready(())
         })
-        .await
-}
-
-/// What a controller's output stream is drained with: errors were already logged by the
-/// error policy, so they only appear again at debug level; an object the Controller no longer
-/// found in its cache gives back the turn its gate handed it.
-fn log_result<T, E: std::error::Error, Q: std::error::Error>(
-    controller: &'static str,
-    gate: Gate,
-) -> impl FnMut(Result<T, ControllerError<E, Q>>) -> futures::future::Ready<()> {
-    move |result| {
-        if let Err(error) = result {
-            if let ControllerError::ObjectNotFound(obj) = &error {
-                gate.not_found(obj.namespace.as_deref(), &obj.name);
+    };
+    let stop = stop.clone();
+    let ctx = ctx.clone();
+    async move {
+        let resyncs = async {
+            tokio::select! {
+                _ = resyncs => {}
+                _ = stop.cancelled() => {}
             }
-            debug!(controller, %error, "reconcile ended with an error");
-        }
-        futures::future::ready(())
+        };
+        let run = gate.run(runner, store.clone(), reconcile, ctx, stop.cancelled());
+        tokio::join!(run, resyncs);
     }
 }
