@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::Api;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
 use kube::{Client, Resource};
 use tokio_util::sync::CancellationToken;
@@ -38,7 +38,7 @@ use tracing::{debug, info, warn};
 
 use crate::api::{Fermat, Number, Tuple};
 use crate::controller::{fermat, number, tuple};
-use crate::kind::Kind;
+use crate::kind::{Kind, Parent};
 use crate::metrics::Metrics;
 use crate::ops::client;
 use crate::ops::health::{self, ReadyFlag};
@@ -161,6 +161,54 @@ pub async fn run(
         }
     });
     let readiness = ReadyFlag::default();
+    let servers = serve(&client, &options, &metrics, &readiness, &stop).await?;
+    let Some(leadership) = lead(&client, &options, &metrics, &readiness, &stop).await? else {
+        info!("stopped while waiting for leadership");
+        for server in servers {
+            let _ = server.await;
+        }
+        return Ok(());
+    };
+    readiness.set_ready(false);
+
+    let controllers = run_controllers(
+        client,
+        &options,
+        metrics.clone(),
+        readiness.clone(),
+        stop.clone(),
+    );
+    let lost = async {
+        match &leadership {
+            Some(leadership) => leadership.lost().await,
+            None => std::future::pending().await,
+        }
+    };
+    let outcome = shutdown::drive(controllers, &stop, lost, options.shutdown_timeout).await;
+    if let Err(stopped) = &outcome {
+        warn!("{stopped}");
+    }
+    stop.cancel();
+    if let Some(leadership) = leadership {
+        metrics.set_leader(false);
+        if !matches!(outcome, Err(Stopped::LeadershipLost)) {
+            release(leadership).await;
+        }
+    }
+    for server in servers {
+        let _ = server.await;
+    }
+    Ok(outcome?)
+}
+
+/// The probe and metrics servers the options ask for, serving until `stop`.
+async fn serve(
+    client: &Client,
+    options: &Options,
+    metrics: &Metrics,
+    readiness: &ReadyFlag,
+    stop: &CancellationToken,
+) -> anyhow::Result<Vec<tokio::task::JoinHandle<std::io::Result<()>>>> {
     let mut servers = Vec::new();
     if let Some(address) = options.probe_address {
         let listener = health::bind(address).await?;
@@ -197,79 +245,53 @@ pub async fn run(
             )?),
         });
     }
+    Ok(servers)
+}
 
-    let leadership = match &options.leader_election {
-        Some(config) => {
-            // A standby is healthy and ready: it is doing exactly what it should.
-            readiness.set_ready(true);
-            info!(lease = %config.lease_name, namespace = %config.namespace, identity = %config.identity, "waiting to become the leader");
-            match leader::acquire(
-                client.clone(),
-                config.clone(),
-                stop.clone().cancelled_owned(),
-            )
-            .await?
-            {
-                Some(leadership) => {
-                    info!(identity = %config.identity, "became the leader; starting the controllers");
-                    metrics.set_leader(true);
-                    Some(leadership)
-                }
-                None => {
-                    info!("stopped while waiting for leadership");
-                    for server in servers {
-                        let _ = server.await;
-                    }
-                    return Ok(());
-                }
-            }
-        }
-        None => {
-            // The only replica is the leader, as far as the metric is concerned.
-            metrics.set_leader(true);
-            None
-        }
+/// Leadership, with leader election: `Some(Some(..))` once this replica leads, `None` when
+/// `stop` came first; `Some(None)` without leader election (the only replica leads).
+async fn lead(
+    client: &Client,
+    options: &Options,
+    metrics: &Metrics,
+    readiness: &ReadyFlag,
+    stop: &CancellationToken,
+) -> anyhow::Result<Option<Option<leader::Leadership>>> {
+    let Some(config) = &options.leader_election else {
+        // The only replica is the leader, as far as the metric is concerned.
+        metrics.set_leader(true);
+        return Ok(Some(None));
     };
-    readiness.set_ready(false);
+    // A standby is healthy and ready: it is doing exactly what it should.
+    readiness.set_ready(true);
+    info!(lease = %config.lease_name, namespace = %config.namespace, identity = %config.identity, "waiting to become the leader");
+    let acquired = leader::acquire(
+        client.clone(),
+        config.clone(),
+        stop.clone().cancelled_owned(),
+    )
+    .await?;
+    Ok(acquired.map(|leadership| {
+        info!(identity = %config.identity, "became the leader; starting the controllers");
+        metrics.set_leader(true);
+        Some(leadership)
+    }))
+}
 
-    let controllers = run_controllers(
-        client,
-        &options,
-        metrics.clone(),
-        readiness.clone(),
-        stop.clone(),
-    );
-    let lost = async {
-        match &leadership {
-            Some(leadership) => leadership.lost().await,
-            None => std::future::pending().await,
+/// The lease released, so that a standby takes over at once (or when it expires, if the
+/// release fails or takes too long).
+async fn release(leadership: leader::Leadership) {
+    match tokio::time::timeout(shutdown::RELEASE_TIMEOUT, leadership.release()).await {
+        // The leader module logs the release itself, only when it did release.
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => {
+            warn!(%error, "could not release the lease; a standby takes over when it expires")
         }
-    };
-    let outcome = shutdown::drive(controllers, &stop, lost, options.shutdown_timeout).await;
-    if let Err(stopped) = &outcome {
-        warn!("{stopped}");
+        Err(_) => warn!(
+            "releasing the lease took longer than {:?}; a standby takes over when it expires",
+            shutdown::RELEASE_TIMEOUT
+        ),
     }
-    stop.cancel();
-    if let Some(leadership) = leadership {
-        metrics.set_leader(false);
-        if !matches!(outcome, Err(Stopped::LeadershipLost)) {
-            match tokio::time::timeout(shutdown::RELEASE_TIMEOUT, leadership.release()).await {
-                // The leader module logs the release itself, only when it did release.
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => {
-                    warn!(%error, "could not release the lease; a standby takes over when it expires")
-                }
-                Err(_) => warn!(
-                    "releasing the lease took longer than {:?}; a standby takes over when it expires",
-                    shutdown::RELEASE_TIMEOUT
-                ),
-            }
-        }
-    }
-    for server in servers {
-        let _ = server.await;
-    }
-    Ok(outcome?)
 }
 
 /// Build the three watches and three controllers, and drive them until `stop` is cancelled
@@ -281,126 +303,36 @@ async fn run_controllers(
     readiness: ReadyFlag,
     stop: CancellationToken,
 ) {
-    let (numbers, number_writer) = reflector::store::<Number>();
-    let (tuples, tuple_writer) = reflector::store::<Tuple>();
-    let (fermats, fermat_writer) = reflector::store::<Fermat>();
-    let caches = (numbers.clone(), tuples.clone(), fermats.clone());
+    let (numbers, number_writer) = Wired::<Number>::new(options, &metrics);
+    let (tuples, tuple_writer) = Wired::<Tuple>::new(options, &metrics);
+    let (fermats, fermat_writer) = Wired::<Fermat>::new(options, &metrics);
+    let caches = (
+        numbers.store.clone(),
+        tuples.store.clone(),
+        fermats.store.clone(),
+    );
     let ctx = Arc::new(
         Context::new(client.clone(), caches, metrics)
             .with_in_flight_timeout(options.in_flight_timeout)
             .with_requests_in_flight(options.requests_in_flight, options.flow_shares),
     );
-    let gate = |controller| {
-        Gate::new(
-            controller,
-            options.concurrency,
-            options.flow_shares,
-            &ctx.metrics,
-        )
-    };
-    let (number_gate, number_runner) = gate(Number::CONTROLLER);
-    let (tuple_gate, tuple_runner) = gate(Tuple::CONTROLLER);
-    let (fermat_gate, fermat_runner) = gate(Fermat::CONTROLLER);
-    let gates = [number_gate.clone(), tuple_gate.clone(), fermat_gate.clone()];
-
-    let watch = Watch {
-        client: &client,
-        namespace: &options.namespace,
-        // The server ends each watch before the client's read timeout could cut a quiet one.
-        // Every list, the first and each relist after a 410, is a consistent read from etcd
-        // (`resourceVersion` unset), never from the apiserver's watch cache (`any_semantic`,
-        // `resourceVersion=0`): a lagging cache hands back a list without the children just
-        // created (the parent creates them again, 409) at a resourceVersion that the next
-        // watch may answer 410 again. Paged lists (500 a page, the watcher's default) were
-        // already sent without `resourceVersion=0`, which kube-core drops when a limit is
-        // set; this says so instead of relying on it. See docs/refusals.md.
-        config: watcher::Config::default()
-            .timeout(client::watch_timeout_seconds(options.read_timeout)),
-        ctx: &ctx,
-    };
+    let gates = [&numbers.gate, &tuples.gate, &fermats.gate].map(Gate::clone);
+    let watch = Watch::new(&client, options, &ctx);
     let watches = futures::stream::select_all([
-        watch.kind(
-            number_writer,
-            &ctx.numbers,
-            &number_gate,
-            tell_parents(tell(&tuples, &tuple_gate)),
-        ),
-        watch.kind(
-            tuple_writer,
-            &ctx.tuples,
-            &tuple_gate,
-            tell_parents(tell(&fermats, &fermat_gate)),
-        ),
-        watch.kind(fermat_writer, &ctx.fermats, &fermat_gate, no_parents),
+        watch.kind(number_writer, &ctx.numbers, &numbers.gate, tuples.told()),
+        watch.kind(tuple_writer, &ctx.tuples, &tuples.gate, fermats.told()),
+        watch.kind(fermat_writer, &ctx.fermats, &fermats.gate, no_parents),
     ])
     .take_until(stop.clone().cancelled_owned())
     .for_each(|()| futures::future::ready(()));
-
     let period = options.sync_period;
-    let number_controller = controller(
-        number_gate,
-        number_runner,
-        numbers,
-        number::reconcile,
-        &ctx,
-        period,
-        &stop,
+    let controllers = futures::future::join3(
+        numbers.controller(number::reconcile, &ctx, period, &stop),
+        tuples.controller(tuple::reconcile, &ctx, period, &stop),
+        fermats.controller(fermat::reconcile, &ctx, period, &stop),
     );
-    let tuple_controller = controller(
-        tuple_gate,
-        tuple_runner,
-        tuples,
-        tuple::reconcile,
-        &ctx,
-        period,
-        &stop,
-    );
-    let fermat_controller = controller(
-        fermat_gate,
-        fermat_runner,
-        fermats,
-        fermat::reconcile,
-        &ctx,
-        period,
-        &stop,
-    );
-
-    // The controllers start only once every cache holds a complete list: a reconcile that
-    // read a half-filled cache would create children that exist. (The watches tell the gates
-    // meanwhile: each object waits there once.) Waiting here, once, also keeps each store's
-    // readiness to a single waiter: kube-runtime 5's `wait_until_ready` wakes only the last
-    // of several concurrent waiters, and the others would sleep forever.
-    let controllers = {
-        let ctx = ctx.clone();
-        let stop = stop.clone();
-        let namespace = options.namespace.clone();
-        async move {
-            tokio::select! {
-                _ = ctx.caches_ready() => {}
-                _ = stop.cancelled() => return,
-            }
-            readiness.set_ready(true);
-            info!(
-                numbers = ctx.numbers.store.state().len(),
-                tuples = ctx.tuples.store.state().len(),
-                fermats = ctx.fermats.store.state().len(),
-                namespace = namespace.as_deref().unwrap_or("all namespaces"),
-                "caches synced; starting the Number, Tuple and Fermat controllers"
-            );
-            tokio::join!(number_controller, tuple_controller, fermat_controller);
-            debug!("controllers stopped");
-        }
-    };
-    // What the context remembers expires, so that its memory stays bounded.
-    let sweeps = async {
-        let mut ticks = tokio::time::interval(ctx.sweep_period());
-        loop {
-            tokio::select! {
-                _ = ticks.tick() => ctx.sweep(),
-                _ = stop.cancelled() => return,
-            }
-        }
-    };
+    let namespace = options.namespace.as_deref();
+    let controllers = once_synced(&ctx, readiness, namespace, &stop, controllers);
     // On a shutdown the reconciles queued at the gates are turned away, not run (also before
     // the controllers started).
     let close_gates = async {
@@ -408,10 +340,127 @@ async fn run_controllers(
         gates.iter().for_each(Gate::close);
     };
     // The watches run until `stop`; the controllers until their graceful shutdown completes.
-    tokio::join!(controllers, sweeps, close_gates, async {
+    tokio::join!(controllers, sweeps(&ctx, &stop), close_gates, async {
         watches.await;
         debug!("watches stopped");
     });
+}
+
+/// `controllers`, started only once every cache holds a complete list: a reconcile that read
+/// a half-filled cache would create children that exist. (The watches tell the gates
+/// meanwhile: each object waits there once.) Waiting here, once, also keeps each store's
+/// readiness to a single waiter: kube-runtime 5's `wait_until_ready` wakes only the last of
+/// several concurrent waiters, and the others would sleep forever.
+async fn once_synced(
+    ctx: &Context,
+    readiness: ReadyFlag,
+    namespace: Option<&str>,
+    stop: &CancellationToken,
+    controllers: impl Future,
+) {
+    tokio::select! {
+        _ = ctx.caches_ready() => {}
+        _ = stop.cancelled() => return,
+    }
+    readiness.set_ready(true);
+    info!(
+        numbers = ctx.numbers.store.state().len(),
+        tuples = ctx.tuples.store.state().len(),
+        fermats = ctx.fermats.store.state().len(),
+        namespace = namespace.unwrap_or("all namespaces"),
+        "caches synced; starting the Number, Tuple and Fermat controllers"
+    );
+    controllers.await;
+    debug!("controllers stopped");
+}
+
+/// What the context remembers expires, so that its memory stays bounded.
+async fn sweeps(ctx: &Context, stop: &CancellationToken) {
+    let mut ticks = tokio::time::interval(ctx.sweep_period());
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => ctx.sweep(),
+            _ = stop.cancelled() => return,
+        }
+    }
+}
+
+/// One kind's cache and controller: the store its watch fills, and its gate with the runner
+/// that reconciles what the gate lets in.
+struct Wired<K: Kind> {
+    store: Store<K>,
+    gate: Gate,
+    runner: Runner<Key>,
+}
+
+impl<K: Kind> Wired<K> {
+    /// A cache (and the writer its watch fills it through) and a gate of `--concurrency`.
+    fn new(options: &Options, metrics: &Metrics) -> (Wired<K>, reflector::store::Writer<K>) {
+        let (store, writer) = reflector::store::<K>();
+        let (gate, runner) = Gate::new(
+            K::CONTROLLER,
+            options.concurrency,
+            options.flow_shares,
+            metrics,
+        );
+        let wired = Wired {
+            store,
+            gate,
+            runner,
+        };
+        (wired, writer)
+    }
+
+    /// What a child's watch tells this kind's gate: the parents cached (a parent not cached
+    /// has nothing to reconcile, or is not listed yet: its own list tells its gate).
+    fn told(&self) -> impl Fn(&K::Child) + Send + 'static + use<K>
+    where
+        K: Parent,
+    {
+        let (parents, gate) = (self.store.clone(), self.gate.clone());
+        tell_parents::<K>(move |parent| {
+            if let Some(parent) = parents.get(&parent) {
+                gate.news(parent.as_ref());
+            }
+        })
+    }
+
+    /// The controller: the runner reconciling with `reconcile` what the gate lets in, and
+    /// every cached object told to the gate again every `period` or so (the resync). It ends
+    /// once `stop` and the graceful shutdown of the reconciles in flight are done.
+    fn controller<Fut>(
+        self,
+        reconcile: fn(Arc<K>, Arc<Context>) -> Fut,
+        ctx: &Arc<Context>,
+        period: Duration,
+        stop: &CancellationToken,
+    ) -> impl Future<Output = ()> + use<K, Fut>
+    where
+        Fut: Future<Output = crate::error::Result<crate::runtime::retry::Outcome>>,
+    {
+        let Wired {
+            store,
+            gate,
+            runner,
+        } = self;
+        let (stop, ctx) = (stop.clone(), ctx.clone());
+        async move {
+            let resyncs = resync(period).for_each(|()| {
+                for obj in store.state() {
+                    gate.news(obj.as_ref());
+                }
+                futures::future::ready(())
+            });
+            let resyncs = async {
+                tokio::select! {
+                    _ = resyncs => {}
+                    _ = stop.cancelled() => {}
+                }
+            };
+            let run = gate.run(runner, store.clone(), reconcile, ctx, stop.cancelled());
+            tokio::join!(run, resyncs);
+        }
+    }
 }
 
 /// What every watch of the manager shares.
@@ -422,7 +471,25 @@ struct Watch<'a> {
     ctx: &'a Arc<Context>,
 }
 
-impl Watch<'_> {
+impl<'a> Watch<'a> {
+    /// Watches of `options.namespace`. The server ends each watch before the client's read
+    /// timeout could cut a quiet one. Every list, the first and each relist after a 410, is a
+    /// consistent read from etcd (`resourceVersion` unset), never from the apiserver's watch
+    /// cache (`any_semantic`, `resourceVersion=0`): a lagging cache hands back a list without
+    /// the children just created (the parent creates them again, 409) at a resourceVersion
+    /// that the next watch may answer 410 again. Paged lists (500 a page, the watcher's
+    /// default) were already sent without `resourceVersion=0`, which kube-core drops when a
+    /// limit is set; this says so instead of relying on it. See docs/refusals.md.
+    fn new(client: &'a Client, options: &'a Options, ctx: &'a Arc<Context>) -> Watch<'a> {
+        let timeout = client::watch_timeout_seconds(options.read_timeout);
+        Watch {
+            client,
+            namespace: &options.namespace,
+            config: watcher::Config::default().timeout(timeout),
+            ctx,
+        }
+    }
+
     /// The watch of kind `K`: it fills `cache` through `writer`, and tells `gate` (the kind's
     /// own controller) and `parents` (the parents' controller) of each change.
     fn kind<K: Kind>(
@@ -443,55 +510,5 @@ impl Watch<'_> {
             self.ctx.clone(),
         )
         .boxed()
-    }
-}
-
-/// Parents with news of their children, told to their gate (a parent not cached has nothing
-/// to reconcile, or is not listed yet: its own list tells its gate).
-fn tell<P: Kind>(parents: &Store<P>, gate: &Gate) -> impl Fn(ObjectRef<P>) + Send + 'static {
-    let (parents, gate) = (parents.clone(), gate.clone());
-    move |parent| {
-        if let Some(parent) = parents.get(&parent) {
-            gate.news(parent.as_ref());
-        }
-    }
-}
-
-/// The controller of kind `K`: `gate`'s `runner` reconciling with `reconcile` what the gate
-/// lets in, and every cached object told to the gate again every `period` or so (the
-/// resync). It ends once `stop` and the graceful shutdown of the reconciles in flight are done.
-fn controller<K, Fut>(
-    gate: Gate,
-    runner: Runner<Key>,
-    store: Store<K>,
-    reconcile: fn(Arc<K>, Arc<Context>) -> Fut,
-    ctx: &Arc<Context>,
-    period: Duration,
-    stop: &CancellationToken,
-) -> impl Future<Output = ()>
-where
-    K: Kind,
-    Fut: Future<Output = crate::error::Result<crate::runtime::retry::Outcome>>,
-{
-    let resyncs = {
-        let (gate, store) = (gate.clone(), store.clone());
-        resync(period).for_each(move |()| {
-            for obj in store.state() {
-                gate.news(obj.as_ref());
-            }
-            futures::future::ready(())
-        })
-    };
-    let stop = stop.clone();
-    let ctx = ctx.clone();
-    async move {
-        let resyncs = async {
-            tokio::select! {
-                _ = resyncs => {}
-                _ = stop.cancelled() => {}
-            }
-        };
-        let run = gate.run(runner, store.clone(), reconcile, ctx, stop.cancelled());
-        tokio::join!(run, resyncs);
     }
 }
