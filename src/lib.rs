@@ -23,9 +23,12 @@
 //!                     watches and their fan-out, each kind's cache and owner index, the
 //!                     context and its parts (expectations, statuses in flight, the pace of
 //!                     children, request slots), the retry policy and a reconcile's outcome
-//!                     (and the failures it counts), outages, refusals, Events
-//! kind.rs             each kind's facts, as traits every kind implements (in controller/), and
-//!                     an object's controller
+//!                     (and the failures it counts), outages, refusals, Events; each
+//!                     controller's gate (its scheduler told of the kind's objects)
+//! kind.rs scheduler/  each kind's facts, as traits every kind implements (in controller/), and
+//!                     an object's controller; beside it the one queue every reconcile waits
+//!                     in (domain-free: keys, flows, priorities): fair queue, permits, the
+//!                     book of each key's stage, the runner
 //! api.rs math.rs      the CRDs as Rust types; fizzbuzz, squares, primes, two-square sums
 //! error.rs metrics.rs typed errors; what the manager counts (served by ops/)
 //! ```
@@ -47,3 +50,4 @@ pub mod ops;
 pub mod plugin;
 pub mod reconcile;
 pub mod runtime;
+pub mod scheduler;

@@ -15,6 +15,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("reconcile", 3),
     ("runtime", 2),
     ("kind", 1),
+    ("scheduler", 1),
     ("api", 0),
     ("math", 0),
     ("metrics", 0),

@@ -203,11 +203,10 @@ impl QueueMetrics {
         self.adds.inc();
     }
 
-    /// An object came back by a requeue or the error policy's retry (`AddRateLimited`): a
-    /// retry, and an add.
+    /// An object is to come back after a delay, by a requeue or the error policy's retry
+    /// (`AddRateLimited`): a retry; its add is counted when the delay is over and it is queued.
     pub fn retry(&self) {
         self.retries.inc();
-        self.adds.inc();
     }
 
     /// An object's reconcile starts after `waited` in the queue (`Get`); its work lasts until
@@ -247,5 +246,20 @@ impl Drop for Processing {
         if let Ok(mut processing) = work.live.processing.lock() {
             processing.remove(&self.id);
         }
+    }
+}
+
+/// The scheduler's moments, as client-go's workqueue counts them.
+impl crate::scheduler::runner::Hooks for QueueMetrics {
+    fn added(&self) {
+        self.add();
+    }
+
+    fn started(&self, waited: Duration) -> Option<Box<dyn Send>> {
+        Some(Box::new(self.get(waited)))
+    }
+
+    fn retried(&self, _after: Duration) {
+        self.retry();
     }
 }

@@ -18,23 +18,19 @@
 //! bounded buffer makes a watch wait for the slowest controller. `owns` also maps a child to
 //! its parents only through ownerReferences, while a conflicting object that is deleted frees
 //! a name whose parent it does not name ([`crate::kind::Parent::parent_of`]). So each watch
-//! is `watch_and_fan_out` (`runtime/watches.rs`), with plain unbounded channels. What comes
-//! through them is news for the gate in front of each controller (`runtime/gate.rs`), and
-//! each controller is built on kube-runtime's `for_shared_stream` over the shared store,
-//! triggered (`reconcile_on`) by the objects its gate lets in.
+//! is `watch_and_fan_out` (`runtime/watches.rs`), which tells the gates directly; and the
+//! controllers are no kube-runtime `Controller` either: each is a gate (`runtime/gate.rs`)
+//! over the scheduler (`crate::scheduler`), one fair queue and its runner, so that there is no
+//! second queue behind the fair one.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::channel::mpsc;
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use kube::api::Api;
-use kube::runtime::controller::{
-    Action, Config as ControllerConfig, Controller, Error as ControllerError,
-};
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
 use kube::{Client, Resource};
 use tokio_util::sync::CancellationToken;
@@ -42,7 +38,7 @@ use tracing::{debug, info, warn};
 
 use crate::api::{Fermat, Number, Tuple};
 use crate::controller::{fermat, number, tuple};
-use crate::kind::Kind;
+use crate::kind::{Kind, Parent};
 use crate::metrics::Metrics;
 use crate::ops::client;
 use crate::ops::health::{self, ReadyFlag};
@@ -50,10 +46,11 @@ use crate::ops::leader::{self, LeaderElectionConfig};
 use crate::ops::secure_metrics::{self, SecureMetrics};
 use crate::ops::serving::HttpLimits;
 use crate::ops::shutdown::{self, Stopped};
+use crate::runtime::cache::Cache;
 use crate::runtime::context::Context;
-use crate::runtime::gate::{Gate, Key, object_ref};
-use crate::runtime::retry::{error_policy, with_retry_policy};
+use crate::runtime::gate::{Gate, Key};
 use crate::runtime::watches::{no_parents, resync, tell_parents, watch_and_fan_out};
+use crate::scheduler::runner::Runner;
 
 /// How often every object is reconciled again, regardless of watch events (controller-runtime's
 /// SyncPeriod, which defaults to 10 hours; ours is shorter since a resync costs no request).
@@ -164,6 +161,54 @@ pub async fn run(
         }
     });
     let readiness = ReadyFlag::default();
+    let servers = serve(&client, &options, &metrics, &readiness, &stop).await?;
+    let Some(leadership) = lead(&client, &options, &metrics, &readiness, &stop).await? else {
+        info!("stopped while waiting for leadership");
+        for server in servers {
+            let _ = server.await;
+        }
+        return Ok(());
+    };
+    readiness.set_ready(false);
+
+    let controllers = run_controllers(
+        client,
+        &options,
+        metrics.clone(),
+        readiness.clone(),
+        stop.clone(),
+    );
+    let lost = async {
+        match &leadership {
+            Some(leadership) => leadership.lost().await,
+            None => std::future::pending().await,
+        }
+    };
+    let outcome = shutdown::drive(controllers, &stop, lost, options.shutdown_timeout).await;
+    if let Err(stopped) = &outcome {
+        warn!("{stopped}");
+    }
+    stop.cancel();
+    if let (Some(leadership), Some(config)) = (leadership, &options.leader_election) {
+        metrics.set_leader(&config.lease_name, false);
+        if !matches!(outcome, Err(Stopped::LeadershipLost)) {
+            release(leadership).await;
+        }
+    }
+    for server in servers {
+        let _ = server.await;
+    }
+    Ok(outcome?)
+}
+
+/// The probe and metrics servers the options ask for, serving until `stop`.
+async fn serve(
+    client: &Client,
+    options: &Options,
+    metrics: &Metrics,
+    readiness: &ReadyFlag,
+    stop: &CancellationToken,
+) -> anyhow::Result<Vec<tokio::task::JoinHandle<std::io::Result<()>>>> {
     let mut servers = Vec::new();
     if let Some(address) = options.probe_address {
         let listener = health::bind(address).await?;
@@ -200,80 +245,54 @@ pub async fn run(
             )?),
         });
     }
+    Ok(servers)
+}
 
-    let leadership = match &options.leader_election {
-        Some(config) => {
-            // A standby is healthy and ready: it is doing exactly what it should.
-            readiness.set_ready(true);
-            info!(lease = %config.lease_name, namespace = %config.namespace, identity = %config.identity, "waiting to become the leader");
-            metrics.set_leader(&config.lease_name, false);
-            match leader::acquire(
-                client.clone(),
-                config.clone(),
-                stop.clone().cancelled_owned(),
-            )
-            .await?
-            {
-                Some(leadership) => {
-                    info!(identity = %config.identity, "became the leader; starting the controllers");
-                    metrics.set_leader(&config.lease_name, true);
-                    Some(leadership)
-                }
-                None => {
-                    info!("stopped while waiting for leadership");
-                    for server in servers {
-                        let _ = server.await;
-                    }
-                    return Ok(());
-                }
-            }
-        }
+/// Leadership, with leader election: `Some(Some(..))` once this replica leads, `None` when
+/// `stop` came first; `Some(None)` without leader election (the only replica leads).
+async fn lead(
+    client: &Client,
+    options: &Options,
+    metrics: &Metrics,
+    readiness: &ReadyFlag,
+    stop: &CancellationToken,
+) -> anyhow::Result<Option<Option<leader::Leadership>>> {
+    let Some(config) = &options.leader_election else {
         // Without leader election there is no lease, and no leader series (as in
         // controller-runtime).
-        None => None,
+        return Ok(Some(None));
     };
-    readiness.set_ready(false);
+    // A standby is healthy and ready: it is doing exactly what it should.
+    readiness.set_ready(true);
+    info!(lease = %config.lease_name, namespace = %config.namespace, identity = %config.identity, "waiting to become the leader");
+    metrics.set_leader(&config.lease_name, false);
+    let acquired = leader::acquire(
+        client.clone(),
+        config.clone(),
+        stop.clone().cancelled_owned(),
+    )
+    .await?;
+    Ok(acquired.map(|leadership| {
+        info!(identity = %config.identity, "became the leader; starting the controllers");
+        metrics.set_leader(&config.lease_name, true);
+        Some(leadership)
+    }))
+}
 
-    let controllers = run_controllers(
-        client,
-        &options,
-        metrics.clone(),
-        readiness.clone(),
-        stop.clone(),
-    );
-    let lost = async {
-        match &leadership {
-            Some(leadership) => leadership.lost().await,
-            None => std::future::pending().await,
+/// The lease released, so that a standby takes over at once (or when it expires, if the
+/// release fails or takes too long).
+async fn release(leadership: leader::Leadership) {
+    match tokio::time::timeout(shutdown::RELEASE_TIMEOUT, leadership.release()).await {
+        // The leader module logs the release itself, only when it did release.
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => {
+            warn!(%error, "could not release the lease; a standby takes over when it expires")
         }
-    };
-    let outcome = shutdown::drive(controllers, &stop, lost, options.shutdown_timeout).await;
-    if let Err(stopped) = &outcome {
-        warn!("{stopped}");
+        Err(_) => warn!(
+            "releasing the lease took longer than {:?}; a standby takes over when it expires",
+            shutdown::RELEASE_TIMEOUT
+        ),
     }
-    stop.cancel();
-    if let Some(leadership) = leadership {
-        if let Some(config) = &options.leader_election {
-            metrics.set_leader(&config.lease_name, false);
-        }
-        if !matches!(outcome, Err(Stopped::LeadershipLost)) {
-            match tokio::time::timeout(shutdown::RELEASE_TIMEOUT, leadership.release()).await {
-                // The leader module logs the release itself, only when it did release.
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => {
-                    warn!(%error, "could not release the lease; a standby takes over when it expires")
-                }
-                Err(_) => warn!(
-                    "releasing the lease took longer than {:?}; a standby takes over when it expires",
-                    shutdown::RELEASE_TIMEOUT
-                ),
-            }
-        }
-    }
-    for server in servers {
-        let _ = server.await;
-    }
-    Ok(outcome?)
 }
 
 /// Build the three watches and three controllers, and drive them until `stop` is cancelled
@@ -285,313 +304,212 @@ async fn run_controllers(
     readiness: ReadyFlag,
     stop: CancellationToken,
 ) {
-    let (numbers, number_writer) = reflector::store::<Number>();
-    let (tuples, tuple_writer) = reflector::store::<Tuple>();
-    let (fermats, fermat_writer) = reflector::store::<Fermat>();
-    let (number_changes_tx, number_changes) = mpsc::unbounded::<Arc<Number>>();
-    let (tuple_changes_tx, tuple_changes) = mpsc::unbounded::<Arc<Tuple>>();
-    let (fermat_changes_tx, fermat_changes) = mpsc::unbounded::<Arc<Fermat>>();
-    let (tuples_with_news_tx, tuples_with_news) = mpsc::unbounded::<ObjectRef<Tuple>>();
-    let (fermats_with_news_tx, fermats_with_news) = mpsc::unbounded::<ObjectRef<Fermat>>();
-
-    let caches = (numbers.clone(), tuples.clone(), fermats.clone());
+    let (numbers, number_writer) = Wired::<Number>::new(options, &metrics);
+    let (tuples, tuple_writer) = Wired::<Tuple>::new(options, &metrics);
+    let (fermats, fermat_writer) = Wired::<Fermat>::new(options, &metrics);
+    let caches = (
+        numbers.store.clone(),
+        tuples.store.clone(),
+        fermats.store.clone(),
+    );
     let ctx = Arc::new(
         Context::new(client.clone(), caches, metrics)
             .with_in_flight_timeout(options.in_flight_timeout)
             .with_requests_in_flight(options.requests_in_flight, options.flow_shares),
     );
-    let ns = &options.namespace;
-    // The server ends each watch before the client's read timeout could cut a quiet one.
-    let watch_timeout = client::watch_timeout_seconds(options.read_timeout);
-    // Every list, the first and each relist after a 410, is a consistent read from etcd
-    // (`resourceVersion` unset), never from the apiserver's watch cache (`any_semantic`,
-    // `resourceVersion=0`): a lagging cache hands back a list without the children just
-    // created (the parent creates them again, 409) at a resourceVersion that the next watch
-    // may answer 410 again. Paged lists (500 a page, the watcher's default) were already
-    // sent without `resourceVersion=0`, which kube-core drops when a limit is set; this
-    // says so instead of relying on it. See docs/refusals.md.
-    let watch_config = watcher::Config::default().timeout(watch_timeout);
+    let gates = [&numbers.gate, &tuples.gate, &fermats.gate].map(Gate::clone);
+    let watch = Watch::new(&client, options, &ctx);
     let watches = futures::stream::select_all([
-        watch_and_fan_out(
-            api(&client, ns),
-            watch_config.clone(),
-            number_writer,
-            ctx.numbers.clone(),
-            number_changes_tx,
-            tell_parents::<Tuple>(tuples_with_news_tx),
-            ctx.clone(),
-        )
-        .boxed(),
-        watch_and_fan_out(
-            api(&client, ns),
-            watch_config.clone(),
-            tuple_writer,
-            ctx.tuples.clone(),
-            tuple_changes_tx,
-            tell_parents::<Fermat>(fermats_with_news_tx),
-            ctx.clone(),
-        )
-        .boxed(),
-        watch_and_fan_out(
-            api(&client, ns),
-            watch_config.clone(),
-            fermat_writer,
-            ctx.fermats.clone(),
-            fermat_changes_tx,
-            no_parents,
-            ctx.clone(),
-        )
-        .boxed(),
+        watch.kind(number_writer, &ctx.numbers, &numbers.gate, tuples.told()),
+        watch.kind(tuple_writer, &ctx.tuples, &tuples.gate, fermats.told()),
+        watch.kind(fermat_writer, &ctx.fermats, &fermats.gate, no_parents),
     ])
     .take_until(stop.clone().cancelled_owned())
     .for_each(|()| futures::future::ready(()));
-
-    // The objects wait at the gates, which hand each Controller an object with a turn of its
-    // concurrency, fairly across namespaces (`runtime/gate.rs`); the Controllers run what
-    // they are handed at once.
-    let (gates, let_in) = Gates::new(options.concurrency, options.flow_shares, &ctx.metrics);
-    let (number_gate, tuple_gate, fermat_gate) = (
-        gates.number.clone(),
-        gates.tuple.clone(),
-        gates.fermat.clone(),
+    let period = options.sync_period;
+    let controllers = futures::future::join3(
+        numbers.controller(number::reconcile, &ctx, period, &stop),
+        tuples.controller(tuple::reconcile, &ctx, period, &stop),
+        fermats.controller(fermat::reconcile, &ctx, period, &stop),
     );
-    // What the watches and the resyncs tell the gates (run once the caches are complete).
-    let news = futures::future::join4(
-        own_news(number_gate.clone(), number_changes),
-        own_news(tuple_gate.clone(), tuple_changes),
-        own_news(fermat_gate.clone(), fermat_changes),
-        futures::future::join(
-            children_news(tuple_gate.clone(), tuples.clone(), tuples_with_news),
-            children_news(fermat_gate.clone(), fermats.clone(), fermats_with_news),
-        ),
-    );
-    let resyncs = futures::future::join3(
-        resync_news(number_gate.clone(), numbers.clone(), options.sync_period),
-        resync_news(tuple_gate.clone(), tuples.clone(), options.sync_period),
-        resync_news(fermat_gate.clone(), fermats.clone(), options.sync_period),
-    );
-    let stopped = || stop.clone().cancelled_owned();
-    let number_controller = controller(
-        number_gate,
-        let_in.number,
-        numbers.clone(),
-        number::reconcile,
-        &ctx,
-        stopped(),
-    );
-    let tuple_controller = controller(
-        tuple_gate,
-        let_in.tuple,
-        tuples.clone(),
-        tuple::reconcile,
-        &ctx,
-        stopped(),
-    );
-    let fermat_controller = controller(
-        fermat_gate,
-        let_in.fermat,
-        fermats.clone(),
-        fermat::reconcile,
-        &ctx,
-        stopped(),
-    );
-
-    // The controllers start only once every cache holds a complete list: a reconcile that
-    // read a half-filled cache would create children that exist. Waiting here, once, also
-    // keeps each store's readiness to a single waiter: kube-runtime 5's `wait_until_ready`
-    // wakes only the last of several concurrent waiters, and the others would sleep forever.
-    let controllers = {
-        let ctx = ctx.clone();
-        let stop = stop.clone();
-        async move {
-            tokio::select! {
-                _ = ctx.caches_ready() => {}
-                _ = stop.cancelled() => return,
-            }
-            readiness.set_ready(true);
-            info!(
-                numbers = ctx.numbers.store.state().len(),
-                tuples = ctx.tuples.store.state().len(),
-                fermats = ctx.fermats.store.state().len(),
-                namespace = ns.as_deref().unwrap_or("all namespaces"),
-                "caches synced; starting the Number, Tuple and Fermat controllers"
-            );
-            // The news and the resyncs end with the watches and `stop`; the controllers once
-            // their graceful shutdown completes.
-            let told = async {
-                tokio::select! {
-                    _ = futures::future::join(news, resyncs) => {}
-                    _ = stop.cancelled() => {}
-                }
-            };
-            tokio::join!(number_controller, tuple_controller, fermat_controller, told);
-            debug!("controllers stopped");
-        }
-    };
-    // What the context remembers expires, so that its memory stays bounded.
-    let sweeps = async {
-        let mut ticks = tokio::time::interval(ctx.sweep_period());
-        loop {
-            tokio::select! {
-                _ = ticks.tick() => ctx.sweep(),
-                _ = stop.cancelled() => return,
-            }
-        }
-    };
-    // On a shutdown the reconciles queued at the gates are turned away, not run.
+    let namespace = options.namespace.as_deref();
+    let controllers = once_synced(&ctx, readiness, namespace, &stop, controllers);
+    // On a shutdown the reconciles queued at the gates are turned away, not run (also before
+    // the controllers started).
     let close_gates = async {
         stop.cancelled().await;
-        gates.close();
+        gates.iter().for_each(Gate::close);
     };
     // The watches run until `stop`; the controllers until their graceful shutdown completes.
-    tokio::join!(controllers, sweeps, close_gates, async {
+    tokio::join!(controllers, sweeps(&ctx, &stop), close_gates, async {
         watches.await;
         debug!("watches stopped");
     });
 }
 
-/// One gate per controller.
-struct Gates {
-    number: Gate,
-    tuple: Gate,
-    fermat: Gate,
-}
-
-/// The objects each gate lets in, for its Controller.
-struct LetIn {
-    number: mpsc::UnboundedReceiver<Key>,
-    tuple: mpsc::UnboundedReceiver<Key>,
-    fermat: mpsc::UnboundedReceiver<Key>,
-}
-
-impl Gates {
-    fn new(concurrency: u16, shares: bool, metrics: &Metrics) -> (Gates, LetIn) {
-        let (number, number_in) = Gate::new(Number::CONTROLLER, concurrency, shares, metrics);
-        let (tuple, tuple_in) = Gate::new(Tuple::CONTROLLER, concurrency, shares, metrics);
-        let (fermat, fermat_in) = Gate::new(Fermat::CONTROLLER, concurrency, shares, metrics);
-        let gates = Gates {
-            number,
-            tuple,
-            fermat,
-        };
-        let let_in = LetIn {
-            number: number_in,
-            tuple: tuple_in,
-            fermat: fermat_in,
-        };
-        (gates, let_in)
-    }
-
-    fn close(&self) {
-        self.number.close();
-        self.tuple.close();
-        self.fermat.close();
-    }
-}
-
-/// The controller of kind `K`: kube-runtime's `Controller` over the shared `store`, running
-/// `reconcile` (within the retry policy) on each object its `gate` lets in, and at once: the
-/// gate bounds and orders them, so the `Controller` sets no bound of its own. It ends once
-/// `stop` and the graceful shutdown of the reconciles in flight are done.
-fn controller<K, Fut>(
-    gate: Gate,
-    let_in: mpsc::UnboundedReceiver<Key>,
-    store: Store<K>,
-    reconcile: fn(Arc<K>, Arc<Context>) -> Fut,
-    ctx: &Arc<Context>,
-    stop: impl Future<Output = ()> + Send + Sync + 'static,
-) -> impl Future<Output = ()>
-where
-    K: Kind + Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + Sync + 'static,
-    Fut: Future<Output = crate::error::Result<crate::runtime::retry::Outcome>> + Send + 'static,
-{
-    let reconciler = {
-        let (gate, store) = (gate.clone(), store.clone());
-        move |obj: Arc<K>, ctx: Arc<Context>| {
-            gated(gate.clone(), store.clone(), obj, move |obj| {
-                with_retry_policy(K::CONTROLLER, obj.clone(), ctx.clone(), reconcile(obj, ctx))
-            })
-        }
-    };
-    Controller::for_shared_stream(futures::stream::pending(), store)
-        .reconcile_on(let_in.map(object_ref::<K>))
-        .with_config(ControllerConfig::default().concurrency(0))
-        .graceful_shutdown_on(stop)
-        .run(reconciler, error_policy, ctx.clone())
-        .for_each(log_result(K::CONTROLLER, gate))
-}
-
-/// `reconcile(latest)` once `obj` passes `gate`, with the object as `store` holds it then; a
-/// reconcile turned away by a shutdown, or of an object deleted while it waited, did nothing
-/// and waits for nothing.
-async fn gated<K, F, Fut>(
-    gate: Gate,
-    store: Store<K>,
-    obj: Arc<K>,
-    reconcile: F,
-) -> crate::error::Result<Action>
-where
-    K: Kind,
-    F: FnOnce(Arc<K>) -> Fut,
-    Fut: Future<Output = crate::error::Result<Action>>,
-{
-    gate.pass(obj.as_ref(), &store, reconcile)
-        .await
-        .unwrap_or_else(|| Ok(Action::await_change()))
-}
-
-/// An object's own changes, told to its gate.
-async fn own_news<K: Kind>(gate: Gate, changes: impl Stream<Item = Arc<K>>) {
-    changes
-        .for_each(|obj| {
-            gate.news(obj.as_ref());
-            futures::future::ready(())
-        })
-        .await
-}
-
-/// Parents with news of their children, told to their gate (a parent no longer cached has
-/// nothing left to reconcile).
-async fn children_news<K: Kind>(
-    gate: Gate,
-    parents: Store<K>,
-    news: impl Stream<Item = ObjectRef<K>>,
+/// `controllers`, started only once every cache holds a complete list: a reconcile that read
+/// a half-filled cache would create children that exist. (The watches tell the gates
+/// meanwhile: each object waits there once.) Waiting here, once, also keeps each store's
+/// readiness to a single waiter: kube-runtime 5's `wait_until_ready` wakes only the last of
+/// several concurrent waiters, and the others would sleep forever.
+async fn once_synced(
+    ctx: &Context,
+    readiness: ReadyFlag,
+    namespace: Option<&str>,
+    stop: &CancellationToken,
+    controllers: impl Future,
 ) {
-    news.for_each(|parent| {
-        if let Some(parent) = parents.get(&parent) {
-            gate.news(parent.as_ref());
+    tokio::select! {
+        _ = ctx.caches_ready() => {}
+        _ = stop.cancelled() => return,
+    }
+    readiness.set_ready(true);
+    info!(
+        numbers = ctx.numbers.store.state().len(),
+        tuples = ctx.tuples.store.state().len(),
+        fermats = ctx.fermats.store.state().len(),
+        namespace = namespace.unwrap_or("all namespaces"),
+        "caches synced; starting the Number, Tuple and Fermat controllers"
+    );
+    controllers.await;
+    debug!("controllers stopped");
+}
+
+/// What the context remembers expires, so that its memory stays bounded.
+async fn sweeps(ctx: &Context, stop: &CancellationToken) {
+    let mut ticks = tokio::time::interval(ctx.sweep_period());
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => ctx.sweep(),
+            _ = stop.cancelled() => return,
         }
-        futures::future::ready(())
-    })
-    .await
+    }
 }
 
-/// Every cached object, told to its gate every `period` or so (see [`resync`]).
-async fn resync_news<K: Kind>(gate: Gate, objects: Store<K>, period: Duration) {
-    resync(period)
-        .for_each(|()| {
-            for obj in objects.state() {
-                gate.news(obj.as_ref());
-            }
-            futures::future::ready(())
-        })
-        .await
-}
-
-/// What a controller's output stream is drained with: errors were already logged by the
-/// error policy, so they only appear again at debug level; an object the Controller no longer
-/// found in its cache gives back the turn its gate handed it.
-fn log_result<T, E: std::error::Error, Q: std::error::Error>(
-    controller: &'static str,
+/// One kind's cache and controller: the store its watch fills, and its gate with the runner
+/// that reconciles what the gate lets in.
+struct Wired<K: Kind> {
+    store: Store<K>,
     gate: Gate,
-) -> impl FnMut(Result<T, ControllerError<E, Q>>) -> futures::future::Ready<()> {
-    move |result| {
-        if let Err(error) = result {
-            if let ControllerError::ObjectNotFound(obj) = &error {
-                gate.not_found(obj.namespace.as_deref(), &obj.name);
+    runner: Runner<Key>,
+}
+
+impl<K: Kind> Wired<K> {
+    /// A cache (and the writer its watch fills it through) and a gate of `--concurrency`.
+    fn new(options: &Options, metrics: &Metrics) -> (Wired<K>, reflector::store::Writer<K>) {
+        let (store, writer) = reflector::store::<K>();
+        let (gate, runner) = Gate::new(
+            K::CONTROLLER,
+            options.concurrency,
+            options.flow_shares,
+            metrics,
+        );
+        let wired = Wired {
+            store,
+            gate,
+            runner,
+        };
+        (wired, writer)
+    }
+
+    /// What a child's watch tells this kind's gate: the parents cached (a parent not cached
+    /// has nothing to reconcile, or is not listed yet: its own list tells its gate).
+    fn told(&self) -> impl Fn(&K::Child) + Send + 'static + use<K>
+    where
+        K: Parent,
+    {
+        let (parents, gate) = (self.store.clone(), self.gate.clone());
+        tell_parents::<K>(move |parent| {
+            if let Some(parent) = parents.get(&parent) {
+                gate.news(parent.as_ref());
             }
-            debug!(controller, %error, "reconcile ended with an error");
+        })
+    }
+
+    /// The controller: the runner reconciling with `reconcile` what the gate lets in, and
+    /// every cached object told to the gate again every `period` or so (the resync). It ends
+    /// once `stop` and the graceful shutdown of the reconciles in flight are done.
+    fn controller<Fut>(
+        self,
+        reconcile: fn(Arc<K>, Arc<Context>) -> Fut,
+        ctx: &Arc<Context>,
+        period: Duration,
+        stop: &CancellationToken,
+    ) -> impl Future<Output = ()> + use<K, Fut>
+    where
+        Fut: Future<Output = crate::error::Result<crate::runtime::retry::Outcome>>,
+    {
+        let Wired {
+            store,
+            gate,
+            runner,
+        } = self;
+        let (stop, ctx) = (stop.clone(), ctx.clone());
+        async move {
+            let resyncs = resync(period).for_each(|()| {
+                for obj in store.state() {
+                    gate.news(obj.as_ref());
+                }
+                futures::future::ready(())
+            });
+            let resyncs = async {
+                tokio::select! {
+                    _ = resyncs => {}
+                    _ = stop.cancelled() => {}
+                }
+            };
+            let run = gate.run(runner, store.clone(), reconcile, ctx, stop.cancelled());
+            tokio::join!(run, resyncs);
         }
-        futures::future::ready(())
+    }
+}
+
+/// What every watch of the manager shares.
+struct Watch<'a> {
+    client: &'a Client,
+    namespace: &'a Option<String>,
+    config: watcher::Config,
+    ctx: &'a Arc<Context>,
+}
+
+impl<'a> Watch<'a> {
+    /// Watches of `options.namespace`. The server ends each watch before the client's read
+    /// timeout could cut a quiet one. Every list, the first and each relist after a 410, is a
+    /// consistent read from etcd (`resourceVersion` unset), never from the apiserver's watch
+    /// cache (`any_semantic`, `resourceVersion=0`): a lagging cache hands back a list without
+    /// the children just created (the parent creates them again, 409) at a resourceVersion
+    /// that the next watch may answer 410 again. Paged lists (500 a page, the watcher's
+    /// default) were already sent without `resourceVersion=0`, which kube-core drops when a
+    /// limit is set; this says so instead of relying on it. See docs/refusals.md.
+    fn new(client: &'a Client, options: &'a Options, ctx: &'a Arc<Context>) -> Watch<'a> {
+        let timeout = client::watch_timeout_seconds(options.read_timeout);
+        Watch {
+            client,
+            namespace: &options.namespace,
+            config: watcher::Config::default().timeout(timeout),
+            ctx,
+        }
+    }
+
+    /// The watch of kind `K`: it fills `cache` through `writer`, and tells `gate` (the kind's
+    /// own controller) and `parents` (the parents' controller) of each change.
+    fn kind<K: Kind>(
+        &self,
+        writer: reflector::store::Writer<K>,
+        cache: &Cache<K>,
+        gate: &Gate,
+        parents: impl Fn(&K) + Send + 'static,
+    ) -> futures::stream::BoxStream<'static, ()> {
+        let gate = gate.clone();
+        watch_and_fan_out(
+            api(self.client, self.namespace),
+            self.config.clone(),
+            writer,
+            cache.clone(),
+            move |obj: &K| gate.news(obj),
+            parents,
+            self.ctx.clone(),
+        )
+        .boxed()
     }
 }

@@ -23,15 +23,14 @@
 //!   being deleted.
 //! - `replan.rs`: how soon a parent that waits for its children is planned again (no
 //!   sooner than ten times what its last plan cost).
-//! - `fair.rs`: fair queuing across flows (namespaces), as API Priority and Fairness does:
-//!   who goes next when the slots or the reconciles are all taken; urgent work first, with
-//!   aging so that nothing waits forever.
+//! - `fair`: the scheduler's fair queue and permits (`crate::scheduler`), which the request
+//!   slots use too.
 //! - `slots.rs`: the slots writes and Events take (`--requests-in-flight`), handed out in
 //!   each reconcile's flow's turn, lent by a request while the client waits to send it again
 //!   (a 429).
-//! - `gate.rs`: the gate in front of each `Controller`: objects with news wait there, once
-//!   each, and are handed to the `Controller` with a turn of its concurrency, fairly across
-//!   namespaces, new and changed objects before settled ones.
+//! - `gate.rs`: each controller's scheduler (`crate::scheduler`) told of its kind's objects:
+//!   their news, their flow (namespace) and priority, and each run reading the object from
+//!   the cache when its turn comes.
 //! - `events.rs`: Events within kube-apiserver's limits (names, notes), a Warning said once.
 //! - `backoff.rs`: the one exponential backoff every retry uses (first delay, cap, jitter),
 //!   and the random numbers for jitter.
@@ -50,7 +49,12 @@ pub mod context;
 pub mod events;
 pub mod expectations;
 pub mod expiring;
-pub mod fair;
+/// The fair queue and its permits, now the scheduler's ([`crate::scheduler`]); named here too
+/// for the request slots and the metrics.
+pub mod fair {
+    pub use crate::scheduler::permits::*;
+    pub use crate::scheduler::queue::*;
+}
 pub mod gate;
 pub mod outage;
 pub mod owner_index;

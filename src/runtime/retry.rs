@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Resource;
-use kube::runtime::controller::Action;
 use tracing::{debug, warn};
 
 use crate::error::{Error, Result};
@@ -18,6 +17,7 @@ use crate::runtime::backoff::Exponential;
 use crate::runtime::context::Context;
 use crate::runtime::expiring::{Expiring, object_key};
 use crate::runtime::outage;
+use crate::scheduler::runner::Action;
 
 /// Whether a computed status is an answer, or only a progress report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

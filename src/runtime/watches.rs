@@ -6,7 +6,6 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::channel::mpsc;
 use futures::{Stream, StreamExt};
 use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef};
@@ -44,11 +43,11 @@ fn slim<K: Resource>(obj: &mut K) {
 /// carries this name ([`Parent::parent_of`]): a deleted object that somebody else controlled
 /// (a conflict) frees the name, and that parent must hear of it to create its own.
 pub(crate) fn tell_parents<P: Parent>(
-    parents: mpsc::UnboundedSender<ObjectRef<P>>,
+    parents: impl Fn(ObjectRef<P>) + Send + 'static,
 ) -> impl Fn(&P::Child) + Send + 'static {
     move |child| {
         for owner in owners::<P>(child) {
-            let _ = parents.unbounded_send(owner);
+            parents(owner);
         }
     }
 }
@@ -73,8 +72,9 @@ fn owners<P: Parent>(child: &P::Child) -> Vec<ObjectRef<P>> {
 /// controller, and (for a child that appeared, changed or was deleted) its parents to the
 /// parent's controller ([`tell_parents`]).
 ///
-/// This is kube-runtime's "shared stream" idea with plain unbounded channels for the
-/// fan-out: kube-runtime 5's shared-store dispatcher does not forward deletions (so a
+/// This is kube-runtime's "shared stream" idea with the controllers told directly (their
+/// schedulers keep each object once, so nothing piles up while the caches sync):
+/// kube-runtime 5's shared-store dispatcher does not forward deletions (so a
 /// `kubectl delete number t-1` would never wake the Tuple), and its bounded buffer makes a
 /// watch wait for the slowest controller.
 pub(crate) fn watch_and_fan_out<K: Kind>(
@@ -82,7 +82,7 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
     config: watcher::Config,
     writer: reflector::store::Writer<K>,
     cache: Cache<K>,
-    own: mpsc::UnboundedSender<Arc<K>>,
+    own: impl Fn(&K) + Send + 'static,
     tell_parents: impl Fn(&K) + Send + 'static,
     ctx: Arc<Context>,
 ) -> impl Stream<Item = ()> + Send {
@@ -161,10 +161,7 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
                 if ctx.statuses.own_echo(&obj) {
                     return;
                 }
-                // The cache's own copy: a burst of 10000 events queues pointers, not 10000
-                // second copies of the objects.
-                let cached = reader.get(&ObjectRef::from_obj(&obj));
-                let _ = own.unbounded_send(cached.unwrap_or_else(|| Arc::new(obj)));
+                own(&obj);
             }
             Ok(watcher::Event::Delete(obj)) => {
                 ctx.expectations.saw(&obj);
@@ -199,7 +196,7 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
                 }
                 for obj in now {
                     tell_parents(&obj);
-                    let _ = own.unbounded_send(obj);
+                    own(&obj);
                 }
             }
             Ok(watcher::Event::InitApply(_)) => {}

@@ -439,7 +439,7 @@ mod tests {
             let client = client.clone();
             let review = TokenReview {
                 spec: TokenReviewSpec {
-                    token: Some(token.to_string()),
+                    token: token.to_string(),
                     audiences: None,
                 },
                 ..Default::default()

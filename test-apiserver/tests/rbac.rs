@@ -85,6 +85,7 @@ async fn alice_and_bob(server: &TestServer) -> String {
         .status
         .unwrap()
         .token
+        .expect("a TokenRequest's status carries its token")
 }
 
 #[tokio::test]

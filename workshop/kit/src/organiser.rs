@@ -172,18 +172,18 @@ pub async fn set_up(
         }
         let namespace = participant_namespace(participant);
         let request = TokenRequest {
-            spec: TokenRequestSpec {
-                audiences: vec![],
+            spec: Some(TokenRequestSpec {
+                audiences: None,
                 expiration_seconds: Some(TOKEN_SECONDS),
                 ..Default::default()
-            },
+            }),
             ..Default::default()
         };
         let token = Api::<ServiceAccount>::namespaced(client.clone(), &namespace)
             .create_token_request(participant, &PostParams::default(), &request)
             .await?
             .status
-            .map(|s| s.token)
+            .and_then(|s| s.token)
             .ok_or_else(|| anyhow::anyhow!("the TokenRequest for {participant} has no status"))?;
         let path = kubeconfig_path(repository, participant);
         if let Some(dir) = path.parent() {

@@ -1,196 +1,16 @@
-//! Fair queuing, in the spirit of kube-apiserver's API Priority and Fairness: the waiters of a
-//! limited resource (the request slots, a controller's reconciles) are queued by *flow*, the
-//! flows are served in turn (round-robin, one grant each), and each flow is served in arrival
-//! order. A flow with one request waiting is served after at most one request of each other
-//! flow, however deep their backlogs; a flow with a backlog still gets every free turn when it
-//! is alone, so the resource stays busy while anyone has work.
-//!
-//! The flow is the namespace (see docs/architecture.md, "Fair to every user"): the unit of
-//! tenancy on a shared cluster (a workshop participant, a team), known for every object
-//! without a lookup, and a flow per namespace cannot be multiplied by creating more objects.
-//!
-//! Waiters come in two priorities. An object that is not settled (new, changed, or waiting for
-//! its children) is [`Priority::Urgent`]; one whose status is already the answer for its
-//! generation (what an initial list after a restart, or a resync, brings in thousands) is
-//! [`Priority::Later`]: urgent waiters of any flow go first. A waiter that has waited
-//! [`AGING`] counts as urgent, and goes before the urgent waiters of its own flow, so nothing
-//! waits forever (controller-runtime's priority queue starved its initial list for good,
-//! kubernetes-sigs/controller-runtime#3496).
-//!
-//! Request slots add what APF calls a flow's share of the server's concurrency
-//! ([`FairSlots::shared`]): the server answers what it was sent in arrival order, so a light
-//! flow's request, once sent, still waits behind every request a heavy flow already has open
-//! there. While more than one flow has asked within [`ACTIVE`], each may hold at most its
-//! share of the slots ([`share`]), and the slots a heavy flow may not take stay free: fewer of
-//! its requests are queued at the server ahead of the light flow's. Alone, a flow takes them all.
-//!
-//! [`FairQueue`] decides who is next (pure: no clock, no locks); [`FairSlots`] hands out its
-//! permits in that order.
+//! Permits handed out in [`FairQueue`] order: the request slots, and the turns of a
+//! scheduler's concurrency ([`super::runner`]). With shares ([`FairSlots::shared`]) a flow
+//! holds at most its [`share`] of the permits while other flows are active (see
+//! [`super::queue`]).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
+use super::queue::{ACTIVE, AGING, FairQueue, Flow, Priority, share};
 use crate::metrics::QueueNow;
-
-/// After this long a [`Priority::Later`] waiter is served as an urgent one.
-pub const AGING: Duration = Duration::from_secs(1);
-
-/// A flow that asked for a slot this recently counts as active for the shares: a small
-/// object's requests come in steps (its children's creates, their statuses, its own), with a
-/// watch event and a reconcile between two steps, and a heavy flow that took every slot back
-/// in each such gap would be ahead of the light flow's next step at the server again.
-pub const ACTIVE: Duration = Duration::from_secs(1);
-
-/// How many slots of `limit` one flow may hold while `active` flows share them: an equal share,
-/// at least one; all of them for a flow alone.
-pub fn share(limit: usize, active: usize) -> usize {
-    limit.div_ceil(active.max(1)).max(1)
-}
-
-/// The key requests are queued fairly by (a namespace).
-pub type Flow = Arc<str>;
-
-/// Whether a waiter goes before the settled objects of a resync or an initial list.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Priority {
-    /// New, changed, or waiting for something: someone is waiting for its answer.
-    Urgent,
-    /// Already settled: a resync, or the initial list after a restart.
-    Later,
-}
-
-struct Waiting<T> {
-    since: Instant,
-    item: T,
-}
-
-struct FlowQueue<T> {
-    urgent: VecDeque<Waiting<T>>,
-    later: VecDeque<Waiting<T>>,
-}
-
-impl<T> FlowQueue<T> {
-    fn aged(&self, now: Instant, aging: Duration) -> bool {
-        self.later
-            .front()
-            .is_some_and(|w| now.saturating_duration_since(w.since) >= aging)
-    }
-
-    fn has_urgent(&self, now: Instant, aging: Duration) -> bool {
-        !self.urgent.is_empty() || self.aged(now, aging)
-    }
-
-    /// The flow's next waiter: an aged one first (it has waited longest), then urgent ones in
-    /// arrival order, then the others.
-    fn pop(&mut self, now: Instant, aging: Duration) -> Option<Waiting<T>> {
-        if self.aged(now, aging) {
-            return self.later.pop_front();
-        }
-        self.urgent.pop_front().or_else(|| self.later.pop_front())
-    }
-
-    fn is_empty(&self) -> bool {
-        self.urgent.is_empty() && self.later.is_empty()
-    }
-
-    fn len(&self) -> usize {
-        self.urgent.len() + self.later.len()
-    }
-
-    fn oldest(&self) -> Option<Instant> {
-        let fronts = [self.urgent.front(), self.later.front()];
-        fronts.into_iter().flatten().map(|w| w.since).min()
-    }
-}
-
-/// Who is served next: the flows in turn, each in arrival order, urgent waiters first.
-pub struct FairQueue<T> {
-    flows: HashMap<Flow, FlowQueue<T>>,
-    /// The flows with waiters, in the order of their next turn.
-    turns: VecDeque<Flow>,
-    aging: Duration,
-}
-
-impl<T> FairQueue<T> {
-    pub fn new(aging: Duration) -> Self {
-        FairQueue {
-            flows: HashMap::new(),
-            turns: VecDeque::new(),
-            aging,
-        }
-    }
-
-    /// `item` waits in `flow` from `now`.
-    pub fn push(&mut self, flow: Flow, priority: Priority, now: Instant, item: T) {
-        let queue = self.flows.entry(flow.clone()).or_insert_with(|| {
-            self.turns.push_back(flow);
-            FlowQueue {
-                urgent: VecDeque::new(),
-                later: VecDeque::new(),
-            }
-        });
-        let waiting = Waiting { since: now, item };
-        match priority {
-            Priority::Urgent => queue.urgent.push_back(waiting),
-            Priority::Later => queue.later.push_back(waiting),
-        }
-    }
-
-    /// The next waiter and how long it waited: the first flow in turn with an urgent (or aged)
-    /// waiter, else the first flow in turn; that flow goes to the back of the turns.
-    pub fn pop(&mut self, now: Instant) -> Option<(T, Duration)> {
-        self.pop_where(now, |_| true)
-            .map(|(_, item, waited)| (item, waited))
-    }
-
-    /// [`FairQueue::pop`] among the flows `may` allows (those under their share), with the
-    /// waiter's flow; `None` when none of them has a waiter.
-    pub fn pop_where(
-        &mut self,
-        now: Instant,
-        may: impl Fn(&Flow) -> bool,
-    ) -> Option<(Flow, T, Duration)> {
-        let aging = self.aging;
-        let turn = (self.turns.iter())
-            .position(|f| may(f) && self.flows.get(f).is_some_and(|q| q.has_urgent(now, aging)))
-            .or_else(|| self.turns.iter().position(&may))?;
-        let flow = self.turns.remove(turn)?;
-        let queue = self.flows.get_mut(&flow)?;
-        let waiting = queue.pop(now, aging);
-        if queue.is_empty() {
-            self.flows.remove(&flow);
-        } else {
-            self.turns.push_back(flow.clone());
-        }
-        waiting.map(|w| (flow, w.item, now.saturating_duration_since(w.since)))
-    }
-
-    /// Waiters now.
-    pub fn len(&self) -> usize {
-        self.flows.values().map(FlowQueue::len).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.turns.is_empty()
-    }
-
-    /// Flows with waiters now.
-    pub fn flows(&self) -> usize {
-        self.turns.len()
-    }
-
-    /// How long the longest waiter has waited by `now`.
-    pub fn longest_wait(&self, now: Instant) -> Duration {
-        self.flows
-            .values()
-            .filter_map(FlowQueue::oldest)
-            .min()
-            .map_or(Duration::ZERO, |since| now.saturating_duration_since(since))
-    }
-}
 
 /// What a [`FairSlots`] shows the metrics: waiters, flows waiting, the longest wait now.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -203,8 +23,8 @@ pub struct QueueStats {
 /// Called with each grant's wait (for the wait-time histogram).
 pub type OnGrant = Arc<dyn Fn(Duration) + Send + Sync>;
 
-/// What takes a permit when its turn comes: [`FairSlots::offer`]'s callback. It runs under the
-/// slots' lock (so it must not take a permit or drop one itself), and gives the permit back
+/// What takes a permit when its turn comes: [`FairSlots::offer`]'s callback. It runs outside
+/// the slots' lock (it may look at them, or take a permit itself), and gives the permit back
 /// (`Err`) when it no longer wants it.
 pub type Grant = Box<dyn FnOnce(Permit) -> Result<(), Permit> + Send>;
 
@@ -250,10 +70,13 @@ impl Shares {
     /// Whether `flow` may take one more permit at `now`: under its share of the flows that
     /// asked within [`ACTIVE`] or hold a permit.
     fn may_take(&self, flow: &Flow, now: Instant) -> bool {
+        let is_recent = |at: &Instant| now.saturating_duration_since(*at) < ACTIVE;
         let recent = (self.asked.iter())
-            .filter(|(_, at)| now.saturating_duration_since(**at) < ACTIVE)
+            .filter(|(_, at)| is_recent(at))
             .map(|(f, _)| f);
-        let holding = self.held.keys().filter(|f| !self.asked.contains_key(*f));
+        // A flow that holds a permit is active whenever it last asked: counted here unless
+        // it counts as recent already (a stale ask of a holder left it out of both).
+        let holding = (self.held.keys()).filter(|f| !self.asked.get(*f).is_some_and(is_recent));
         let active = recent.chain(holding).count().max(1);
         self.held.get(flow).copied().unwrap_or(0) < share(self.limit, active)
     }
@@ -302,38 +125,61 @@ impl Shared {
         if let Some(shares) = &mut state.shares {
             shares.gave_back(flow);
         }
-        self.dispatch(&mut state);
+        self.dispatch(state);
     }
 
     /// The free permits go to the next live waiters, in the queue's order, among the flows
-    /// under their share; what no such flow waits for stays free.
-    fn dispatch(self: &Arc<Self>, state: &mut State) {
-        while state.free > 0 {
-            let now = Instant::now();
-            let popped = {
-                let State { queue, shares, .. } = &mut *state;
-                let shares = &*shares;
-                queue.pop_where(now, |flow| {
-                    shares.as_ref().is_none_or(|s| s.may_take(flow, now))
-                })
-            };
-            let Some((flow, waiter, waited)) = popped else {
-                return;
-            };
-            let permit = self.permit(flow.clone());
-            match waiter.grant(permit) {
-                Ok(()) => {
-                    state.free -= 1;
-                    if let Some(shares) = &mut state.shares {
-                        shares.took(&flow);
+    /// under their share; what no such flow waits for stays free. The permits are taken under
+    /// the lock and handed out after it (a waiter's callback may look at the slots, or drop a
+    /// permit); those a waiter gave back are put back under the lock again, in a loop rather
+    /// than through [`Permit`]'s drop, so a run of waiters that gave up costs no stack.
+    fn dispatch<'a>(self: &'a Arc<Self>, mut state: MutexGuard<'a, State>) {
+        loop {
+            let mut grants = Vec::new();
+            while state.free > 0 {
+                let now = Instant::now();
+                let popped = {
+                    let State { queue, shares, .. } = &mut *state;
+                    let shares = &*shares;
+                    queue.pop_where(now, |flow| {
+                        shares.as_ref().is_none_or(|s| s.may_take(flow, now))
+                    })
+                };
+                let Some((flow, waiter, waited)) = popped else {
+                    break;
+                };
+                state.free -= 1;
+                if let Some(shares) = &mut state.shares {
+                    shares.took(&flow);
+                }
+                grants.push((flow, waiter, waited));
+            }
+            drop(state);
+            let mut returned = Vec::new();
+            for (flow, waiter, waited) in grants {
+                match waiter.grant(self.permit(flow)) {
+                    Ok(()) => {
+                        if let Some(on_grant) = &self.on_grant {
+                            on_grant(waited);
+                        }
                     }
-                    if let Some(on_grant) = &self.on_grant {
-                        on_grant(waited);
+                    // The waiter gave up (its reconcile was dropped, or it wants no permit
+                    // any more): the permit goes to the next one.
+                    Err(mut unsent) => {
+                        unsent.shared = None;
+                        returned.push(unsent.flow.clone());
                     }
                 }
-                // The waiter gave up (its reconcile was dropped, or it wants no permit any
-                // more): the next one. (Not given back through `release`: the lock is held.)
-                Err(mut unsent) => unsent.shared = None,
+            }
+            if returned.is_empty() {
+                return;
+            }
+            state = self.lock();
+            for flow in &returned {
+                state.free = state.free.saturating_add(1);
+                if let Some(shares) = &mut state.shares {
+                    shares.gave_back(flow);
+                }
             }
         }
     }
@@ -462,7 +308,7 @@ impl FairSlots {
         if self.shared.gather {
             tokio::task::yield_now().await;
         }
-        self.shared.dispatch(&mut self.shared.lock());
+        self.shared.dispatch(self.shared.lock());
         granted.await.ok()
     }
 
@@ -481,7 +327,7 @@ impl FairSlots {
         state
             .queue
             .push(flow, priority, now, Waiter::Callback(grant));
-        self.shared.dispatch(&mut state);
+        self.shared.dispatch(state);
     }
 
     /// Every waiter gives up (gets `None`), and so does every later caller: for a shutdown,
@@ -527,72 +373,6 @@ mod tests {
     fn flow(name: &str) -> Flow {
         Arc::from(name)
     }
-
-    fn drain(q: &mut FairQueue<&'static str>, now: Instant) -> Vec<&'static str> {
-        std::iter::from_fn(|| q.pop(now).map(|(item, _)| item)).collect()
-    }
-
-    /// A flow's one waiter goes after at most one of another flow's backlog.
-    #[test]
-    fn a_light_flow_goes_ahead_of_a_heavy_backlog() {
-        let now = Instant::now();
-        let mut q = FairQueue::new(AGING);
-        for item in ["big-1", "big-2", "big-3", "big-4"] {
-            q.push(flow("big"), Priority::Urgent, now, item);
-        }
-        q.push(flow("small"), Priority::Urgent, now, "small-1");
-        q.push(flow("small"), Priority::Urgent, now, "small-2");
-        assert_eq!(q.flows(), 2);
-        assert_eq!(
-            drain(&mut q, now),
-            ["big-1", "small-1", "big-2", "small-2", "big-3", "big-4"]
-        );
-        assert!(q.is_empty());
-        assert_eq!(q.len(), 0);
-    }
-
-    /// Settled objects (a resync, a restart's initial list) wait for the urgent ones of every
-    /// flow, each flow still in arrival order.
-    #[test]
-    fn urgent_waiters_go_before_settled_ones() {
-        let now = Instant::now();
-        let mut q = FairQueue::new(AGING);
-        q.push(flow("a"), Priority::Later, now, "a-resync-1");
-        q.push(flow("a"), Priority::Later, now, "a-resync-2");
-        q.push(flow("a"), Priority::Urgent, now, "a-new");
-        q.push(flow("b"), Priority::Urgent, now, "b-new");
-        assert_eq!(
-            drain(&mut q, now),
-            ["a-new", "b-new", "a-resync-1", "a-resync-2"]
-        );
-    }
-
-    /// A settled waiter that waited long enough goes first, even before urgent ones: nothing
-    /// starves behind a steady stream of urgent work (controller-runtime#3496).
-    #[test]
-    fn a_waiter_that_aged_is_served_before_new_urgent_ones() {
-        let start = Instant::now();
-        let mut q = FairQueue::new(AGING);
-        q.push(flow("a"), Priority::Later, start, "a-resync");
-        let later = start + AGING;
-        q.push(flow("a"), Priority::Urgent, later, "a-new");
-        q.push(flow("b"), Priority::Urgent, later, "b-new");
-        assert_eq!(q.longest_wait(later), AGING);
-        assert_eq!(q.pop(later), Some(("a-resync", AGING)));
-        assert_eq!(drain(&mut q, later), ["b-new", "a-new"]);
-    }
-
-    /// A flow alone takes every turn: nothing is held back for flows that have no work.
-    #[test]
-    fn a_flow_alone_is_served_in_arrival_order() {
-        let now = Instant::now();
-        let mut q = FairQueue::new(AGING);
-        for item in ["1", "2", "3"] {
-            q.push(flow("only"), Priority::Later, now, item);
-        }
-        assert_eq!(drain(&mut q, now), ["1", "2", "3"]);
-    }
-
     /// The permits go to the waiters in the queue's order, and a waiter that gave up is
     /// skipped without losing the permit.
     #[tokio::test]
@@ -682,6 +462,62 @@ mod tests {
         );
         assert_eq!(slots.free(), 2);
         more_heavy.abort();
+    }
+
+    /// A flow that holds permits and last asked more than [`ACTIVE`] ago is still active:
+    /// beside it another flow holds at most its half of 4 (issue 39's F6: the holder was left
+    /// out of the count, and the other flow's share was all 4).
+    #[test]
+    fn a_holder_whose_ask_is_old_still_counts_as_active() {
+        let start = Instant::now();
+        let mut shares = Shares {
+            limit: 4,
+            held: HashMap::new(),
+            asked: HashMap::new(),
+        };
+        shares.asked(&flow("big"), start);
+        shares.took(&flow("big"));
+        shares.took(&flow("big"));
+        let small_asked = start + ACTIVE / 2;
+        shares.asked(&flow("small"), small_asked);
+        shares.took(&flow("small"));
+        shares.took(&flow("small"));
+        let now = start + ACTIVE + ACTIVE / 4;
+        assert!(
+            !shares.may_take(&flow("small"), now),
+            "2 of 4 beside a holder"
+        );
+        assert!(!shares.may_take(&flow("big"), now));
+    }
+
+    /// A callback handed a permit may look at the slots (it ran under their lock, and this
+    /// deadlocked: issue 39's F6), and a permit it gives back goes to the next waiter.
+    #[test]
+    fn a_grant_runs_outside_the_lock() {
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let slots = FairSlots::new(1, None);
+            let looked = slots.clone();
+            let seen = Arc::new(Mutex::new(None));
+            let seen_by_grant = seen.clone();
+            let grant: Grant = Box::new(move |permit| {
+                *seen_by_grant.lock().unwrap_or_else(|e| e.into_inner()) = Some(looked.free());
+                Err(permit)
+            });
+            slots.offer(flow("a"), Priority::Urgent, grant);
+            let second: Grant = Box::new(move |permit| {
+                drop(permit);
+                Ok(())
+            });
+            slots.offer(flow("b"), Priority::Urgent, second);
+            let seen = *seen.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = done_tx.send((seen, slots.free()));
+        });
+        let (seen, free) = done_rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the grant did not deadlock on the slots' lock");
+        assert_eq!(seen, Some(0), "the permit it held was taken");
+        assert_eq!(free, 1, "both permits came back");
     }
 
     /// Without shares (the gates of other kinds, or `--flow-shares=false`), a flow takes
