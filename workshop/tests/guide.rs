@@ -29,11 +29,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
 
 #[path = "guide/matching.rs"]
 mod matching;
 #[path = "guide/runner.rs"]
 mod runner;
+#[path = "common/trial.rs"]
+mod trial;
 
 use matching::{alike, as_written};
 use runner::{controllers, stop};
@@ -446,8 +449,8 @@ fn split_reads(script: &str) -> (String, String) {
     (lines[..at].join("\n"), lines[at..].join("\n"))
 }
 
-/// Runs a script with bash, stdout and stderr together.
-fn bash(script: &str, kubeconfig: &Path) -> String {
+/// Runs a script with bash in `dir` (the participant's copy), stdout and stderr together.
+fn bash(script: &str, kubeconfig: &Path, dir: &Path) -> String {
     if script.trim().is_empty() {
         return String::new();
     }
@@ -463,7 +466,7 @@ fn bash(script: &str, kubeconfig: &Path) -> String {
     let output = Command::new("bash")
         .arg("-c")
         .arg(format!("exec 2>&1\n{script}"))
-        .current_dir(repository())
+        .current_dir(dir)
         .env("KUBECONFIG", kubeconfig)
         .env("PATH", path)
         .output()
@@ -471,9 +474,74 @@ fn bash(script: &str, kubeconfig: &Path) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// The tests below catch up in the one copy, one at a time.
+static COPY: Mutex<()> = Mutex::new(());
+
+/// The repository as a participant who caught up has it: a copy ([`trial::copy`], the
+/// exercises as committed), then `make workshop-skip STAGE=1`, `2` and `3` in it, the learner's
+/// catch-up path, so that the exercises are the reference solutions. `None` outside a git
+/// checkout.
+fn caught_up() -> Option<(MutexGuard<'static, ()>, PathBuf)> {
+    let guard = COPY.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let copy = trial::copy()?;
+    for stage in 1..=3 {
+        let skipped = trial::make(&copy, &["workshop-skip", &format!("STAGE={stage}")])
+            .output()
+            .expect("make runs");
+        assert!(
+            skipped.status.success(),
+            "make workshop-skip STAGE={stage}:\n{}{}",
+            String::from_utf8_lossy(&skipped.stdout),
+            String::from_utf8_lossy(&skipped.stderr)
+        );
+    }
+    Some((guard, copy))
+}
+
+/// After the three skips, `make workshop-crds` writes exactly the reference solution's CRDs,
+/// so that `make workshop-install` of a participant who caught up installs what the organiser
+/// installed, and is never refused as another participant's CRD.
+#[test]
+fn the_exercises_caught_up_generate_the_solutions_crds() {
+    let Some((_one_at_a_time, copy)) = caught_up() else {
+        eprintln!("not a git checkout: the copy is made with `git ls-files`");
+        return;
+    };
+    let made = trial::make(&copy, &["workshop-crds"])
+        .output()
+        .expect("make runs");
+    assert!(
+        made.status.success(),
+        "make workshop-crds:\n{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let scratch = tempfile::tempdir().expect("a temporary directory");
+    let solution = Command::new(env!("CARGO_BIN_EXE_math-workshop"))
+        .args(["crds", "--solution", "--dir"])
+        .arg(scratch.path())
+        .current_dir(repository())
+        .output()
+        .expect("math-workshop crds runs");
+    assert!(solution.status.success());
+    for kind in ["numbers", "tuples", "fermats"] {
+        let name = format!("{kind}.math.example.com.yaml");
+        let read = |dir: &Path| std::fs::read_to_string(dir.join(&name)).unwrap_or_default();
+        let (yours, reference) = (read(&copy.join("workshop/crds")), read(scratch.path()));
+        assert!(!reference.is_empty(), "no {name} from the solution");
+        assert_eq!(
+            yours, reference,
+            "{name}: the caught-up exercises' CRD differs"
+        );
+    }
+}
+
 #[test]
 fn the_guides_sessions_print_what_the_guide_shows() {
     let write = std::env::var("GUIDE_OUTPUTS").is_ok_and(|v| v == "write");
+    let Some((_one_at_a_time, copy)) = caught_up() else {
+        eprintln!("not a git checkout: the sessions run in a copy made with `git ls-files`");
+        return;
+    };
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let mut wrong = Vec::new();
     let mut compared = 0;
@@ -483,16 +551,19 @@ fn the_guides_sessions_print_what_the_guide_shows() {
             .expect("the test API server starts");
         let kubeconfig = server.kubeconfig_path();
         into_participant_namespace(&kubeconfig);
-        let install = Command::new(env!("CARGO_BIN_EXE_math-workshop"))
-            .args(["install", "--solution"])
-            .current_dir(repository())
+        // As the guide has the participant install their CRDs, before its first session block.
+        let install = trial::make(&copy, &["workshop-install"])
             .env("KUBECONFIG", &kubeconfig)
             .output()
-            .expect("math-workshop install runs");
-        assert!(
-            install.status.success(),
-            "{}",
+            .expect("make workshop-install runs");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&install.stdout),
             String::from_utf8_lossy(&install.stderr)
+        );
+        assert!(
+            install.status.success() && said.matches(" created").count() == 3,
+            "make workshop-install:\n{said}"
         );
         let path = repository().join(file);
         let markdown = std::fs::read_to_string(&path).unwrap_or_default();
@@ -508,12 +579,12 @@ fn the_guides_sessions_print_what_the_guide_shows() {
                     if let Some(child) = running.take() {
                         stop(child);
                     }
-                    running = stage.map(|n| controllers(n, &kubeconfig));
+                    running = stage.map(|n| controllers(n, &kubeconfig, &copy));
                 }
                 Step::Run { script } => {
                     last = split_reads(&script);
-                    mutated = bash(&last.0, &kubeconfig);
-                    printed = format!("{mutated}{}", bash(&last.1, &kubeconfig));
+                    mutated = bash(&last.0, &kubeconfig, &copy);
+                    printed = format!("{mutated}{}", bash(&last.1, &kubeconfig, &copy));
                 }
                 Step::Output {
                     rerun,
@@ -530,7 +601,7 @@ fn the_guides_sessions_print_what_the_guide_shows() {
                     }
                     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
                     let mut now = if rerun {
-                        as_written(&bash(&last.1, &kubeconfig))
+                        as_written(&bash(&last.1, &kubeconfig, &copy))
                     } else {
                         as_written(&printed)
                     };
@@ -540,7 +611,7 @@ fn the_guides_sessions_print_what_the_guide_shows() {
                         && !last.1.is_empty()
                     {
                         std::thread::sleep(std::time::Duration::from_millis(300));
-                        let reads = bash(&last.1, &kubeconfig);
+                        let reads = bash(&last.1, &kubeconfig, &copy);
                         now = if rerun {
                             as_written(&reads)
                         } else {
