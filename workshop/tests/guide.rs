@@ -7,12 +7,14 @@
 //! their name as the participant's. `make workshop-guide-outputs` writes the current outputs
 //! into both guides (`GUIDE_OUTPUTS=write`).
 //!
-//! The kubectl sessions run too (`the_guides_sessions_print_what_the_guide_shows`): per guide, a
-//! fresh test API server with the CRDs installed and the reference solutions' controllers,
-//! started with `make workshop-run STAGE=N ARGS=--solution` and stopped (its process group)
-//! where the guide tells the participant to (`<!-- guide: controllers N -->`,
+//! The kubectl sessions run too (`the_guides_sessions_print_what_the_guide_shows`), with the
+//! learner's own commands on a copy of the repository that caught up (`make workshop-skip
+//! STAGE=1`, `2`, `3`: the exercises are the reference solutions; the copy is
+//! `common/trial.rs`'s): per guide, a fresh test API server, the CRDs installed with
+//! `make workshop-install`, the controllers started with `make workshop-run STAGE=N` and stopped
+//! (its process group) where the guide tells the participant to (`<!-- guide: controllers N -->`,
 //! `<!-- guide: controllers off -->`); every ```` ```sh ```` block marked `<!-- run -->` runs in
-//! order (bash, in the repository, kubectl-math on the PATH), and the block marked
+//! order (bash, in the copy, kubectl-math on the PATH), and the block marked
 //! `<!-- output: run -->` after it is compared with what it printed (`<!-- output: rerun -->`:
 //! its `kubectl get`/`explain`/`math tree` lines once more). The session works in a participant's
 //! namespace ([`PARTICIPANT_NAMESPACE`], named by the kubeconfig's context), never `default`. A read is compared as it comes,
