@@ -11,7 +11,7 @@
 //! learner's own commands on a copy of the repository that caught up (`make workshop-skip
 //! STAGE=1`, `2`, `3`: the exercises are the reference solutions; the copy is
 //! `common/trial.rs`'s): per guide, a fresh test API server, the CRDs installed with
-//! `make workshop-install`, the controllers started with `make workshop-run STAGE=N` and stopped
+//! `make workshop-install` (its lines but cargo's compared with the guide's block), the controllers started with `make workshop-run STAGE=N` and stopped
 //! (its process group) where the guide tells the participant to (`<!-- guide: controllers N -->`,
 //! `<!-- guide: controllers off -->`); every ```` ```sh ```` block marked `<!-- run -->` runs in
 //! order (bash, in the copy, kubectl-math on the PATH), and the block marked
@@ -31,8 +31,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard};
 
+#[path = "guide/caught_up.rs"]
+mod caught_up;
 #[path = "guide/matching.rs"]
 mod matching;
 #[path = "guide/runner.rs"]
@@ -40,6 +41,7 @@ mod runner;
 #[path = "common/trial.rs"]
 mod trial;
 
+use caught_up::{caught_up, install};
 use matching::{alike, as_written};
 use runner::{controllers, stop};
 
@@ -476,67 +478,6 @@ fn bash(script: &str, kubeconfig: &Path, dir: &Path) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// The tests below catch up in the one copy, one at a time.
-static COPY: Mutex<()> = Mutex::new(());
-
-/// The repository as a participant who caught up has it: a copy ([`trial::copy`], the
-/// exercises as committed), then `make workshop-skip STAGE=1`, `2` and `3` in it, the learner's
-/// catch-up path, so that the exercises are the reference solutions. `None` outside a git
-/// checkout.
-fn caught_up() -> Option<(MutexGuard<'static, ()>, PathBuf)> {
-    let guard = COPY.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let copy = trial::copy()?;
-    for stage in 1..=3 {
-        let skipped = trial::make(&copy, &["workshop-skip", &format!("STAGE={stage}")])
-            .output()
-            .expect("make runs");
-        assert!(
-            skipped.status.success(),
-            "make workshop-skip STAGE={stage}:\n{}{}",
-            String::from_utf8_lossy(&skipped.stdout),
-            String::from_utf8_lossy(&skipped.stderr)
-        );
-    }
-    Some((guard, copy))
-}
-
-/// After the three skips, `make workshop-crds` writes exactly the reference solution's CRDs,
-/// so that `make workshop-install` of a participant who caught up installs what the organiser
-/// installed, and is never refused as another participant's CRD.
-#[test]
-fn the_exercises_caught_up_generate_the_solutions_crds() {
-    let Some((_one_at_a_time, copy)) = caught_up() else {
-        eprintln!("not a git checkout: the copy is made with `git ls-files`");
-        return;
-    };
-    let made = trial::make(&copy, &["workshop-crds"])
-        .output()
-        .expect("make runs");
-    assert!(
-        made.status.success(),
-        "make workshop-crds:\n{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
-    let scratch = tempfile::tempdir().expect("a temporary directory");
-    let solution = Command::new(env!("CARGO_BIN_EXE_math-workshop"))
-        .args(["crds", "--solution", "--dir"])
-        .arg(scratch.path())
-        .current_dir(repository())
-        .output()
-        .expect("math-workshop crds runs");
-    assert!(solution.status.success());
-    for kind in ["numbers", "tuples", "fermats"] {
-        let name = format!("{kind}.math.example.com.yaml");
-        let read = |dir: &Path| std::fs::read_to_string(dir.join(&name)).unwrap_or_default();
-        let (yours, reference) = (read(&copy.join("workshop/crds")), read(scratch.path()));
-        assert!(!reference.is_empty(), "no {name} from the solution");
-        assert_eq!(
-            yours, reference,
-            "{name}: the caught-up exercises' CRD differs"
-        );
-    }
-}
-
 #[test]
 fn the_guides_sessions_print_what_the_guide_shows() {
     let write = std::env::var("GUIDE_OUTPUTS").is_ok_and(|v| v == "write");
@@ -547,28 +488,17 @@ fn the_guides_sessions_print_what_the_guide_shows() {
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let mut wrong = Vec::new();
     let mut compared = 0;
-    for (file, _) in GUIDES {
+    for (file, japanese) in GUIDES {
         let server = runtime
             .block_on(test_apiserver::TestServer::start())
             .expect("the test API server starts");
         let kubeconfig = server.kubeconfig_path();
         into_participant_namespace(&kubeconfig);
-        // As the guide has the participant install their CRDs, before its first session block.
-        let install = trial::make(&copy, &["workshop-install"])
-            .env("KUBECONFIG", &kubeconfig)
-            .output()
-            .expect("make workshop-install runs");
-        let said = format!(
-            "{}{}",
-            String::from_utf8_lossy(&install.stdout),
-            String::from_utf8_lossy(&install.stderr)
-        );
-        assert!(
-            install.status.success() && said.matches(" created").count() == 3,
-            "make workshop-install:\n{said}"
-        );
         let path = repository().join(file);
         let markdown = std::fs::read_to_string(&path).unwrap_or_default();
+        if let Err(differs) = install(&copy, &kubeconfig, &markdown, japanese) {
+            wrong.push(format!("{file}: {differs}"));
+        }
         let mut lines: Vec<String> = markdown.lines().map(str::to_string).collect();
         let mut rewrites: Vec<(usize, usize, Vec<String>)> = Vec::new();
         let mut running: Option<std::process::Child> = None;

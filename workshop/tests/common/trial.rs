@@ -66,6 +66,7 @@ pub(crate) fn copy() -> Option<PathBuf> {
             "workshop/Cargo.toml" => renamed(&content, "math-workshop-trial"),
             "workshop/tools/Cargo.toml" => renamed(&content, "math-workshop-tools-trial"),
             "test-apiserver/Cargo.toml" => renamed(&content, "test-apiserver-trial"),
+            "Cargo.toml" => apart(&content),
             _ => content,
         };
         sync(&copy.join(&path), &content);
@@ -78,6 +79,23 @@ pub(crate) fn copy() -> Option<PathBuf> {
         }
     }
     Some(copy)
+}
+
+/// The workspace manifest with the learner's crate built apart from this repository's: cargo
+/// names a path package's build after its path inside the workspace, so without a profile of
+/// its own the copy's `math-workshop` (whose exercises are other files) and this repository's
+/// would be one build in the shared target directory, and each would link the other's
+/// exercises (this repository's `math-workshop` binary then passed the starter's check).
+/// One codegen unit fewer than dev's 256 changes nothing else.
+fn apart(manifest: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(manifest);
+    let section = "[profile.dev.package.math-workshop]\n";
+    assert!(
+        text.contains(section),
+        "the workspace manifest has no {section}"
+    );
+    text.replacen(section, &format!("{section}codegen-units = 255\n"), 1)
+        .into_bytes()
 }
 
 /// A package manifest whose binary (`src/main.rs`) is called `name`.
