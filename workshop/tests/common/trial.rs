@@ -125,7 +125,10 @@ pub(crate) fn as_participant(mut cmd: Command, copy: &Path) -> Command {
         .env("CARGO_TARGET_DIR", target_dir())
         .env_remove("KUBECONFIG")
         .env_remove("RUST_LOG")
-        .env_remove("MAKEFLAGS");
+        .env_remove("MAKEFLAGS")
+        // Under make (make workshop-guide-outputs) the inner make would say which directory it
+        // enters: a terminal of its own, as the participant has.
+        .env_remove("MAKELEVEL");
     // What cargo set for this test: a build that sees it reruns ring's build script (it names
     // CARGO_PKG_NAME and CARGO_MANIFEST_DIR) and rebuilds everything above it, here and, the
     // target directory being shared, for this repository's next build too.
