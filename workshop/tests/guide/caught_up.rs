@@ -3,20 +3,30 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use super::matching::as_written;
 use super::{repository, trial};
 
 /// The tests below catch up in the one copy, one at a time.
 static COPY: Mutex<()> = Mutex::new(());
+static CAUGHT_UP: OnceLock<Option<PathBuf>> = OnceLock::new();
 
 /// The repository as a participant who caught up has it: a copy ([`trial::copy`], the
 /// exercises as committed), then `make workshop-skip STAGE=1`, `2` and `3` in it, the learner's
 /// catch-up path, so that the exercises are the reference solutions. `None` outside a git
 /// checkout.
+///
+/// Once per run: a second catch-up would put the starter back and the solutions again, and
+/// the learner's crate would be built twice.
 pub(crate) fn caught_up() -> Option<(MutexGuard<'static, ()>, PathBuf)> {
     let guard = COPY.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let copy = CAUGHT_UP.get_or_init(catch_up).clone()?;
+    Some((guard, copy))
+}
+
+/// A fresh copy, caught up.
+fn catch_up() -> Option<PathBuf> {
     let copy = trial::copy()?;
     for stage in 1..=3 {
         let skipped = trial::make(&copy, &["workshop-skip", &format!("STAGE={stage}")])
@@ -29,7 +39,7 @@ pub(crate) fn caught_up() -> Option<(MutexGuard<'static, ()>, PathBuf)> {
             String::from_utf8_lossy(&skipped.stderr)
         );
     }
-    Some((guard, copy))
+    Some(copy)
 }
 
 /// After the three skips, `make workshop-crds` writes exactly the reference solution's CRDs,
