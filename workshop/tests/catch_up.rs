@@ -11,101 +11,18 @@
 //! until the Fermat has its two squares. Only the port, the kubeconfig's path and the cargo
 //! profile (this test's, whose dependencies are built) differ from the guide's commands.
 //!
-//! The copy lives at a fixed place in this repository's target directory and builds into it:
-//! the dependencies are compiled already, and a file is only rewritten when it changed, so
-//! that the next run rebuilds little. Its two binaries get names of their own
-//! (`math-workshop-trial`, `math-workshop-tools-trial`) so that they never replace this
-//! repository's, which the other tests run.
+//! The copy is `common/trial.rs`'s, shared with the guide's sessions (`guide.rs`).
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-fn repository() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    dir.canonicalize().unwrap_or(dir)
-}
+#[path = "common/trial.rs"]
+mod trial;
 
-/// The target directory this test was built in.
-fn target_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("CARGO_TARGET_TMPDIR is inside the target directory")
-        .to_path_buf()
-}
-
-fn git(args: &[&str]) -> Option<Vec<u8>> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(repository())
-        .args(args)
-        .output()
-        .ok()?;
-    output.status.success().then_some(output.stdout)
-}
-
-/// Writes `content` unless the file has it already (an unchanged mtime keeps cargo's
-/// fingerprints fresh).
-fn sync(path: &Path, content: &[u8]) {
-    if std::fs::read(path).is_ok_and(|old| old == content) {
-        return;
-    }
-    std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
-    std::fs::write(path, content).expect("write");
-}
-
-/// A copy of the repository's tracked files, with the exercises as committed (the starter),
-/// and the binaries renamed. `None` outside a git checkout.
-fn copy() -> Option<PathBuf> {
-    let listed = git(&["ls-files", "-z"])?;
-    let copy = target_dir().join("tmp/workshop-trial");
-    for path in listed.split(|b| *b == 0).filter(|p| !p.is_empty()) {
-        let path = String::from_utf8_lossy(path).into_owned();
-        let content = if path.starts_with("workshop/src/exercises/") {
-            git(&["show", &format!("HEAD:{path}")]).expect("git show")
-        } else {
-            match std::fs::read(repository().join(&path)) {
-                Ok(content) => content,
-                // Deleted in the working tree, not yet committed.
-                Err(_) => continue,
-            }
-        };
-        let content = match path.as_str() {
-            "workshop/Cargo.toml" => renamed(&content, "math-workshop-trial"),
-            "workshop/tools/Cargo.toml" => renamed(&content, "math-workshop-tools-trial"),
-            "test-apiserver/Cargo.toml" => renamed(&content, "test-apiserver-trial"),
-            _ => content,
-        };
-        sync(&copy.join(&path), &content);
-    }
-    // What an earlier run's skips left.
-    for entry in std::fs::read_dir(copy.join("workshop/src/exercises")).expect("the exercises") {
-        let path = entry.expect("an entry").path();
-        if path.to_string_lossy().contains(".mine") {
-            std::fs::remove_file(path).expect("remove");
-        }
-    }
-    Some(copy)
-}
-
-/// A package manifest whose binary (`src/main.rs`) is called `name`.
-fn renamed(manifest: &[u8], name: &str) -> Vec<u8> {
-    let text = String::from_utf8_lossy(manifest).replacen(
-        "[package]\n",
-        "[package]\nautobins = false\n",
-        1,
-    );
-    format!("{text}\n[[bin]]\nname = \"{name}\"\npath = \"src/main.rs\"\n").into_bytes()
-}
-
-/// `make ARGS` in the copy, building into this repository's target directory.
-fn make(copy: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new("make");
-    cmd.args(args);
-    as_participant(cmd, copy)
-}
+use trial::{as_participant, copy, git, make, repository};
 
 /// A drill's script, run by bash in the copy as the participant types it, with this test's
 /// kubeconfig path and port instead of the guide's.
@@ -117,37 +34,6 @@ fn shell(copy: &Path, script: &str, kubeconfig: &Path, port: u16) -> Command {
     let mut cmd = Command::new("bash");
     cmd.arg("-c").arg(format!("set -e\n{script}"));
     as_participant(cmd, copy)
-}
-
-/// The environment of a participant's terminal in the copy.
-fn as_participant(mut cmd: Command, copy: &Path) -> Command {
-    // The test's own profile (its dependencies are built already), not the workshop's: a
-    // second build of everything would cost minutes and gigabytes per test run.
-    cmd.env("WORKSHOP_PROFILE", "dev")
-        .env("LC_ALL", "C.UTF-8")
-        .current_dir(copy)
-        .env("CARGO_TARGET_DIR", target_dir())
-        .env_remove("KUBECONFIG")
-        .env_remove("RUST_LOG")
-        .env_remove("MAKEFLAGS");
-    // What cargo set for this test: a build that sees it reruns ring's build script (it names
-    // CARGO_PKG_NAME and CARGO_MANIFEST_DIR) and rebuilds everything above it, here and, the
-    // target directory being shared, for this repository's next build too.
-    for (name, _) in std::env::vars() {
-        if name.starts_with("CARGO_PKG_")
-            || name.starts_with("CARGO_MANIFEST_")
-            || matches!(
-                name.as_str(),
-                "CARGO_CRATE_NAME"
-                    | "CARGO_BIN_NAME"
-                    | "CARGO_PRIMARY_PACKAGE"
-                    | "CARGO_TARGET_TMPDIR"
-            )
-        {
-            cmd.env_remove(name);
-        }
-    }
-    cmd
 }
 
 fn text(output: &Output) -> String {

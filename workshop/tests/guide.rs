@@ -7,12 +7,14 @@
 //! their name as the participant's. `make workshop-guide-outputs` writes the current outputs
 //! into both guides (`GUIDE_OUTPUTS=write`).
 //!
-//! The kubectl sessions run too (`the_guides_sessions_print_what_the_guide_shows`): per guide, a
-//! fresh test API server with the CRDs installed and the reference solutions' controllers,
-//! started with `make workshop-run STAGE=N ARGS=--solution` and stopped (its process group)
-//! where the guide tells the participant to (`<!-- guide: controllers N -->`,
+//! The kubectl sessions run too (`the_guides_sessions_print_what_the_guide_shows`), with the
+//! learner's own commands on a copy of the repository that caught up (`make workshop-skip
+//! STAGE=1`, `2`, `3`: the exercises are the reference solutions; the copy is
+//! `common/trial.rs`'s): per guide, a fresh test API server, the CRDs installed with
+//! `make workshop-install` (its lines but cargo's compared with the guide's block), the controllers started with `make workshop-run STAGE=N` and stopped
+//! (its process group) where the guide tells the participant to (`<!-- guide: controllers N -->`,
 //! `<!-- guide: controllers off -->`); every ```` ```sh ```` block marked `<!-- run -->` runs in
-//! order (bash, in the repository, kubectl-math on the PATH), and the block marked
+//! order (bash, in the copy, kubectl-math on the PATH), and the block marked
 //! `<!-- output: run -->` after it is compared with what it printed (`<!-- output: rerun -->`:
 //! its `kubectl get`/`explain`/`math tree` lines once more). The session works in a participant's
 //! namespace ([`PARTICIPANT_NAMESPACE`], named by the kubeconfig's context), never `default`. A read is compared as it comes,
@@ -30,11 +32,16 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "guide/caught_up.rs"]
+mod caught_up;
 #[path = "guide/matching.rs"]
 mod matching;
 #[path = "guide/runner.rs"]
 mod runner;
+#[path = "common/trial.rs"]
+mod trial;
 
+use caught_up::{caught_up, install};
 use matching::{alike, as_written};
 use runner::{controllers, stop};
 
@@ -446,8 +453,8 @@ fn split_reads(script: &str) -> (String, String) {
     (lines[..at].join("\n"), lines[at..].join("\n"))
 }
 
-/// Runs a script with bash, stdout and stderr together.
-fn bash(script: &str, kubeconfig: &Path) -> String {
+/// Runs a script with bash in `dir` (the participant's copy), stdout and stderr together.
+fn bash(script: &str, kubeconfig: &Path, dir: &Path) -> String {
     if script.trim().is_empty() {
         return String::new();
     }
@@ -463,7 +470,7 @@ fn bash(script: &str, kubeconfig: &Path) -> String {
     let output = Command::new("bash")
         .arg("-c")
         .arg(format!("exec 2>&1\n{script}"))
-        .current_dir(repository())
+        .current_dir(dir)
         .env("KUBECONFIG", kubeconfig)
         .env("PATH", path)
         .output()
@@ -474,28 +481,24 @@ fn bash(script: &str, kubeconfig: &Path) -> String {
 #[test]
 fn the_guides_sessions_print_what_the_guide_shows() {
     let write = std::env::var("GUIDE_OUTPUTS").is_ok_and(|v| v == "write");
+    let Some((_one_at_a_time, copy)) = caught_up() else {
+        eprintln!("not a git checkout: the sessions run in a copy made with `git ls-files`");
+        return;
+    };
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let mut wrong = Vec::new();
     let mut compared = 0;
-    for (file, _) in GUIDES {
+    for (file, japanese) in GUIDES {
         let server = runtime
             .block_on(test_apiserver::TestServer::start())
             .expect("the test API server starts");
         let kubeconfig = server.kubeconfig_path();
         into_participant_namespace(&kubeconfig);
-        let install = Command::new(env!("CARGO_BIN_EXE_math-workshop"))
-            .args(["install", "--solution"])
-            .current_dir(repository())
-            .env("KUBECONFIG", &kubeconfig)
-            .output()
-            .expect("math-workshop install runs");
-        assert!(
-            install.status.success(),
-            "{}",
-            String::from_utf8_lossy(&install.stderr)
-        );
         let path = repository().join(file);
         let markdown = std::fs::read_to_string(&path).unwrap_or_default();
+        if let Err(differs) = install(&copy, &kubeconfig, &markdown, japanese) {
+            wrong.push(format!("{file}: {differs}"));
+        }
         let mut lines: Vec<String> = markdown.lines().map(str::to_string).collect();
         let mut rewrites: Vec<(usize, usize, Vec<String>)> = Vec::new();
         let mut running: Option<std::process::Child> = None;
@@ -508,12 +511,12 @@ fn the_guides_sessions_print_what_the_guide_shows() {
                     if let Some(child) = running.take() {
                         stop(child);
                     }
-                    running = stage.map(|n| controllers(n, &kubeconfig));
+                    running = stage.map(|n| controllers(n, &kubeconfig, &copy));
                 }
                 Step::Run { script } => {
                     last = split_reads(&script);
-                    mutated = bash(&last.0, &kubeconfig);
-                    printed = format!("{mutated}{}", bash(&last.1, &kubeconfig));
+                    mutated = bash(&last.0, &kubeconfig, &copy);
+                    printed = format!("{mutated}{}", bash(&last.1, &kubeconfig, &copy));
                 }
                 Step::Output {
                     rerun,
@@ -530,7 +533,7 @@ fn the_guides_sessions_print_what_the_guide_shows() {
                     }
                     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
                     let mut now = if rerun {
-                        as_written(&bash(&last.1, &kubeconfig))
+                        as_written(&bash(&last.1, &kubeconfig, &copy))
                     } else {
                         as_written(&printed)
                     };
@@ -540,7 +543,7 @@ fn the_guides_sessions_print_what_the_guide_shows() {
                         && !last.1.is_empty()
                     {
                         std::thread::sleep(std::time::Duration::from_millis(300));
-                        let reads = bash(&last.1, &kubeconfig);
+                        let reads = bash(&last.1, &kubeconfig, &copy);
                         now = if rerun {
                             as_written(&reads)
                         } else {
