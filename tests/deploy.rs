@@ -15,8 +15,19 @@ use test_apiserver::TestServer;
 
 const IMG: &str = "registry.example:5000/team/math-controller:v1.2.3";
 
+/// Held by whatever writes an overlay into the repository (the render script, `make deploy`),
+/// so that a test looking for a left-over overlay never sees another test's overlay in use.
+static OVERLAYS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn overlays() -> std::sync::MutexGuard<'static, ()> {
+    OVERLAYS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// `hack/deploy-render.sh IMG components…`: deploy/ through a kustomize overlay.
 fn render(img: &str, components: &[&str]) -> Result<String> {
+    let _overlays = overlays();
     let out = Command::new(repo().join("hack/deploy-render.sh"))
         .arg(img)
         .args(components)
@@ -89,7 +100,8 @@ fn kubectl_kustomize_renders_deploy_and_the_image_is_set_through_kustomize() -> 
         ensure!(images(&docs) == [want], "{img}: {:?}", images(&docs));
         ensure!(docs.len() == base.len());
     }
-    // No overlay is left behind.
+    // No overlay is left behind (none is being written meanwhile: the lock).
+    let _overlays = overlays();
     let left = std::fs::read_dir(repo())?.filter_map(|e| e.ok()).any(|e| {
         e.file_name()
             .to_string_lossy()
@@ -161,6 +173,7 @@ async fn the_rendered_manifests_pass_a_server_dry_run_with_the_image_replaced() 
 }
 
 fn make(server: &TestServer, args: &[&str]) -> Result<String> {
+    let _overlays = overlays();
     let out = Command::new("make")
         .args(args)
         .env("KUBECONFIG", server.kubeconfig_path())

@@ -114,7 +114,7 @@ async fn no_status_shows_an_answer_of_another_spec() {
 
 /// The Fermat's reconciles so far, whatever their result.
 fn fermat_reconciles(metrics: &Metrics) -> f64 {
-    let series = r#"math_controller_reconcile_total{controller="fermat","#;
+    let series = r#"controller_runtime_reconcile_total{controller="fermat","#;
     metrics
         .encode()
         .lines()

@@ -146,7 +146,10 @@ fn the_queue_counts_adds_retries_waits_and_work_in_progress() {
     q.show_depth(move || source.load(Ordering::Relaxed));
     q.add();
     q.add();
+    // A retry is counted when it is decided; its add when the delay is over and the object
+    // is queued again (client-go's AddRateLimited, then Add).
     q.retry();
+    q.add();
     depth.store(2, Ordering::Relaxed);
     let running = q.get(Duration::from_millis(30));
     std::thread::sleep(Duration::from_millis(20));

@@ -248,18 +248,3 @@ impl Drop for Processing {
         }
     }
 }
-
-/// The scheduler's moments, as client-go's workqueue counts them.
-impl crate::scheduler::runner::Hooks for QueueMetrics {
-    fn added(&self) {
-        self.add();
-    }
-
-    fn started(&self, waited: Duration) -> Option<Box<dyn Send>> {
-        Some(Box::new(self.get(waited)))
-    }
-
-    fn retried(&self, _after: Duration) {
-        self.retry();
-    }
-}

@@ -27,13 +27,13 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::debug;
 
 use crate::kind::Kind;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, QueueMetrics};
 use crate::runtime::TIMELINE;
 use crate::runtime::context::Context;
 use crate::runtime::retry::{error_policy, with_retry_policy};
 use crate::runtime::slots::in_flow;
 use crate::scheduler::permits::FairSlots;
-use crate::scheduler::runner::{Runner, Scheduler};
+use crate::scheduler::runner::{Hooks, Runner, Scheduler};
 use crate::scheduler::{Flow, Priority};
 
 /// Whose an object's reconcile is: its namespace.
@@ -176,4 +176,19 @@ where
         Err(error) => error_policy(obj, &error, ctx),
     };
     action.requeue_after()
+}
+
+/// The scheduler's moments, as client-go's workqueue counts them.
+impl Hooks for QueueMetrics {
+    fn added(&self) {
+        self.add();
+    }
+
+    fn started(&self, waited: Duration) -> Option<Box<dyn Send>> {
+        Some(Box::new(self.get(waited)))
+    }
+
+    fn retried(&self, _after: Duration) {
+        self.retry();
+    }
 }

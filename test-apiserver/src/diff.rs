@@ -188,7 +188,9 @@ pub fn differences(left: &Answer, right: &Answer) -> Vec<String> {
 /// The text of a `Warning` header: `299 - "text"` → `text`.
 pub fn warning_text(header: &str) -> String {
     let rest = header.splitn(3, ' ').nth(2).unwrap_or(header);
-    rest.trim().trim_matches('"').replace("\\\"", "\"")
+    let rest = rest.trim();
+    let quoted = rest.strip_prefix('"').and_then(|r| r.strip_suffix('"'));
+    quoted.unwrap_or(rest).replace("\\\"", "\"")
 }
 
 #[cfg(test)]

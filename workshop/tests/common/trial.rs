@@ -100,11 +100,14 @@ fn apart(manifest: &[u8]) -> Vec<u8> {
 
 /// A package manifest whose binary (`src/main.rs`) is called `name`.
 fn renamed(manifest: &[u8], name: &str) -> Vec<u8> {
-    let text = String::from_utf8_lossy(manifest).replacen(
-        "[package]\n",
-        "[package]\nautobins = false\n",
-        1,
-    );
+    let text = String::from_utf8_lossy(manifest);
+    // The one binary left is the renamed one: a `default-run` naming another would not load.
+    let text: String = text
+        .lines()
+        .filter(|line| !line.starts_with("default-run"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let text = text.replacen("[package]\n", "[package]\nautobins = false\n", 1);
     format!("{text}\n[[bin]]\nname = \"{name}\"\npath = \"src/main.rs\"\n").into_bytes()
 }
 
