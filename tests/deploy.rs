@@ -209,16 +209,7 @@ async fn make_deploy_and_undeploy_work_against_the_test_api_server() -> Result<(
             )
             .is_some()
     );
-    ensure!(
-        server
-            .object(
-                "apiextensions.k8s.io",
-                "customresourcedefinitions",
-                None,
-                "fermats.math.example.com"
-            )
-            .is_some()
-    );
+    ensure!(fermat_crd_installed(&server), "the Fermat CRD is missing");
     // Again with another image: an update, as a user's second `make deploy` is.
     make(&server, &["deploy", "IMG=math-controller:v2"])?;
     ensure!(deployment_image(&server).as_deref() == Some("math-controller:v2"));
@@ -249,15 +240,18 @@ async fn make_deploy_and_undeploy_work_against_the_test_api_server() -> Result<(
         .count();
     ensure!(ours == 0, "{ours} ClusterRoles of ours left");
     // The CRDs stay (make uninstall removes them, with every object).
-    ensure!(
-        server
-            .object(
-                "apiextensions.k8s.io",
-                "customresourcedefinitions",
-                None,
-                "fermats.math.example.com"
-            )
-            .is_some()
-    );
+    ensure!(fermat_crd_installed(&server), "undeploy removed the CRDs");
     Ok(())
+}
+
+/// Whether the Fermat CRD is on the server (`make deploy` installs the CRDs with the manager).
+fn fermat_crd_installed(server: &TestServer) -> bool {
+    server
+        .object(
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            None,
+            "fermats.math.example.com",
+        )
+        .is_some()
 }

@@ -5,28 +5,12 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+#[path = "common/tree.rs"]
+mod tree;
+
 /// The Markdown files a reader follows links through.
 fn markdown_files(root: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if path.is_dir() {
-                if !name.starts_with('.') && name != "target" {
-                    dirs.push(path);
-                }
-            } else if name.ends_with(".md") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
+    tree::files_below(root, |name| name.ends_with(".md"))
 }
 
 /// The lines outside fenced code blocks; inline code kept (headings) or removed (links).

@@ -9,6 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "common/tree.rs"]
+mod tree;
+
 /// The words that name what a reader cannot have. Assembled from pieces so that this file,
 /// which git tracks too, does not contain them.
 fn forbidden() -> Vec<String> {
@@ -33,30 +36,8 @@ fn tracked_files(root: &Path) -> Vec<PathBuf> {
             .filter(|name| !name.is_empty())
             .map(|name| root.join(String::from_utf8_lossy(name).as_ref()))
             .collect(),
-        _ => walk(root),
+        _ => tree::files_below(root, |_| true),
     }
-}
-
-fn walk(root: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if path.is_dir() {
-                if !name.starts_with('.') && name != "target" {
-                    dirs.push(path);
-                }
-            } else {
-                files.push(path);
-            }
-        }
-    }
-    files
 }
 
 /// `file:line: text` for every line that names a forbidden path.

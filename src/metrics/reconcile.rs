@@ -59,6 +59,42 @@ fn reconcile_time() -> Histogram {
     Histogram::new(RECONCILE_TIME_BUCKETS)
 }
 
+/// Each series' name (unprefixed) and help text, as controller-runtime registers them.
+const TOTAL: (&str, &str) = (
+    "controller_runtime_reconcile",
+    "Total number of reconciliations per controller",
+);
+const ERRORS: (&str, &str) = (
+    "controller_runtime_reconcile_errors",
+    "Total number of reconciliation errors per controller",
+);
+const TERMINAL: (&str, &str) = (
+    "controller_runtime_terminal_reconcile_errors",
+    "Total number of terminal reconciliation errors per controller",
+);
+const PANICS: (&str, &str) = (
+    "controller_runtime_reconcile_panics",
+    "Total number of reconciliation panics per controller",
+);
+const TIME: (&str, &str) = (
+    "controller_runtime_reconcile_time_seconds",
+    "Length of time per reconciliation per controller",
+);
+const MAX_CONCURRENT: (&str, &str) = (
+    "controller_runtime_max_concurrent_reconciles",
+    "Maximum number of concurrent reconciles per controller",
+);
+const ACTIVE: (&str, &str) = (
+    "controller_runtime_active_workers",
+    "Number of currently used workers per controller",
+);
+const LEADER: (&str, &str) = (
+    "leader_election_master_status",
+    "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 \
+     indicates master. 'name' is the string used to identify the lease. Please make sure to \
+     group by name.",
+);
+
 /// The reconcile series of every controller, and the leader gauge.
 pub(super) struct ReconcileSeries {
     total: Family<ResultLabels, Counter>,
@@ -85,40 +121,16 @@ impl ReconcileSeries {
             active: Family::default(),
             leader: Family::default(),
         };
-        let r = registry;
         // prometheus-client appends `_total` to a counter's name.
-        let total = "Total number of reconciliations per controller";
-        r.register("controller_runtime_reconcile", total, s.total.clone());
-        let help = "Total number of reconciliation errors per controller";
-        r.register(
-            "controller_runtime_reconcile_errors",
-            help,
-            s.errors.clone(),
-        );
-        let help = "Total number of terminal reconciliation errors per controller";
-        let name = "controller_runtime_terminal_reconcile_errors";
-        r.register(name, help, s.terminal.clone());
-        let help = "Total number of reconciliation panics per controller";
-        r.register(
-            "controller_runtime_reconcile_panics",
-            help,
-            s.panics.clone(),
-        );
-        let help = "Length of time per reconciliation per controller";
-        r.register(
-            "controller_runtime_reconcile_time_seconds",
-            help,
-            s.time.clone(),
-        );
-        let help = "Maximum number of concurrent reconciles per controller";
-        let name = "controller_runtime_max_concurrent_reconciles";
-        r.register(name, help, s.max_concurrent.clone());
-        let help = "Number of currently used workers per controller";
-        r.register("controller_runtime_active_workers", help, s.active.clone());
-        let help = "Gauge of if the reporting system is master of the relevant lease, 0 \
-                    indicates backup, 1 indicates master. 'name' is the string used to identify \
-                    the lease. Please make sure to group by name.";
-        r.register("leader_election_master_status", help, s.leader.clone());
+        let r = registry;
+        r.register(TOTAL.0, TOTAL.1, s.total.clone());
+        r.register(ERRORS.0, ERRORS.1, s.errors.clone());
+        r.register(TERMINAL.0, TERMINAL.1, s.terminal.clone());
+        r.register(PANICS.0, PANICS.1, s.panics.clone());
+        r.register(TIME.0, TIME.1, s.time.clone());
+        r.register(MAX_CONCURRENT.0, MAX_CONCURRENT.1, s.max_concurrent.clone());
+        r.register(ACTIVE.0, ACTIVE.1, s.active.clone());
+        r.register(LEADER.0, LEADER.1, s.leader.clone());
         for &controller in controllers {
             let labels = ControllerLabels { controller };
             for result in RESULTS {

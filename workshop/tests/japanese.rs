@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+#[path = "common/cargo_env.rs"]
+mod cargo_env;
+
 /// What `math-workshop ARGS` printed (stdout and stderr) in the locale `lang`.
 fn run(lang: &str, args: &[&str], kubeconfig: Option<&str>) -> String {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_math-workshop"));
@@ -186,21 +189,7 @@ fn tools() -> PathBuf {
                 .args(["build", "--locked", "-q", "-p", "math-workshop-tools"])
                 .env("CARGO_TARGET_DIR", &target)
                 .current_dir(env!("CARGO_MANIFEST_DIR"));
-            // What cargo set for this test would make that build rerun build scripts.
-            for (name, _) in std::env::vars() {
-                if name.starts_with("CARGO_PKG_")
-                    || name.starts_with("CARGO_MANIFEST_")
-                    || matches!(
-                        name.as_str(),
-                        "CARGO_CRATE_NAME"
-                            | "CARGO_BIN_NAME"
-                            | "CARGO_PRIMARY_PACKAGE"
-                            | "CARGO_TARGET_TMPDIR"
-                    )
-                {
-                    cargo.env_remove(name);
-                }
-            }
+            cargo_env::forget_the_tests_cargo(&mut cargo);
             let status = cargo.status().expect("cargo runs");
             assert!(
                 status.success(),

@@ -13,6 +13,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "cargo_env.rs"]
+mod cargo_env;
+
 pub(crate) fn repository() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     dir.canonicalize().unwrap_or(dir)
@@ -132,22 +135,6 @@ pub(crate) fn as_participant(mut cmd: Command, copy: &Path) -> Command {
         // Under make (make workshop-guide-outputs) the inner make would say which directory it
         // enters: a terminal of its own, as the participant has.
         .env_remove("MAKELEVEL");
-    // What cargo set for this test: a build that sees it reruns ring's build script (it names
-    // CARGO_PKG_NAME and CARGO_MANIFEST_DIR) and rebuilds everything above it, here and, the
-    // target directory being shared, for this repository's next build too.
-    for (name, _) in std::env::vars() {
-        if name.starts_with("CARGO_PKG_")
-            || name.starts_with("CARGO_MANIFEST_")
-            || matches!(
-                name.as_str(),
-                "CARGO_CRATE_NAME"
-                    | "CARGO_BIN_NAME"
-                    | "CARGO_PRIMARY_PACKAGE"
-                    | "CARGO_TARGET_TMPDIR"
-            )
-        {
-            cmd.env_remove(name);
-        }
-    }
+    cargo_env::forget_the_tests_cargo(&mut cmd);
     cmd
 }
