@@ -136,15 +136,25 @@ impl Gate {
     {
         let controller = self.controller;
         let run = |key: Key| {
-            let obj = store.get(&object_ref::<K>(&key));
+            let cached = cached_when_run(&store, key);
             let ctx = ctx.clone();
-            async move { reconcile_one(controller, obj?, reconcile, ctx).await }
+            async move { reconcile_one(controller, cached.await?, reconcile, ctx).await }
         };
         let priority = |key: &Key| {
             (store.get(&object_ref::<K>(key))).map_or(Priority::Urgent, |obj| priority_of(&*obj))
         };
         runner.run(run, priority, stop).await;
     }
+}
+
+/// The object of `key` as the cache holds it when its run starts (the future's first poll),
+/// not when the runner let it in: a run may wait between the two (the runner's task not
+/// scheduled yet), and a status echo that came meanwhile has already been recognised as our
+/// own, so a run on the older copy would find neither the memory of that write nor the
+/// status it wrote, and write the same status again.
+fn cached_when_run<K: Kind>(store: &Store<K>, key: Key) -> impl Future<Output = Option<Arc<K>>> {
+    let store = store.clone();
+    async move { store.get(&object_ref::<K>(&key)) }
 }
 
 /// One reconcile of `obj` in its namespace's flow, within the retry policy: when to run it
@@ -190,5 +200,35 @@ impl Hooks for QueueMetrics {
 
     fn retried(&self, _after: Duration) {
         self.retry();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::runtime::reflector::store::Writer;
+    use kube::runtime::watcher::Event;
+
+    use super::*;
+    use crate::api::{Number, NumberSpec};
+
+    fn number(resource_version: &str) -> Number {
+        let mut n = Number::new("n", NumberSpec { value: 4 });
+        n.metadata.namespace = Some("default".into());
+        n.metadata.resource_version = Some(resource_version.into());
+        n
+    }
+
+    /// A run reads the object when it starts: the echo of its last status write, applied
+    /// to the cache between the let-in and the run's start, is what the run sees (issue 39:
+    /// a Tuple wrote its answer twice when it ran on the copy from before the echo).
+    #[tokio::test]
+    async fn a_run_reads_the_cache_when_it_starts_not_when_it_was_let_in() {
+        let mut writer: Writer<Number> = Writer::default();
+        let store = writer.as_reader();
+        writer.apply_watcher_event(&Event::Apply(number("25")));
+        let run = cached_when_run(&store, ("default".into(), "n".into()));
+        writer.apply_watcher_event(&Event::Apply(number("59")));
+        let seen = run.await.and_then(|n| n.metadata.resource_version.clone());
+        assert_eq!(seen.as_deref(), Some("59"));
     }
 }
