@@ -41,6 +41,7 @@
 
 pub mod api;
 pub mod cli;
+pub mod cluster;
 pub mod controller;
 pub mod error;
 pub mod kind;
@@ -49,5 +50,4 @@ pub mod metrics;
 pub mod ops;
 pub mod plugin;
 pub mod reconcile;
-pub mod runtime;
 pub mod scheduler;

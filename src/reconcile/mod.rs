@@ -10,13 +10,18 @@
 //!   the status patch, and the Events that tell of them: the only place a reconcile writes
 //!   to the API server.
 //!
-//! What these decisions share with the runtime (a refused [`Step`](crate::runtime::refusals::Step),
-//! a reconcile's [`Outcome`], the [`Pace`](crate::runtime::pace::Pace) of the children) is
+//! What these decisions share with the runtime (a refused [`Step`](crate::reconcile::memory::refusals::Step),
+//! a reconcile's [`Outcome`], the [`Pace`](crate::reconcile::memory::pace::Pace) of the children) is
 //! defined there, one layer down; nothing below this folder uses it.
 
+pub mod context;
+pub mod gate;
+pub mod memory;
 pub mod plan;
 pub mod status;
 pub mod writes;
+
+pub use memory::retry::{Outcome, Progress};
 
 use std::time::{Duration, Instant};
 
@@ -24,14 +29,13 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use tracing::{debug, info};
 
+use crate::cluster::cache::Cache;
 use crate::error::{Error, Result};
 use crate::kind::{Child, Desired, Kind, Parent};
-use crate::runtime::cache::Cache;
-use crate::runtime::context::Context;
-use crate::runtime::expectations::CachedChildren;
-use crate::runtime::pace::Pace;
-use crate::runtime::refusals::Held;
-use crate::runtime::retry::{Outcome, Progress};
+use crate::reconcile::context::Context;
+use crate::reconcile::memory::expectations::CachedChildren;
+use crate::reconcile::memory::pace::Pace;
+use crate::reconcile::memory::refusals::Held;
 use plan::Plan;
 use status::{ParentStatus, Standing};
 
@@ -42,7 +46,7 @@ use status::{ParentStatus, Standing};
 /// Each step of the plan goes ahead whatever another got: deleting unwanted children may be
 /// what frees a quota that refused a create. A write the API server refuses (a quota, an
 /// admission policy, RBAC) ends up in the status (Ready=False, its words) and in one Warning
-/// Event, and is tried again after a backoff of its own ([`crate::runtime::refusals`]),
+/// Event, and is tried again after a backoff of its own ([`crate::reconcile::memory::refusals`]),
 /// not on every reconcile. Another failure (a 409 on a correction, a 5xx) does not throw
 /// that away: the refusals are recorded and the status written first, then the error goes
 /// to the retry policy. In a namespace that is being deleted nothing is created and
@@ -50,7 +54,6 @@ use status::{ParentStatus, Standing};
 pub async fn parent<P: Parent, S: ParentStatus>(
     ctx: &Context,
     parent: &P,
-    children: &Cache<P::Child>,
     current: Option<&S>,
     status: impl FnOnce(&Plan<P::Child>, Option<&S>, Timestamp) -> (S, Progress),
 ) -> Result<Outcome> {
@@ -60,7 +63,7 @@ pub async fn parent<P: Parent, S: ParentStatus>(
         return Ok(Outcome::DONE);
     }
     let planning = Instant::now();
-    let (desired, cached) = look(ctx, parent, children);
+    let (desired, cached) = look(ctx, parent, ctx.cache::<P::Child>()?);
     let mut plan = plan_writes(parent, desired, &cached);
     let mut planned_in = planning.elapsed();
     let held = ctx.refusals.held(parent, &plan.steps(), Instant::now());

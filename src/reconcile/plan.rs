@@ -13,9 +13,9 @@ use std::sync::Arc;
 use kube::{Resource, ResourceExt};
 
 use crate::kind::{Child, Desired, controller_ref, controller_uid};
+use crate::reconcile::memory::refusals::{Refusal, Step};
+use crate::reconcile::memory::retry::Progress;
 use crate::reconcile::status::{Readiness, name_list};
-use crate::runtime::refusals::{Refusal, Step};
-use crate::runtime::retry::Progress;
 
 /// Longest object name Kubernetes accepts (a DNS subdomain).
 pub const MAX_NAME_LEN: usize = 253;

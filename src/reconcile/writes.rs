@@ -23,15 +23,15 @@ use serde::Serialize;
 use serde_json::json;
 use tracing::{info, warn};
 
+use crate::cluster::events::{self, Note};
 use crate::error::{Error, Result, is_unreachable};
 use crate::kind::controller_uid;
 use crate::kind::{Child, Kind};
 use crate::metrics::WriteKind;
+use crate::reconcile::context::Context;
+use crate::reconcile::memory::refusals::{Refusal, Step};
 use crate::reconcile::plan::{MAX_NAME_LEN, Plan};
 use crate::reconcile::status::{self, Standing, StatusWrite, WholeStatus, name_list};
-use crate::runtime::context::Context;
-use crate::runtime::events::{self, Note};
-use crate::runtime::refusals::{Refusal, Step};
 
 /// How many create requests one reconcile keeps in flight, at most.
 const WRITES_IN_FLIGHT: usize = 32;
@@ -568,7 +568,7 @@ fn spec_text<S: Serialize>(spec: &S) -> String {
 
 /// Write an object's status if [`status::decide`] says it is due; answers when to look
 /// again (`None`: on the next watch event). `current` is the status as far as we know
-/// ([`WrittenStatuses::known`](crate::runtime::statuses::WrittenStatuses::known)): it only
+/// ([`WrittenStatuses::known`](crate::reconcile::memory::statuses::WrittenStatuses::known)): it only
 /// decides whether a write is due, for the write states the whole status
 /// ([`status::whole_status`]). What we write is remembered until the cache shows it.
 /// `standing` says whether it is the answer, and if not, how the children come along.
@@ -618,7 +618,7 @@ pub async fn write_status<P: Kind, S: WholeStatus>(
     }
 }
 
-/// Publish an Event on `regarding` (see [`crate::runtime::events`]: a Warning that stays the same is
+/// Publish an Event on `regarding` (see [`crate::cluster::events`]: a Warning that stays the same is
 /// published once). An Event that cannot be written is logged, never a reason to fail the
 /// reconcile that did the work it reports.
 pub async fn publish<P: Kind>(

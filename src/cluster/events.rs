@@ -23,8 +23,8 @@ use kube::Client;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::events::EventType;
 
+use crate::cluster::expiring::Expiring;
 use crate::metrics::Metrics;
-use crate::runtime::expiring::Expiring;
 
 /// kube-apiserver's longest object name (a DNS subdomain).
 const MAX_NAME: usize = 253;

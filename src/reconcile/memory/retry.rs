@@ -2,7 +2,7 @@
 //! A success waits for the next watch event (or the requeue the reconcile asked for); a 409
 //! Conflict is retried soon and quietly; any other error backs off exponentially per object,
 //! and says so in words; an unreachable API server is retried fast instead, and reported
-//! once, as an outage ([`crate::runtime::outage`]).
+//! once, as an outage ([`crate::cluster::outage`]).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -11,12 +11,12 @@ use std::time::Duration;
 use kube::Resource;
 use tracing::{debug, warn};
 
+use crate::cluster::backoff::Exponential;
+use crate::cluster::expiring::{Expiring, object_key};
+use crate::cluster::outage;
 use crate::error::{Error, Result};
 use crate::metrics::{Metrics, ReconcileResult};
-use crate::runtime::backoff::Exponential;
-use crate::runtime::context::Context;
-use crate::runtime::expiring::{Expiring, object_key};
-use crate::runtime::outage;
+use crate::reconcile::context::Context;
 use crate::scheduler::runner::Action;
 
 /// Whether a computed status is an answer, or only a progress report.
@@ -38,7 +38,7 @@ pub struct Outcome {
     pub requeue_after: Option<Duration>,
     pub progress: Progress,
     /// The CPU the decision took (children read from the cache, plan, status), without the
-    /// writes: what planning the object again would cost ([`crate::runtime::replan`]).
+    /// writes: what planning the object again would cost ([`crate::reconcile::memory::replan`]).
     pub planned_in: Duration,
 }
 
@@ -142,7 +142,7 @@ where
     }
     let generation = obj.meta().generation;
     if let Some(wait) = ctx.replans.wait(&key, generation) {
-        // Waiting for its children and planned a moment ago (see `crate::runtime::replan`).
+        // Waiting for its children and planned a moment ago (see `crate::reconcile::memory::replan`).
         ctx.metrics.replan_put_off(controller);
         return Ok(Action::requeue(wait));
     }
@@ -186,7 +186,7 @@ where
 }
 
 /// Back off exponentially per object, and say so in words; an unreachable API server is
-/// retried fast instead (see [`crate::runtime::outage`]).
+/// retried fast instead (see [`crate::cluster::outage`]).
 pub(crate) fn error_policy<K: Resource<DynamicType = ()>>(
     obj: Arc<K>,
     error: &Error,
