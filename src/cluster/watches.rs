@@ -95,6 +95,14 @@ pub trait Witness: Send + Sync + 'static {
 /// kube-runtime 5's shared-store dispatcher does not forward deletions (so a
 /// `kubectl delete number t-1` would never wake the Tuple), and its bounded buffer makes a
 /// watch wait for the slowest controller.
+///
+/// A 410 Gone says the API server no longer has the history to resume from (compacted, or
+/// lost in a restart). The watcher lists again by itself; the 410 is taken out before the
+/// backoff, which would otherwise wait (up to a second after an outage) before the first
+/// such list. A 410 again soon after (every watch answered 410) waits longer each time
+/// ([`GoneBackoff`]): the filter holds the stream, and with it the list. Before the cache
+/// takes a change, what it held moves the object out of its old controller's filing
+/// (orphaned, re-parented).
 pub(crate) fn watch_and_fan_out<K: Kind, W: Witness>(
     api: Api<K>,
     config: watcher::Config,
@@ -116,11 +124,7 @@ pub(crate) fn watch_and_fan_out<K: Kind, W: Witness>(
     };
     let mut gone_backoff = GoneBackoff::default();
     watcher(api, config)
-        // 410 Gone: the API server no longer has the history to resume from (compacted, or
-        // lost in a restart). The watcher lists again by itself; taken out before the
-        // backoff, which would otherwise wait (up to a second after an outage) before the
-        // first such list. A 410 again soon after (every watch answered 410) waits longer
-        // each time ([`GoneBackoff`]): the filter holds the stream, and with it the list.
+        // 410 Gone, taken out before the backoff (see above).
         .filter(move |event| {
             let gone = is_gone(event);
             let pause = gone_backoff.after(event, gone);
@@ -140,8 +144,7 @@ pub(crate) fn watch_and_fan_out<K: Kind, W: Witness>(
         })
         .backoff(WatchBackoff::default())
         .modify(slim)
-        // Before the cache takes the change: what it held, to move the object out of its
-        // old controller's filing (orphaned, re-parented).
+        // What the cache held before the change: an object's old controller (see above).
         .inspect(move |event| {
             if let Ok(watcher::Event::Apply(obj)) = event
                 && let Some(previous) = before.store.get(&ObjectRef::from_obj(obj))

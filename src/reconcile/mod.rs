@@ -14,6 +14,7 @@
 //! a reconcile's [`Outcome`], the [`Pace`](crate::reconcile::memory::pace::Pace) of the children) is
 //! defined there, one layer down; nothing below this folder uses it.
 
+pub mod announce;
 pub mod context;
 pub mod gate;
 pub mod memory;
@@ -78,7 +79,7 @@ pub async fn parent<P: Parent, S: ParentStatus>(
     let written =
         writes::write_status(ctx, parent, known, desired_status, decided.standing()).await;
     if let Some(retry_in) = learned.retry_in {
-        writes::report_refusals(ctx, parent, &plan.refused, retry_in).await;
+        announce::report_refusals(ctx, parent, &plan.refused, retry_in).await;
     }
     // Now the error, for the retry policy; a held step still waits for its own time.
     if let Some(error) = learned.error {

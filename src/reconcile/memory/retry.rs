@@ -131,20 +131,9 @@ where
     K: Resource<DynamicType = ()>,
 {
     let key = object_key(obj.as_ref());
-    if ctx.outage.is_down() {
-        // Every request would fail, and the outage's probe tells when to try again: wait
-        // without knocking (or logging the plan again), and run within a second of its return.
-        let attempt = ctx.outage.waiting(&key);
-        return Ok(Action::requeue(outage::retry_delay(
-            attempt,
-            outage::random(),
-        )));
-    }
     let generation = obj.meta().generation;
-    if let Some(wait) = ctx.replans.wait(&key, generation) {
-        // Waiting for its children and planned a moment ago (see `crate::reconcile::memory::replan`).
-        ctx.metrics.replan_put_off(controller);
-        return Ok(Action::requeue(wait));
+    if let Some(later) = put_off(controller, &key, generation, &ctx) {
+        return Ok(later);
     }
     let timer = ctx.metrics.reconcile_started(controller);
     tracing::trace!("{key}: reconcile starts");
@@ -183,6 +172,27 @@ where
             Err(error)
         }
     }
+}
+
+/// When to run a reconcile instead of now, if not now: while the API server is away every
+/// request would fail, and the outage's probe tells when to try again (wait without knocking,
+/// or logging the plan again, and run within a second of its return); a parent waiting for
+/// its children that was planned a moment ago waits its turn (see
+/// `crate::reconcile::memory::replan`).
+fn put_off(
+    controller: &'static str,
+    key: &str,
+    generation: Option<i64>,
+    ctx: &Context,
+) -> Option<Action> {
+    if ctx.outage.is_down() {
+        let attempt = ctx.outage.waiting(key);
+        let delay = outage::retry_delay(attempt, outage::random());
+        return Some(Action::requeue(delay));
+    }
+    let wait = ctx.replans.wait(key, generation)?;
+    ctx.metrics.replan_put_off(controller);
+    Some(Action::requeue(wait))
 }
 
 /// Back off exponentially per object, and say so in words; an unreachable API server is
