@@ -7,12 +7,18 @@
 //!   waiting parents, progress reports), and the merge patch that carries it: the whole
 //!   status, every field named. Pure.
 //! - `writes.rs`: the creates, corrections, adoptions and deletions that carry a plan out,
-//!   the status patch, and the Events that tell of them: the only place a reconcile writes
-//!   to the API server.
+//!   and the status patch; `announce.rs`: the log lines and Events that tell of them. The
+//!   only place a reconcile writes to the API server.
+//! - `context.rs`: what every reconcile shares (the client, every kind's cache found by type,
+//!   the metrics, the request slots, the memories); it names no kind.
+//! - `gate.rs`: a kind's reconciles let in by the scheduler ([`crate::scheduler`]), each
+//!   reading its object from the cache when it starts, within the retry policy.
+//! - `memory/`: what the reconciles remember between runs (expectations, statuses written,
+//!   the pace of children, refusals, replans, retries), each part of the context with its
+//!   own tests.
 //!
-//! What these decisions share with the runtime (a refused [`Step`](crate::reconcile::memory::refusals::Step),
-//! a reconcile's [`Outcome`], the [`Pace`](crate::reconcile::memory::pace::Pace) of the children) is
-//! defined there, one layer down; nothing below this folder uses it.
+//! Below this folder are the kube glue ([`crate::cluster`]: watches, caches, Events, outages),
+//! which tells the memories what it sees through its `Witness` trait, and the scheduler.
 
 pub mod announce;
 pub mod context;
