@@ -24,6 +24,10 @@ pub enum Error {
         kind: &'static str,
         field: &'static str,
     },
+    /// A reconcile asked for the cache of a kind the manager did not wire in (a bug of the
+    /// wiring in `ops/manager.rs`, not of the cluster).
+    #[error("no cache of {kind}s is wired in")]
+    NotWired { kind: &'static str },
     /// A value could not be turned into JSON for a patch (a bug, not bad input).
     #[error("serializing a patch: {0}")]
     Serialize(#[from] serde_json::Error),
@@ -48,7 +52,7 @@ impl Error {
     }
 
     /// The API server could not be reached (an outage): retried fast and reported once,
-    /// by [`crate::runtime::outage::Outage`], rather than backed off and logged per object.
+    /// by [`crate::cluster::outage::Outage`], rather than backed off and logged per object.
     pub fn is_unreachable(&self) -> bool {
         match self {
             Error::Kube { source, .. } => is_unreachable(source),
@@ -63,6 +67,7 @@ impl Error {
             Error::Kube { .. } if self.status_code().is_some() => "api",
             Error::Kube { .. } => "transport",
             Error::MissingField { .. } => "invalid_object",
+            Error::NotWired { .. } => "not_wired",
             Error::Serialize(_) => "serialize",
         }
     }

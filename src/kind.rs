@@ -4,7 +4,7 @@
 //! children it wants and how a child's name leads back to that parent.
 //!
 //! The implementations live with each kind's controller (`controller/number.rs` answers "when
-//! is a Number ready?"); the generic machinery (`reconcile/`, `runtime/`) and the plugin only
+//! is a Number ready?"); the generic machinery (`reconcile/`, `cluster/`, `scheduler/`) and the plugin only
 //! ask these traits. Adding a kind, or renaming a child pattern, is then a change the compiler
 //! walks you through, not a string match whose fallback quietly stops waking a parent.
 

@@ -17,30 +17,34 @@
 //!                     would act on
 //! controller/         what each kind wants and when it is ready: number.rs, tuple.rs, fermat.rs
 //! reconcile/          how any parent gets there: mod.rs (look, plan, apply, write the status),
-//!                     plan.rs and status.rs (the pure decisions), writes.rs (the only place a
-//!                     reconcile writes to the API server)
-//! runtime/            around kube-runtime, and what the manager remembers between reconciles:
-//!                     watches and their fan-out, each kind's cache and owner index, the
-//!                     context and its parts (expectations, statuses in flight, the pace of
-//!                     children, request slots), the retry policy and a reconcile's outcome
-//!                     (and the failures it counts), outages, refusals, Events; each
-//!                     controller's gate (its scheduler told of the kind's objects)
+//!                     plan.rs and status.rs (the pure decisions), writes.rs and announce.rs
+//!                     (the only place a reconcile writes to the API server), context.rs
+//!                     (what every reconcile shares; it names no kind), gate.rs (a kind's
+//!                     reconciles let in by the scheduler, within the retry policy), memory/
+//!                     (what the reconciles remember: expectations, statuses in flight, the
+//!                     pace of children, refusals, replans, retries)
+//! cluster/            the kube glue, for any kind: watches and their fan-out, each kind's
+//!                     cache (its store and owner index, one type) found by type, Events,
+//!                     outages, the one backoff, maps whose entries expire
 //! kind.rs scheduler/  each kind's facts, as traits every kind implements (in controller/), and
 //!                     an object's controller; beside it the one queue every reconcile waits
 //!                     in (domain-free: keys, flows, priorities): fair queue, permits, the
-//!                     book of each key's stage, the runner
+//!                     book of each key's stage, the runner, the request slots
 //! api.rs math.rs      the CRDs as Rust types; fizzbuzz, squares, primes, two-square sums
 //! error.rs metrics.rs typed errors; what the manager counts (served by ops/)
 //! ```
 //!
-//! What two layers share lives in the lower one: a refused step (`runtime::refusals`), a
-//! reconcile's outcome (`runtime::retry`) and the pace of a parent's children
-//! (`runtime::pace`) are remembered or acted on by the runtime and decided about in
-//! `reconcile/`, so they are defined in the runtime. Each folder's `mod.rs` says what its
+//! What two layers share lives in the lower one: the watches tell the reconcile's memories
+//! what they see through a trait of the glue (`cluster::watches::Witness`) that the
+//! reconcile's context implements, so the glue needs nothing of the reconcile. The three kinds
+//! are named in api.rs, controller/, the wiring (ops/), the plugin and the metrics' series
+//! created at zero, never in the generic rooms: `tests/layers.rs` checks that the scheduler,
+//! the glue and the reconcile name none. Each folder's `mod.rs` says what its
 //! files do.
 
 pub mod api;
 pub mod cli;
+pub mod cluster;
 pub mod controller;
 pub mod error;
 pub mod kind;
@@ -49,5 +53,4 @@ pub mod metrics;
 pub mod ops;
 pub mod plugin;
 pub mod reconcile;
-pub mod runtime;
 pub mod scheduler;

@@ -1,7 +1,9 @@
-//! The imports run one way: ops → controller → reconcile → runtime → the facts below them
-//! (src/lib.rs draws the map). A module that reaches back up (runtime/ using a type of
+//! The imports run one way: ops → controller → reconcile → cluster → the facts below them
+//! (src/lib.rs draws the map). A module that reaches back up (cluster/ using a type of
 //! reconcile/, say) makes a reader walk up and down to follow one reconcile; this test names
-//! the line that does it. Comments are not imports: a doc link may point anywhere.
+//! the line that does it. Comments are not imports: a doc link may point anywhere. The
+//! generic rooms (the scheduler, the kube glue, the reconcile) name no kind, and no source
+//! file or function is longer than a reader takes in (`tests/sizes.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -13,7 +15,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("plugin", 5),
     ("controller", 4),
     ("reconcile", 3),
-    ("runtime", 2),
+    ("cluster", 2),
     ("kind", 1),
     ("scheduler", 1),
     ("api", 0),
@@ -40,7 +42,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The top-level module a file of `src/` belongs to (`src/runtime/context.rs` → `runtime`).
+/// The top-level module a file of `src/` belongs to (`src/cluster/cache.rs` → `cluster`).
 fn module_of(relative: &Path) -> Option<String> {
     let first = relative.components().next()?.as_os_str().to_str()?;
     Some(first.trim_end_matches(".rs").to_string())
@@ -119,9 +121,9 @@ fn no_module_imports_one_above_it_or_beside_it() {
 #[test]
 fn a_use_that_runs_back_up_is_found() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let runtime = dir.path().join("runtime");
-    std::fs::create_dir(&runtime).expect("runtime/");
-    let file = runtime.join("context.rs");
+    let cluster = dir.path().join("cluster");
+    std::fs::create_dir(&cluster).expect("cluster/");
+    let file = cluster.join("watches.rs");
     std::fs::write(
         &file,
         "//! See [`crate::reconcile::plan`].\n\
@@ -132,7 +134,7 @@ fn a_use_that_runs_back_up_is_found() {
     .expect("write");
     let bad = upward(dir.path(), &[file]);
     assert_eq!(bad.len(), 1, "{bad:?}");
-    assert!(bad[0].starts_with("runtime/context.rs:3: runtime (layer 2) uses crate::reconcile"));
+    assert!(bad[0].starts_with("cluster/watches.rs:3: cluster (layer 2) uses crate::reconcile"));
 }
 
 /// How many lines the top-level function that starts with `start` spans in `text`, from
@@ -168,10 +170,10 @@ fn the_reconcile_and_its_writes_each_fit_one_screen() {
 }
 
 /// `Context` is a thin struct of named parts: what the manager remembers lives in those
-/// parts (each in its own file under runtime/, with its own tests), not in context.rs.
+/// parts (each in its own file under reconcile/memory/, with its own tests), not in context.rs.
 #[test]
 fn the_context_holds_parts_not_memories() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/runtime/context.rs");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/reconcile/context.rs");
     let text = std::fs::read_to_string(file).expect("context.rs reads");
     let code: Vec<&str> = (text.lines())
         .map(|l| l.split("//").next().unwrap_or(""))
@@ -183,8 +185,94 @@ fn the_context_holds_parts_not_memories() {
             .collect();
         assert!(
             at.is_empty(),
-            "runtime/context.rs keeps a memory of its own ({memory} on lines {at:?}); \
-             give it a part of its own under runtime/"
+            "reconcile/context.rs keeps a memory of its own ({memory} on lines {at:?}); \
+             give it a part of its own under reconcile/memory/"
         );
     }
+}
+
+/// The rooms that work for any kind: the scheduler, the kube glue and the reconcile (with its
+/// context, gate and memories). The three kinds appear only in api.rs, kind.rs's
+/// documentation, controller/ and ops/ (the wiring).
+const GENERIC: &[&str] = &["scheduler", "cluster", "reconcile"];
+
+/// The kinds the manager reconciles, and the module of their decisions.
+const KINDS: &[&str] = &["Fermat", "Tuple", "Number"];
+
+/// The kind `word` names: a kind, or one of its types (`TupleStatus`, `NumberSpec`).
+fn kind_in(word: &str) -> Option<&'static str> {
+    KINDS.iter().copied().find(|kind| {
+        word.strip_prefix(kind)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(char::is_uppercase))
+    })
+}
+
+/// The lines of the generic rooms' code (comments and unit tests left out) that name a kind
+/// or use `crate::controller`, under `src`.
+fn kinds_named(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    for room in GENERIC {
+        rust_files(&src.join(room), &mut files);
+    }
+    files.retain(|f| !f.ends_with("tests.rs") && !f.components().any(|c| c.as_os_str() == "tests"));
+    files.sort();
+    let mut named = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(src).unwrap_or(&file).to_path_buf();
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (n, line) in code.lines().enumerate() {
+            let line = line.split("//").next().unwrap_or("");
+            let mut words = line.split(|c: char| !c.is_alphanumeric() && c != '_');
+            let hit = (words.find_map(kind_in)).or_else(|| {
+                line.contains("crate::controller")
+                    .then_some("crate::controller")
+            });
+            if let Some(word) = hit {
+                named.push(format!(
+                    "{}:{}: {word}: {}",
+                    relative.display(),
+                    n + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    named
+}
+
+#[test]
+fn the_scheduler_the_glue_and_the_reconcile_name_no_kind() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let named = kinds_named(&src);
+    assert!(
+        named.is_empty(),
+        "the generic rooms name a kind (reach it through kind.rs's traits, or by type):\n{}",
+        named.join("\n")
+    );
+}
+
+#[test]
+fn a_kind_named_in_the_glue_is_found() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let cluster = dir.path().join("cluster");
+    std::fs::create_dir(&cluster).expect("cluster/");
+    std::fs::write(
+        cluster.join("context.rs"),
+        "//! The Tuple's cache.\n\
+         use crate::api::{Fermat, Number};\n\
+         pub struct C { pub numbers: Cache<Number> }\n\
+         #[cfg(test)]\nmod tests { use crate::api::Tuple; }\n",
+    )
+    .expect("write");
+    let named = kinds_named(dir.path());
+    assert_eq!(named.len(), 2, "{named:?}");
+    assert!(
+        named[0].starts_with("cluster/context.rs:2: Fermat"),
+        "{named:?}"
+    );
+    assert!(
+        named[1].starts_with("cluster/context.rs:3: Number"),
+        "{named:?}"
+    );
 }

@@ -14,10 +14,10 @@ use crate::error::Result;
 use crate::kind::{Desired, Kind, Parent};
 use crate::math;
 use crate::reconcile;
+use crate::reconcile::context::Context;
 use crate::reconcile::plan::{self, Plan};
 use crate::reconcile::status::{self, Readiness};
-use crate::runtime::context::Context;
-use crate::runtime::retry::{Outcome, Progress};
+use crate::reconcile::{Outcome, Progress};
 
 /// The Tuples a Fermat wants: `[a, n-a]` for a = 1..=n/2; none for a number beyond the
 /// schema's bound ([`beyond_schema`] says why).
@@ -130,7 +130,7 @@ pub async fn reconcile(fermat: Arc<Fermat>, ctx: Arc<Context>) -> Result<Outcome
         desired_status(&fermat, plan, previous, now)
     };
     let current = fermat.status.as_ref();
-    reconcile::parent(&ctx, fermat.as_ref(), &ctx.tuples, current, status).await
+    reconcile::parent(&ctx, fermat.as_ref(), current, status).await
 }
 
 impl Kind for Fermat {

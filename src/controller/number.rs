@@ -10,10 +10,10 @@ use crate::api::{Number, NumberSpec, NumberStatus};
 use crate::error::Result;
 use crate::kind::{Child, Kind};
 use crate::math;
+use crate::reconcile::context::Context;
 use crate::reconcile::status::{self, Readiness, Standing};
 use crate::reconcile::writes;
-use crate::runtime::context::Context;
-use crate::runtime::retry::{Outcome, Progress};
+use crate::reconcile::{Outcome, Progress};
 
 /// The status a Number should have: a pure function of its spec and previous status.
 pub fn desired_status(

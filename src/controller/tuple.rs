@@ -13,10 +13,10 @@ use crate::api::{MAX_TUPLE_LEN, Number, NumberSpec, Tuple, TupleSpec, TupleStatu
 use crate::error::Result;
 use crate::kind::{Child, Desired, Kind, Parent};
 use crate::reconcile;
+use crate::reconcile::context::Context;
 use crate::reconcile::plan::{self, Plan};
 use crate::reconcile::status::{self, Readiness};
-use crate::runtime::context::Context;
-use crate::runtime::retry::{Outcome, Progress};
+use crate::reconcile::{Outcome, Progress};
 
 /// The Numbers a Tuple wants: `<tuple>-<index>` with `value = numbers[index]`; none for a
 /// list longer than the schema allows ([`beyond_schema`] says why).
@@ -106,7 +106,7 @@ pub async fn reconcile(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Outcome> 
         desired_status(&tuple, plan, previous, now)
     };
     let current = tuple.status.as_ref();
-    reconcile::parent(&ctx, tuple.as_ref(), &ctx.numbers, current, status).await
+    reconcile::parent(&ctx, tuple.as_ref(), current, status).await
 }
 
 impl Kind for Tuple {

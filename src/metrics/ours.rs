@@ -92,7 +92,14 @@ struct MemoryLabels {
 /// dashboard's or an alert's `rate()` has a series before the first error: the error kinds of
 /// `crate::error::Error::kind_label` that end a reconcile as an error (a conflict is a requeue),
 /// and `panic`.
-pub const ERROR_REASONS: [&str; 5] = ["api", "transport", "invalid_object", "serialize", "panic"];
+pub const ERROR_REASONS: [&str; 6] = [
+    "api",
+    "transport",
+    "invalid_object",
+    "not_wired",
+    "serialize",
+    "panic",
+];
 
 /// What the manager remembers between reconciles, the `memory` label of
 /// `math_controller_remembered_entries`: child writes and status writes whose watch echo has

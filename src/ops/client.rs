@@ -26,7 +26,7 @@ use tower::util::MapRequestLayer;
 
 use crate::metrics::Metrics;
 use crate::ops::token_file::{TokenFile, TokenFileError};
-use crate::runtime::slots::wait_without_slot;
+use crate::scheduler::slots::wait_without_slot;
 
 /// How long a request may wait for its next byte from the API server.
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -42,7 +42,7 @@ pub const RETRY_AFTER_CAP: Duration = Duration::from_secs(1);
 /// policy tried 15 times from 5 ms doubling, with no cap on the delay: under a sustained 429
 /// (API Priority and Fairness, the manager's flow over its share) one create could sit
 /// 160–490 s in the client, holding one of the manager's request slots
-/// ([`crate::runtime::context::Context::in_slot`]). Ten retries of at most a second each,
+/// ([`crate::reconcile::context::Context::in_slot`]). Ten retries of at most a second each,
 /// as client-go (`maxRetries` 10, honouring `Retry-After`), ride out a busy cluster; after
 /// them the error goes to the reconcile, whose error policy tries again later, outside any
 /// slot; between tries a write lends its slot to others ([`wait_without_slot`]). Three were too few on a real kube-apiserver v1.24 whose priority level gave the
@@ -124,7 +124,7 @@ struct ManagerRetry {
 
 impl<Res> Policy<Request<Body>, Response<Res>, BoxError> for ManagerRetry {
     /// A retry's wait, during which a write lends its slot to others
-    /// ([`crate::runtime::slots::wait_without_slot`]).
+    /// ([`crate::scheduler::slots::wait_without_slot`]).
     type Future = Pin<Box<dyn Future<Output = ()> + Send>>;
 
     fn retry(
@@ -313,7 +313,7 @@ mod tests {
             metrics: Metrics::new(),
         };
         let client = RetryLayer::new(policy).layer(server);
-        let slots = std::sync::Arc::new(crate::runtime::slots::Slots::new(1));
+        let slots = std::sync::Arc::new(crate::scheduler::slots::Slots::new(1));
         let send = |path: &'static str| {
             let (client, slots) = (client.clone(), slots.clone());
             async move {

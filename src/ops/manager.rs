@@ -18,8 +18,8 @@
 //! bounded buffer makes a watch wait for the slowest controller. `owns` also maps a child to
 //! its parents only through ownerReferences, while a conflicting object that is deleted frees
 //! a name whose parent it does not name ([`crate::kind::Parent::parent_of`]). So each watch
-//! is `watch_and_fan_out` (`runtime/watches.rs`), which tells the gates directly; and the
-//! controllers are no kube-runtime `Controller` either: each is a gate (`runtime/gate.rs`)
+//! is `watch_and_fan_out` (`cluster/watches.rs`), which tells the gates directly; and the
+//! controllers are no kube-runtime `Controller` either: each is a gate (`reconcile/gate.rs`)
 //! over the scheduler (`crate::scheduler`), one fair queue and its runner, so that there is no
 //! second queue behind the fair one.
 
@@ -30,13 +30,15 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::Api;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector;
 use kube::runtime::watcher;
 use kube::{Client, Resource};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::api::{Fermat, Number, Tuple};
+use crate::cluster::cache::{Cache, Caches};
+use crate::cluster::watches::{no_parents, resync, tell_parents, watch_and_fan_out};
 use crate::controller::{fermat, number, tuple};
 use crate::kind::{Kind, Parent};
 use crate::metrics::Metrics;
@@ -46,10 +48,9 @@ use crate::ops::leader::{self, LeaderElectionConfig};
 use crate::ops::secure_metrics::{self, SecureMetrics};
 use crate::ops::serving::HttpLimits;
 use crate::ops::shutdown::{self, Stopped};
-use crate::runtime::cache::Cache;
-use crate::runtime::context::Context;
-use crate::runtime::gate::{Gate, Key};
-use crate::runtime::watches::{no_parents, resync, tell_parents, watch_and_fan_out};
+use crate::reconcile::context::Context;
+use crate::reconcile::gate::{Gate, Key};
+use crate::reconcile::memory::retry::Outcome;
 use crate::scheduler::runner::Runner;
 
 /// How often every object is reconciled again, regardless of watch events (controller-runtime's
@@ -83,7 +84,7 @@ pub struct Options {
     /// Write and Event requests open at once across all reconciles (0 means unbounded).
     pub requests_in_flight: u16,
     /// While several namespaces are busy at once, each holds at most its share of
-    /// `requests_in_flight` and of `concurrency` (see [`crate::runtime::fair`]); `false` lets
+    /// `requests_in_flight` and of `concurrency` (see [`crate::scheduler`]); `false` lets
     /// one hold them all.
     pub flow_shares: bool,
     /// Where `/metrics` is served; `None` disables it.
@@ -107,7 +108,7 @@ pub struct Options {
     /// any: watches ask the API server to end them before it, so that a quiet watch is never cut.
     pub read_timeout: Option<Duration>,
     /// How long a write may go unseen by the watch before the cache is believed again
-    /// (see [`Expectations::expect`](crate::runtime::expectations::Expectations::expect)); tests shorten it.
+    /// (see [`Expectations::expect`](crate::reconcile::memory::expectations::Expectations::expect)); tests shorten it.
     pub in_flight_timeout: Duration,
 }
 
@@ -126,7 +127,7 @@ impl Default for Options {
             sync_period: DEFAULT_SYNC_PERIOD,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             read_timeout: None,
-            in_flight_timeout: crate::runtime::expectations::IN_FLIGHT_TIMEOUT,
+            in_flight_timeout: crate::reconcile::memory::expectations::IN_FLIGHT_TIMEOUT,
         }
     }
 }
@@ -307,11 +308,10 @@ async fn run_controllers(
     let (numbers, number_writer) = Wired::<Number>::new(options, &metrics);
     let (tuples, tuple_writer) = Wired::<Tuple>::new(options, &metrics);
     let (fermats, fermat_writer) = Wired::<Fermat>::new(options, &metrics);
-    let caches = (
-        numbers.store.clone(),
-        tuples.store.clone(),
-        fermats.store.clone(),
-    );
+    let caches = Caches::default()
+        .with(numbers.cache.clone())
+        .with(tuples.cache.clone())
+        .with(fermats.cache.clone());
     let ctx = Arc::new(
         Context::new(client.clone(), caches, metrics)
             .with_in_flight_timeout(options.in_flight_timeout)
@@ -320,9 +320,9 @@ async fn run_controllers(
     let gates = [&numbers.gate, &tuples.gate, &fermats.gate].map(Gate::clone);
     let watch = Watch::new(&client, options, &ctx);
     let watches = futures::stream::select_all([
-        watch.kind(number_writer, &ctx.numbers, &numbers.gate, tuples.told()),
-        watch.kind(tuple_writer, &ctx.tuples, &tuples.gate, fermats.told()),
-        watch.kind(fermat_writer, &ctx.fermats, &fermats.gate, no_parents),
+        watch.kind(number_writer, &numbers.cache, &numbers.gate, tuples.told()),
+        watch.kind(tuple_writer, &tuples.cache, &tuples.gate, fermats.told()),
+        watch.kind(fermat_writer, &fermats.cache, &fermats.gate, no_parents),
     ])
     .take_until(stop.clone().cancelled_owned())
     .for_each(|()| futures::future::ready(()));
@@ -360,19 +360,25 @@ async fn once_synced(
     controllers: impl Future,
 ) {
     tokio::select! {
-        _ = ctx.caches_ready() => {}
+        _ = ctx.caches.ready() => {}
         _ = stop.cancelled() => return,
     }
     readiness.set_ready(true);
     info!(
-        numbers = ctx.numbers.store.state().len(),
-        tuples = ctx.tuples.store.state().len(),
-        fermats = ctx.fermats.store.state().len(),
+        numbers = cached::<Number>(ctx),
+        tuples = cached::<Tuple>(ctx),
+        fermats = cached::<Fermat>(ctx),
         namespace = namespace.unwrap_or("all namespaces"),
         "caches synced; starting the Number, Tuple and Fermat controllers"
     );
     controllers.await;
     debug!("controllers stopped");
+}
+
+/// How many objects of kind `K` the cache holds.
+fn cached<K: Kind>(ctx: &Context) -> usize {
+    ctx.cache::<K>()
+        .map_or(0, |cache| cache.store.state().len())
 }
 
 /// What the context remembers expires, so that its memory stays bounded.
@@ -389,7 +395,7 @@ async fn sweeps(ctx: &Context, stop: &CancellationToken) {
 /// One kind's cache and controller: the store its watch fills, and its gate with the runner
 /// that reconciles what the gate lets in.
 struct Wired<K: Kind> {
-    store: Store<K>,
+    cache: Cache<K>,
     gate: Gate,
     runner: Runner<Key>,
 }
@@ -405,7 +411,7 @@ impl<K: Kind> Wired<K> {
             metrics,
         );
         let wired = Wired {
-            store,
+            cache: Cache::new(store),
             gate,
             runner,
         };
@@ -418,7 +424,7 @@ impl<K: Kind> Wired<K> {
     where
         K: Parent,
     {
-        let (parents, gate) = (self.store.clone(), self.gate.clone());
+        let (parents, gate) = (self.cache.store.clone(), self.gate.clone());
         tell_parents::<K>(move |parent| {
             if let Some(parent) = parents.get(&parent) {
                 gate.news(parent.as_ref());
@@ -437,13 +443,14 @@ impl<K: Kind> Wired<K> {
         stop: &CancellationToken,
     ) -> impl Future<Output = ()> + use<K, Fut>
     where
-        Fut: Future<Output = crate::error::Result<crate::runtime::retry::Outcome>>,
+        Fut: Future<Output = crate::error::Result<Outcome>>,
     {
         let Wired {
-            store,
+            cache,
             gate,
             runner,
         } = self;
+        let store = cache.store;
         let (stop, ctx) = (stop.clone(), ctx.clone());
         async move {
             let resyncs = resync(period).for_each(|()| {

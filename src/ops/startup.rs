@@ -11,8 +11,8 @@ use serde::de::DeserializeOwned;
 use tracing::{info, warn};
 
 use crate::api::{Fermat, Number, Tuple};
+use crate::cluster::outage;
 use crate::ops::manager::api;
-use crate::runtime::outage;
 
 /// Why the manager cannot start, in one line that says what to do.
 #[derive(Debug, thiserror::Error)]

@@ -7,16 +7,28 @@
 //!   waiting parents, progress reports), and the merge patch that carries it: the whole
 //!   status, every field named. Pure.
 //! - `writes.rs`: the creates, corrections, adoptions and deletions that carry a plan out,
-//!   the status patch, and the Events that tell of them: the only place a reconcile writes
-//!   to the API server.
+//!   and the status patch; `announce.rs`: the log lines and Events that tell of them. The
+//!   only place a reconcile writes to the API server.
+//! - `context.rs`: what every reconcile shares (the client, every kind's cache found by type,
+//!   the metrics, the request slots, the memories); it names no kind.
+//! - `gate.rs`: a kind's reconciles let in by the scheduler ([`crate::scheduler`]), each
+//!   reading its object from the cache when it starts, within the retry policy.
+//! - `memory/`: what the reconciles remember between runs (expectations, statuses written,
+//!   the pace of children, refusals, replans, retries), each part of the context with its
+//!   own tests.
 //!
-//! What these decisions share with the runtime (a refused [`Step`](crate::runtime::refusals::Step),
-//! a reconcile's [`Outcome`], the [`Pace`](crate::runtime::pace::Pace) of the children) is
-//! defined there, one layer down; nothing below this folder uses it.
+//! Below this folder are the kube glue ([`crate::cluster`]: watches, caches, Events, outages),
+//! which tells the memories what it sees through its `Witness` trait, and the scheduler.
 
+pub mod announce;
+pub mod context;
+pub mod gate;
+pub mod memory;
 pub mod plan;
 pub mod status;
 pub mod writes;
+
+pub use memory::retry::{Outcome, Progress};
 
 use std::time::{Duration, Instant};
 
@@ -24,14 +36,13 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use tracing::{debug, info};
 
+use crate::cluster::cache::Cache;
 use crate::error::{Error, Result};
 use crate::kind::{Child, Desired, Kind, Parent};
-use crate::runtime::cache::Cache;
-use crate::runtime::context::Context;
-use crate::runtime::expectations::CachedChildren;
-use crate::runtime::pace::Pace;
-use crate::runtime::refusals::Held;
-use crate::runtime::retry::{Outcome, Progress};
+use crate::reconcile::context::Context;
+use crate::reconcile::memory::expectations::CachedChildren;
+use crate::reconcile::memory::pace::Pace;
+use crate::reconcile::memory::refusals::Held;
 use plan::Plan;
 use status::{ParentStatus, Standing};
 
@@ -42,7 +53,7 @@ use status::{ParentStatus, Standing};
 /// Each step of the plan goes ahead whatever another got: deleting unwanted children may be
 /// what frees a quota that refused a create. A write the API server refuses (a quota, an
 /// admission policy, RBAC) ends up in the status (Ready=False, its words) and in one Warning
-/// Event, and is tried again after a backoff of its own ([`crate::runtime::refusals`]),
+/// Event, and is tried again after a backoff of its own ([`crate::reconcile::memory::refusals`]),
 /// not on every reconcile. Another failure (a 409 on a correction, a 5xx) does not throw
 /// that away: the refusals are recorded and the status written first, then the error goes
 /// to the retry policy. In a namespace that is being deleted nothing is created and
@@ -50,7 +61,6 @@ use status::{ParentStatus, Standing};
 pub async fn parent<P: Parent, S: ParentStatus>(
     ctx: &Context,
     parent: &P,
-    children: &Cache<P::Child>,
     current: Option<&S>,
     status: impl FnOnce(&Plan<P::Child>, Option<&S>, Timestamp) -> (S, Progress),
 ) -> Result<Outcome> {
@@ -60,7 +70,7 @@ pub async fn parent<P: Parent, S: ParentStatus>(
         return Ok(Outcome::DONE);
     }
     let planning = Instant::now();
-    let (desired, cached) = look(ctx, parent, children);
+    let (desired, cached) = look(ctx, parent, ctx.cache::<P::Child>()?);
     let mut plan = plan_writes(parent, desired, &cached);
     let mut planned_in = planning.elapsed();
     let held = ctx.refusals.held(parent, &plan.steps(), Instant::now());
@@ -75,7 +85,7 @@ pub async fn parent<P: Parent, S: ParentStatus>(
     let written =
         writes::write_status(ctx, parent, known, desired_status, decided.standing()).await;
     if let Some(retry_in) = learned.retry_in {
-        writes::report_refusals(ctx, parent, &plan.refused, retry_in).await;
+        announce::report_refusals(ctx, parent, &plan.refused, retry_in).await;
     }
     // Now the error, for the retry policy; a held step still waits for its own time.
     if let Some(error) = learned.error {

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use kube::{Resource, ResourceExt};
 
 use crate::kind::{Child, Desired, controller_ref, controller_uid};
+use crate::reconcile::memory::refusals::{Refusal, Step};
+use crate::reconcile::memory::retry::Progress;
 use crate::reconcile::status::{Readiness, name_list};
-use crate::runtime::refusals::{Refusal, Step};
-use crate::runtime::retry::Progress;
 
 /// Longest object name Kubernetes accepts (a DNS subdomain).
 pub const MAX_NAME_LEN: usize = 253;
@@ -158,25 +158,31 @@ pub fn unfinished<C: Child>(plan: &Plan<C>) -> Option<(Readiness, Progress)> {
         Some((not_ready("ChildConflict", message), Progress::Blocked))
     } else if !plan.all_ready() || plan.has_writes() {
         let counts = format!("{}/{} {kinds} ready", plan.ready.len(), plan.desired);
-        let waiting: Vec<String> = (plan.create.iter().map(|d| d.name.clone()))
-            .chain(
-                plan.correct
-                    .iter()
-                    .chain(&plan.adopt)
-                    .map(|(c, _)| c.name_any()),
-            )
-            .chain(plan.pending.iter().cloned())
-            .chain(
-                plan.delete
-                    .iter()
-                    .map(|c| format!("{} (to delete)", c.name_any())),
-            )
-            .collect();
+        let waiting = awaited(plan);
         let message = format!("{counts}; waiting for {}", name_list(&waiting));
         Some((not_ready(C::WAITING_REASON, message), Progress::Pending))
     } else {
         None
     }
+}
+
+/// The children a pending parent waits for: those to create, correct, adopt, those still
+/// computing, and those to delete.
+fn awaited<C: Child>(plan: &Plan<C>) -> Vec<String> {
+    (plan.create.iter().map(|d| d.name.clone()))
+        .chain(
+            plan.correct
+                .iter()
+                .chain(&plan.adopt)
+                .map(|(c, _)| c.name_any()),
+        )
+        .chain(plan.pending.iter().cloned())
+        .chain(
+            plan.delete
+                .iter()
+                .map(|c| format!("{} (to delete)", c.name_any())),
+        )
+        .collect()
 }
 
 /// Compare what the parent wants with what the cache holds.

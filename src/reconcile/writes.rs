@@ -1,7 +1,7 @@
 //! The writes that close the gap between the children a parent wants and the ones it has:
-//! the creates, corrections, adoptions and deletions that carry a [`Plan`] out, the status
-//! patch ([`write_status`]) and the Events that tell of them ([`publish`]). This is the only
-//! place a reconcile writes to the API server.
+//! the creates, corrections, adoptions and deletions that carry a [`Plan`] out, and the status
+//! patch ([`write_status`]); the Events that tell of them are in [`super::announce`]. These two
+//! files are the only place a reconcile writes to the API server.
 //!
 //! This layer sits above [`crate::reconcile::plan`], which decides *what* to do without knowing the
 //! [`Context`] that does it: the controllers call down into here, and this module calls down
@@ -12,67 +12,26 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{
     Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
 };
-use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde_json::json;
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::error::{Error, Result, is_unreachable};
-use crate::kind::controller_uid;
 use crate::kind::{Child, Kind};
 use crate::metrics::WriteKind;
-use crate::reconcile::plan::{MAX_NAME_LEN, Plan};
-use crate::reconcile::status::{self, Standing, StatusWrite, WholeStatus, name_list};
-use crate::runtime::context::Context;
-use crate::runtime::events::{self, Note};
-use crate::runtime::refusals::{Refusal, Step};
+use crate::reconcile::announce;
+use crate::reconcile::context::Context;
+use crate::reconcile::memory::refusals::{Refusal, Step};
+use crate::reconcile::plan::Plan;
+use crate::reconcile::status::{self, Standing, StatusWrite, WholeStatus};
 
 /// How many create requests one reconcile keeps in flight, at most.
 const WRITES_IN_FLIGHT: usize = 32;
-
-/// Say once, in the log and as a Warning Event on the parent, what the API server refused
-/// and when it is tried again. The Event is the same while the refusal is: it is published
-/// once (see [`publish`]).
-pub(crate) async fn report_refusals<P: Kind>(
-    ctx: &Context,
-    parent: &P,
-    refused: &[Refusal],
-    retry_in: Duration,
-) {
-    let Some(first) = refused.first() else { return };
-    let who = format!(
-        "{} {}/{}",
-        P::kind(&()),
-        parent.namespace().unwrap_or_default(),
-        parent.name_any()
-    );
-    for r in refused {
-        warn!(
-            "{who}: {} {} was refused; trying again in {retry_in:.0?}: {}",
-            r.step.verb(),
-            r.name,
-            r.message
-        );
-    }
-    let note = refused
-        .iter()
-        .map(|r| format!("{} {} was refused: {}", r.step.verb(), r.name, r.message))
-        .collect::<Vec<_>>()
-        .join("; ");
-    let reason = first.step.refused_reason();
-    let action = match first.step {
-        Step::Create => "Create",
-        Step::Correct | Step::Adopt => "Update",
-        Step::Delete => "Delete",
-    };
-    publish(ctx, parent, EventType::Warning, reason, action, note, None).await;
-}
 
 /// The controller ownerReference a parent puts on its children. `blockOwnerDeletion` makes a
 /// foreground deletion of the parent wait for them.
@@ -167,7 +126,7 @@ fn classify(error: kube::Error) -> Failed {
 /// Carry out a plan's writes against the API server: create, correct, adopt, delete, each
 /// step whatever the others got, except the steps in `held` (refused recently: their retry
 /// waits for its backoff). Each kind of action becomes one log line and one Event on the
-/// parent (not the first children of a controller's object: [`events::announces_created`]).
+/// parent (not the first children of a controller's object: [`crate::cluster::events::announces_created`]).
 /// What went wrong is in the answer with what went right ([`Applied`]), never instead of it.
 /// An object that vanished meanwhile (404) or a create that lost a race (409) is not an error
 /// worth reporting: the watch brings the news and the next reconcile starts from it.
@@ -198,7 +157,7 @@ pub async fn apply<P: Kind, C: Child>(
     if due(&writer, Step::Delete) {
         done.deleted = delete(&mut writer, plan).await;
     }
-    announce(ctx, parent, plan, done).await;
+    announce::announce(ctx, parent, plan, done).await;
     writer.applied
 }
 
@@ -219,11 +178,11 @@ struct Writer<'a, C: Child> {
 
 /// The names of the children each step wrote, for the log and the Events.
 #[derive(Default)]
-struct Done {
-    created: Vec<String>,
-    corrected: Vec<String>,
-    adopted: Vec<String>,
-    deleted: Vec<String>,
+pub(crate) struct Done {
+    pub(crate) created: Vec<String>,
+    pub(crate) corrected: Vec<String>,
+    pub(crate) adopted: Vec<String>,
+    pub(crate) deleted: Vec<String>,
 }
 
 impl<'a, C: Child> Writer<'a, C> {
@@ -463,102 +422,6 @@ async fn delete<C: Child>(writer: &mut Writer<'_, C>, plan: &Plan<C>) -> Vec<Str
     deleted
 }
 
-/// Tell what the steps did and what they could not: one log line and one Event per kind of
-/// write (the first children of a controller's object are not announced:
-/// [`events::announces_created`]), a Warning per child owned by somebody else, and one for
-/// names Kubernetes would refuse.
-async fn announce<P: Kind, C: Child>(ctx: &Context, parent: &P, plan: &Plan<C>, done: Done) {
-    let has_controller = controller_uid(parent).is_some();
-    let uid = parent.uid().unwrap_or_default();
-    let created_before = ctx.events.created_children_of(&uid);
-    let announce_created =
-        events::announces_created(has_controller, parent.has_status(), created_before);
-    if !done.created.is_empty() && !announce_created {
-        ctx.events.note_children_created(uid);
-    }
-    let reports = [
-        ("Created", "Create", &done.created, "created"),
-        ("Corrected", "Correct", &done.corrected, "corrected"),
-        ("Adopted", "Adopt", &done.adopted, "adopted"),
-        ("Deleted", "Delete", &done.deleted, "deleted the unwanted"),
-    ];
-    for (reason, action, names, verb) in reports {
-        if names.is_empty() {
-            continue;
-        }
-        let note = format!(
-            "{verb} {} {}: {}",
-            names.len(),
-            plural::<C>(names.len()),
-            name_list(names)
-        );
-        info!(kind = %P::kind(&()), parent = %parent_name(parent), "{note}");
-        if reason != "Created" || announce_created {
-            publish(ctx, parent, EventType::Normal, reason, action, note, None).await;
-        }
-    }
-    announce_conflicts(ctx, parent, plan).await;
-    announce_invalid_names(ctx, parent, plan).await;
-}
-
-/// "Number" or "Numbers".
-fn plural<C: Child>(n: usize) -> String {
-    if n == 1 {
-        C::KIND.to_string()
-    } else {
-        format!("{}s", C::KIND)
-    }
-}
-
-/// "namespace/name", for the log.
-fn parent_name<P: Kind>(parent: &P) -> String {
-    format!(
-        "{}/{}",
-        parent.namespace().unwrap_or_default(),
-        parent.name_any()
-    )
-}
-
-/// A Warning for each child of a desired name that somebody else controls: left alone.
-async fn announce_conflicts<P: Kind, C: Child>(ctx: &Context, parent: &P, plan: &Plan<C>) {
-    let namespace = parent.namespace().unwrap_or_default();
-    for conflict in &plan.conflicts {
-        let note = format!(
-            "{} {namespace}/{} exists and is controlled by {}; leaving it alone",
-            C::KIND,
-            conflict.name,
-            conflict.owner
-        );
-        info!(kind = %P::kind(&()), parent = %parent_name(parent), "{note}");
-        // The child as the Event's related object: each conflicting child is a series of its
-        // own, so a second conflict is not folded into the first one's message.
-        let related = ObjectReference {
-            api_version: Some(C::api_version(&()).to_string()),
-            kind: Some(C::KIND.to_string()),
-            name: Some(conflict.name.clone()),
-            namespace: Some(namespace.clone()),
-            ..Default::default()
-        };
-        let (warning, reason) = (EventType::Warning, "ChildConflict");
-        publish(ctx, parent, warning, reason, "Adopt", note, Some(related)).await;
-    }
-}
-
-/// A Warning when some desired children's names would be longer than Kubernetes accepts.
-async fn announce_invalid_names<P: Kind, C: Child>(ctx: &Context, parent: &P, plan: &Plan<C>) {
-    if plan.invalid_names.is_empty() {
-        return;
-    }
-    let note = format!(
-        "cannot create {} {}: the name would exceed {MAX_NAME_LEN} characters (shorten the parent's name)",
-        plan.invalid_names.len(),
-        plural::<C>(plan.invalid_names.len()),
-    );
-    info!(kind = %P::kind(&()), parent = %parent_name(parent), "{note}");
-    let (warning, reason) = (EventType::Warning, "ChildNameTooLong");
-    publish(ctx, parent, warning, reason, "Create", note, None).await;
-}
-
 /// A spec as JSON for an Event's note. Specs are integers and lists of them, so this does
 /// not fail; if it ever did, the note says so rather than failing the reconcile that did
 /// the correction.
@@ -568,7 +431,7 @@ fn spec_text<S: Serialize>(spec: &S) -> String {
 
 /// Write an object's status if [`status::decide`] says it is due; answers when to look
 /// again (`None`: on the next watch event). `current` is the status as far as we know
-/// ([`WrittenStatuses::known`](crate::runtime::statuses::WrittenStatuses::known)): it only
+/// ([`WrittenStatuses::known`](crate::reconcile::memory::statuses::WrittenStatuses::known)): it only
 /// decides whether a write is due, for the write states the whole status
 /// ([`status::whole_status`]). What we write is remembered until the cache shows it.
 /// `standing` says whether it is the answer, and if not, how the children come along.
@@ -614,42 +477,6 @@ pub async fn write_status<P: Kind, S: WholeStatus>(
                 .unwrap_or("status updated");
             info!("{} {namespace}/{name}: {message}", P::KIND);
             Ok(None)
-        }
-    }
-}
-
-/// Publish an Event on `regarding` (see [`crate::runtime::events`]: a Warning that stays the same is
-/// published once). An Event that cannot be written is logged, never a reason to fail the
-/// reconcile that did the work it reports.
-pub async fn publish<P: Kind>(
-    ctx: &Context,
-    regarding: &P,
-    type_: EventType,
-    reason: &str,
-    action: &str,
-    note: String,
-    related: Option<ObjectReference>,
-) {
-    let note = Note {
-        type_,
-        reason: reason.to_string(),
-        action: action.to_string(),
-        text: note,
-        related,
-    };
-    let published = ctx
-        .in_slot(ctx.events.publish(&regarding.object_ref(&()), note))
-        .await;
-    match published {
-        Ok(true) => ctx.metrics.write(P::CONTROLLER, "Event", WriteKind::Event),
-        Ok(false) => {}
-        Err(error) if is_unreachable(&error) => {
-            // Reported once, as an outage.
-            ctx.outage.unreachable(None, &error);
-        }
-        Err(error) => {
-            ctx.metrics.write(P::CONTROLLER, "Event", WriteKind::Event);
-            warn!(%error, reason, "could not publish an Event on {} {}", P::kind(&()), regarding.name_any())
         }
     }
 }

@@ -10,7 +10,11 @@
 //! - `book.rs`: where each key is between its news and the end of its reconcile (queued,
 //!   delayed, running, running with news): the deduplication, the delays, one at a time.
 //! - `runner.rs`: the loop that runs what the permits let in and books how each run ended
-//!   (done, requeue after a delay, again at once for news that came while it ran).
+//!   (done, requeue after a delay, again at once for news that came while it ran); its hooks
+//!   carry controller-runtime's workqueue series.
+//! - `slots.rs`: the request slots that writes and Events take (`--requests-in-flight`),
+//!   handed out in each run's flow's turn by the same permits, lent by a request while the
+//!   client waits to send it again (a 429).
 //!
 //! kube-runtime's `Controller` has a scheduler and a runner of its own; a fair queue in front
 //! of them would be a second queue, whose hand-over loses wake-ups (an object let in by the
@@ -22,6 +26,20 @@ pub mod book;
 pub mod permits;
 pub mod queue;
 pub mod runner;
+pub mod slots;
+
+use std::time::Duration;
+
+/// The log target of one line per watch event, reconcile turn and request, with the object's
+/// namespace: `RUST_LOG=info,math_controller::timeline=debug` shows where an object's time
+/// to Ready goes (the watch, the wait for its turn, the wait for a request slot, the API
+/// server's answer), which metrics aggregated over every flow cannot.
+pub const TIMELINE: &str = "math_controller::timeline";
+
+/// Milliseconds, for the timeline's lines.
+pub(crate) fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e4).round() / 10.0
+}
 
 #[cfg(test)]
 mod model;

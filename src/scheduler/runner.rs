@@ -18,6 +18,7 @@ use tokio_util::time::DelayQueue;
 use super::book::{AfterRun, Book};
 use super::permits::{FairSlots, Permit, QueueStats};
 use super::queue::{Flow, Priority};
+use crate::metrics::QueueMetrics;
 
 /// How a run ended: when to run the key again if no news comes first. (kube-runtime's
 /// `Action` has the same two constructors, but keeps its delay to itself.)
@@ -61,6 +62,21 @@ pub trait Hooks: Send + Sync {
     fn done(&self, _ran: Duration) {}
     /// A run asked to be run again after `after` (`workqueue_retries_total`).
     fn retried(&self, _after: Duration) {}
+}
+
+/// The scheduler's moments, as client-go's workqueue counts them.
+impl Hooks for QueueMetrics {
+    fn added(&self) {
+        self.add();
+    }
+
+    fn started(&self, waited: Duration) -> Option<Box<dyn Send>> {
+        Some(Box::new(self.get(waited)))
+    }
+
+    fn retried(&self, _after: Duration) {
+        self.retry();
+    }
 }
 
 /// No metrics.

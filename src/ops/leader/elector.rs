@@ -35,6 +35,34 @@ impl Elector {
         }
     }
 
+    /// No lease yet: create it held by `me` (a 409: another candidate created it first).
+    async fn create(&mut self, me: &str) -> Result<Attempt, Error> {
+        let mut spec = holder_spec(
+            &Record::of(None),
+            me,
+            self.cfg.lease_duration,
+            Timestamp::now(),
+        );
+        // A new lease has seen no transition yet (client-go starts at 0 too).
+        spec.lease_transitions = Some(0);
+        let lease = Lease {
+            metadata: ObjectMeta {
+                name: Some(self.cfg.lease_name.clone()),
+                namespace: Some(self.cfg.namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(spec),
+        };
+        match self.api.create(&PostParams::default(), &lease).await {
+            Ok(created) => {
+                self.observe(Record::of(created.spec.as_ref()));
+                Ok(Attempt::Held)
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Attempt::Raced),
+            Err(e) => Err(self.api_error(e)),
+        }
+    }
+
     pub(super) async fn try_acquire_or_renew(&mut self) -> Result<Attempt, Error> {
         let me = self.cfg.identity.clone();
         let existing = self
@@ -43,30 +71,7 @@ impl Elector {
             .await
             .map_err(|e| self.api_error(e))?;
         let Some(mut lease) = existing else {
-            let mut spec = holder_spec(
-                &Record::of(None),
-                &me,
-                self.cfg.lease_duration,
-                Timestamp::now(),
-            );
-            // A new lease has seen no transition yet (client-go starts at 0 too).
-            spec.lease_transitions = Some(0);
-            let lease = Lease {
-                metadata: ObjectMeta {
-                    name: Some(self.cfg.lease_name.clone()),
-                    namespace: Some(self.cfg.namespace.clone()),
-                    ..ObjectMeta::default()
-                },
-                spec: Some(spec),
-            };
-            return match self.api.create(&PostParams::default(), &lease).await {
-                Ok(created) => {
-                    self.observe(Record::of(created.spec.as_ref()));
-                    Ok(Attempt::Held)
-                }
-                Err(kube::Error::Api(s)) if s.code == 409 => Ok(Attempt::Raced),
-                Err(e) => Err(self.api_error(e)),
-            };
+            return self.create(&me).await;
         };
 
         let record = Record::of(lease.spec.as_ref());

@@ -102,7 +102,7 @@ pub(super) fn jittered(period: Duration) -> Duration {
 }
 
 /// A random number, for identity suffixes and jitter: the one the backoffs draw from.
-pub(super) use crate::runtime::backoff::random as random_u64;
+pub(super) use crate::cluster::backoff::random as random_u64;
 
 #[cfg(test)]
 mod tests {

@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 
+use crate::cluster::cache::Cache;
+use crate::cluster::expiring::{Expiring, key, object_key};
 use crate::kind::{Child, Desired, controller_uid};
 use crate::metrics::Metrics;
-use crate::runtime::cache::Cache;
-use crate::runtime::expiring::{Expiring, key, object_key};
 
 /// How long a write may go unseen before the cache is believed again regardless: a safety
 /// net for a lost watch event (kube-controller-manager's ExpectationsTimeout is the same 5

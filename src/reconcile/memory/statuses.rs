@@ -17,8 +17,8 @@ use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::cluster::expiring::{Expiring, object_key};
 use crate::metrics::Metrics;
-use crate::runtime::expiring::{Expiring, object_key};
 
 /// A status write that the watch has not delivered yet.
 #[derive(Clone)]

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant, SystemTime};
 use kube::runtime::utils::Backoff;
 use tracing::{info, warn};
 
+use crate::cluster::backoff::Exponential;
 use crate::error::is_unreachable;
-use crate::runtime::backoff::Exponential;
 
 /// How often a continuing outage is reported again.
 pub const REPORT_EVERY: Duration = Duration::from_secs(10);
@@ -198,8 +198,8 @@ impl Backoff for WatchBackoff {
     }
 }
 
-/// A random number for jitter (see [`crate::runtime::backoff::random`]).
-pub(crate) use crate::runtime::backoff::random;
+/// A random number for jitter (see [`crate::cluster::backoff::random`]).
+pub(crate) use crate::cluster::backoff::random;
 
 #[cfg(test)]
 mod tests {

@@ -2,7 +2,7 @@
 //! A success waits for the next watch event (or the requeue the reconcile asked for); a 409
 //! Conflict is retried soon and quietly; any other error backs off exponentially per object,
 //! and says so in words; an unreachable API server is retried fast instead, and reported
-//! once, as an outage ([`crate::runtime::outage`]).
+//! once, as an outage ([`crate::cluster::outage`]).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -11,12 +11,12 @@ use std::time::Duration;
 use kube::Resource;
 use tracing::{debug, warn};
 
+use crate::cluster::backoff::Exponential;
+use crate::cluster::expiring::{Expiring, object_key};
+use crate::cluster::outage;
 use crate::error::{Error, Result};
 use crate::metrics::{Metrics, ReconcileResult};
-use crate::runtime::backoff::Exponential;
-use crate::runtime::context::Context;
-use crate::runtime::expiring::{Expiring, object_key};
-use crate::runtime::outage;
+use crate::reconcile::context::Context;
 use crate::scheduler::runner::Action;
 
 /// Whether a computed status is an answer, or only a progress report.
@@ -38,7 +38,7 @@ pub struct Outcome {
     pub requeue_after: Option<Duration>,
     pub progress: Progress,
     /// The CPU the decision took (children read from the cache, plan, status), without the
-    /// writes: what planning the object again would cost ([`crate::runtime::replan`]).
+    /// writes: what planning the object again would cost ([`crate::reconcile::memory::replan`]).
     pub planned_in: Duration,
 }
 
@@ -131,20 +131,9 @@ where
     K: Resource<DynamicType = ()>,
 {
     let key = object_key(obj.as_ref());
-    if ctx.outage.is_down() {
-        // Every request would fail, and the outage's probe tells when to try again: wait
-        // without knocking (or logging the plan again), and run within a second of its return.
-        let attempt = ctx.outage.waiting(&key);
-        return Ok(Action::requeue(outage::retry_delay(
-            attempt,
-            outage::random(),
-        )));
-    }
     let generation = obj.meta().generation;
-    if let Some(wait) = ctx.replans.wait(&key, generation) {
-        // Waiting for its children and planned a moment ago (see `crate::runtime::replan`).
-        ctx.metrics.replan_put_off(controller);
-        return Ok(Action::requeue(wait));
+    if let Some(later) = put_off(controller, &key, generation, &ctx) {
+        return Ok(later);
     }
     let timer = ctx.metrics.reconcile_started(controller);
     tracing::trace!("{key}: reconcile starts");
@@ -185,8 +174,29 @@ where
     }
 }
 
+/// When to run a reconcile instead of now, if not now: while the API server is away every
+/// request would fail, and the outage's probe tells when to try again (wait without knocking,
+/// or logging the plan again, and run within a second of its return); a parent waiting for
+/// its children that was planned a moment ago waits its turn (see
+/// `crate::reconcile::memory::replan`).
+fn put_off(
+    controller: &'static str,
+    key: &str,
+    generation: Option<i64>,
+    ctx: &Context,
+) -> Option<Action> {
+    if ctx.outage.is_down() {
+        let attempt = ctx.outage.waiting(key);
+        let delay = outage::retry_delay(attempt, outage::random());
+        return Some(Action::requeue(delay));
+    }
+    let wait = ctx.replans.wait(key, generation)?;
+    ctx.metrics.replan_put_off(controller);
+    Some(Action::requeue(wait))
+}
+
 /// Back off exponentially per object, and say so in words; an unreachable API server is
-/// retried fast instead (see [`crate::runtime::outage`]).
+/// retried fast instead (see [`crate::cluster::outage`]).
 pub(crate) fn error_policy<K: Resource<DynamicType = ()>>(
     obj: Arc<K>,
     error: &Error,

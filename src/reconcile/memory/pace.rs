@@ -12,10 +12,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 
+use crate::cluster::expiring::{Expiring, object_key};
+use crate::cluster::outage::Outage;
 use crate::kind::Child;
 use crate::metrics::Metrics;
-use crate::runtime::expiring::{Expiring, object_key};
-use crate::runtime::outage::Outage;
 
 /// A parent rewrites a progress report (its ready/desired counts while waiting) at most this
 /// often (the pace keeper remembers the reports written that long; `reconcile/status.rs`

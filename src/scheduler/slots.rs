@@ -9,7 +9,7 @@
 //! [`wait_without_slot`] for its wait: the slot is freed for the wait and taken again, in
 //! turn, before the request is sent again.
 //!
-//! [`Context::in_slot`]: crate::runtime::context::Context::in_slot
+//! [`Context::in_slot`]: crate::reconcile::context::Context::in_slot
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -17,10 +17,10 @@ use std::time::Instant;
 
 use tracing::debug;
 
+use super::permits::{FairSlots, Permit};
+use super::queue::{Flow, Priority};
+use super::{TIMELINE, ms};
 use crate::metrics::Metrics;
-use crate::runtime::TIMELINE;
-use crate::runtime::fair::{FairSlots, Flow, Permit, Priority};
-use crate::runtime::gate::ms;
 
 tokio::task_local! {
     /// The slot of the request being sent in this task, if it took one.
@@ -49,7 +49,7 @@ fn current_flow() -> Flow {
 }
 
 /// At most so many requests open at once, all reconciles together, handed out fairly across
-/// flows (namespaces) when they are all taken ([`crate::runtime::fair`]).
+/// flows (namespaces) when they are all taken ([`crate::scheduler`]).
 pub struct Slots {
     fair: FairSlots,
 }

@@ -27,14 +27,13 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::debug;
 
 use crate::kind::Kind;
-use crate::metrics::{Metrics, QueueMetrics};
-use crate::runtime::TIMELINE;
-use crate::runtime::context::Context;
-use crate::runtime::retry::{error_policy, with_retry_policy};
-use crate::runtime::slots::in_flow;
+use crate::metrics::Metrics;
+use crate::reconcile::context::Context;
+use crate::reconcile::memory::retry::{Outcome, error_policy, with_retry_policy};
 use crate::scheduler::permits::FairSlots;
-use crate::scheduler::runner::{Hooks, Runner, Scheduler};
-use crate::scheduler::{Flow, Priority};
+use crate::scheduler::runner::{Runner, Scheduler};
+use crate::scheduler::slots::in_flow;
+use crate::scheduler::{Flow, Priority, TIMELINE, ms};
 
 /// Whose an object's reconcile is: its namespace.
 pub fn flow_of<K: Kind>(obj: &K) -> Flow {
@@ -50,11 +49,6 @@ pub fn priority_of<K: Kind>(obj: &K) -> Priority {
     } else {
         Priority::Urgent
     }
-}
-
-/// Milliseconds, for the timeline's lines.
-pub(crate) fn ms(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1e4).round() / 10.0
 }
 
 /// An object of the gate's kind: its namespace and name.
@@ -132,7 +126,7 @@ impl Gate {
         stop: impl Future<Output = ()>,
     ) where
         K: Kind,
-        Fut: Future<Output = crate::error::Result<crate::runtime::retry::Outcome>>,
+        Fut: Future<Output = crate::error::Result<Outcome>>,
     {
         let controller = self.controller;
         let run = |key: Key| {
@@ -167,7 +161,7 @@ async fn reconcile_one<K, Fut>(
 ) -> Option<Duration>
 where
     K: Kind,
-    Fut: Future<Output = crate::error::Result<crate::runtime::retry::Outcome>>,
+    Fut: Future<Output = crate::error::Result<Outcome>>,
 {
     let flow = flow_of(obj.as_ref());
     let started = Instant::now();
@@ -186,21 +180,6 @@ where
         Err(error) => error_policy(obj, &error, ctx),
     };
     action.requeue_after()
-}
-
-/// The scheduler's moments, as client-go's workqueue counts them.
-impl Hooks for QueueMetrics {
-    fn added(&self) {
-        self.add();
-    }
-
-    fn started(&self, waited: Duration) -> Option<Box<dyn Send>> {
-        Some(Box::new(self.get(waited)))
-    }
-
-    fn retried(&self, _after: Duration) {
-        self.retry();
-    }
 }
 
 #[cfg(test)]

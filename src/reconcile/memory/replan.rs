@@ -14,8 +14,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::cluster::expiring::Expiring;
 use crate::metrics::Metrics;
-use crate::runtime::expiring::Expiring;
 
 /// A waiting parent is planned again after this many times its last plan's cost...
 const FACTOR: u32 = 10;

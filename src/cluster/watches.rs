@@ -13,13 +13,12 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use tracing::{debug, warn};
 
+use crate::cluster::backoff::{Exponential, random};
+use crate::cluster::cache::Cache;
+use crate::cluster::outage::{Outage, WatchBackoff};
 use crate::error::is_unreachable;
 use crate::kind::{Kind, Parent};
-use crate::runtime::TIMELINE;
-use crate::runtime::backoff::{Exponential, random};
-use crate::runtime::cache::Cache;
-use crate::runtime::context::Context;
-use crate::runtime::outage::WatchBackoff;
+use crate::scheduler::TIMELINE;
 
 /// Kept by `kubectl apply` on every object; the manager never reads it.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -67,61 +66,73 @@ fn owners<P: Parent>(child: &P::Child) -> Vec<ObjectRef<P>> {
         .collect()
 }
 
+/// What a watch tells the reconciles' memories of what it sees (the reconcile's context
+/// implements it): the glue knows when a child's write is seen, an echo comes, a relist
+/// begins and ends, and the memories decide what that means.
+pub trait Witness: Send + Sync + 'static {
+    /// The outage an unreachable server is reported to.
+    fn outage(&self) -> Arc<Outage>;
+    /// The watch brought `obj`, created, changed or deleted (it is in the cache now).
+    fn saw<K: Kind>(&self, obj: &K);
+    /// Whether `obj`, just brought, is only the echo of the manager's own status write: no
+    /// news to its own reconcile.
+    fn own_echo<K: Kind>(&self, obj: &K) -> bool;
+    /// A (re)list of kind `K` begins.
+    fn relist_started<K: Kind>(&self);
+    /// The (re)list of kind `K` that began at `began` is complete and in the cache.
+    fn relisted<K: Kind>(&self, began: Instant);
+    /// The watch of kind `K` failed; the watcher retries.
+    fn watch_failed<K: Kind>(&self);
+}
+
 /// One watch of kind `K`: it feeds `cache` (the store behind `writer`, and the owner index),
 /// and hands every change to the controllers that care: the object itself to `K`'s own
 /// controller, and (for a child that appeared, changed or was deleted) its parents to the
-/// parent's controller ([`tell_parents`]).
+/// parent's controller ([`tell_parents`]); `witness` hears what the reconciles remember.
 ///
 /// This is kube-runtime's "shared stream" idea with the controllers told directly (their
 /// schedulers keep each object once, so nothing piles up while the caches sync):
 /// kube-runtime 5's shared-store dispatcher does not forward deletions (so a
 /// `kubectl delete number t-1` would never wake the Tuple), and its bounded buffer makes a
 /// watch wait for the slowest controller.
-pub(crate) fn watch_and_fan_out<K: Kind>(
+///
+/// A 410 Gone says the API server no longer has the history to resume from (compacted, or
+/// lost in a restart). The watcher lists again by itself; the 410 is taken out before the
+/// backoff, which would otherwise wait (up to a second after an outage) before the first
+/// such list. A 410 again soon after (every watch answered 410) waits longer each time
+/// ([`GoneBackoff`]): the filter holds the stream, and with it the list. Before the cache
+/// takes a change, what it held moves the object out of its old controller's filing
+/// (orphaned, re-parented).
+pub(crate) fn watch_and_fan_out<K: Kind, W: Witness>(
     api: Api<K>,
     config: watcher::Config,
     writer: reflector::store::Writer<K>,
     cache: Cache<K>,
     own: impl Fn(&K) + Send + 'static,
     tell_parents: impl Fn(&K) + Send + 'static,
-    ctx: Arc<Context>,
+    witness: Arc<W>,
 ) -> impl Stream<Item = ()> + Send {
-    let Cache {
-        store: reader,
-        owners: index,
-    } = cache;
-    let (before, moved) = (reader.clone(), index.clone());
-    // What the cache held when a (re)list began: the objects that are not in the new list
-    // were deleted while the watch was down, and no Delete event will ever say so.
-    let mut before_relist: Vec<Arc<K>> = Vec::new();
-    // When the list that the next InitDone completes began: the writes answered before then
-    // are in it.
-    let mut relist_began = Instant::now();
-    let outage = ctx.outage.clone();
-    let gone_kind = K::kind(&());
-    let relisting = ctx.clone();
+    let before = cache.clone();
+    let outage = witness.outage();
+    let mut fan_out = FanOut {
+        cache,
+        own,
+        tell_parents,
+        witness: witness.clone(),
+        before_relist: Vec::new(),
+        relist_began: Instant::now(),
+    };
     let mut gone_backoff = GoneBackoff::default();
     watcher(api, config)
-        // 410 Gone: the API server no longer has the history to resume from (compacted, or
-        // lost in a restart). The watcher lists again by itself; taken out before the
-        // backoff, which would otherwise wait (up to a second after an outage) before the
-        // first such list. A 410 again soon after (every watch answered 410) waits longer
-        // each time ([`GoneBackoff`]): the filter holds the stream, and with it the list.
+        // 410 Gone, taken out before the backoff (see above).
         .filter(move |event| {
             let gone = is_gone(event);
-            let pause = match event {
-                Err(_) if gone => Some(gone_backoff.gone(Instant::now())),
-                Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
-                    gone_backoff.resumed();
-                    None
-                }
-                _ => None,
-            };
+            let pause = gone_backoff.after(event, gone);
             if let Some(pause) = pause {
-                relisting.pace.relist_started(gone_kind.clone());
+                witness.relist_started::<K>();
                 debug!(
                     "watching {}s: resourceVersion too old; listing again in {pause:?}",
-                    gone_kind
+                    K::kind(&())
                 );
             }
             async move {
@@ -133,13 +144,12 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
         })
         .backoff(WatchBackoff::default())
         .modify(slim)
-        // Before the cache takes the change: what it held, to move the object out of its
-        // old controller's filing (orphaned, re-parented).
+        // What the cache held before the change: an object's old controller (see above).
         .inspect(move |event| {
             if let Ok(watcher::Event::Apply(obj)) = event
-                && let Some(previous) = before.get(&ObjectRef::from_obj(obj))
+                && let Some(previous) = before.store.get(&ObjectRef::from_obj(obj))
             {
-                moved.moved(previous.as_ref(), obj);
+                before.moved(previous.as_ref(), obj);
             }
         })
         .reflect(writer)
@@ -150,66 +160,87 @@ pub(crate) fn watch_and_fan_out<K: Kind>(
                 outage.unreachable(None, error);
             }
         })
-        .map(move |event| match event {
+        .map(move |event| fan_out.event(event))
+}
+
+/// One watch's fan-out of what the cache just took: to the kind's own controller (`own`),
+/// to the parents' (`tell_parents`), and to the reconciles' memories (`witness`).
+struct FanOut<K: Kind, O, P, W> {
+    cache: Cache<K>,
+    own: O,
+    tell_parents: P,
+    witness: Arc<W>,
+    /// What the cache held when a (re)list began: the objects that are not in the new list
+    /// were deleted while the watch was down, and no Delete event will ever say so.
+    before_relist: Vec<Arc<K>>,
+    /// When the list that the next InitDone completes began: the writes answered before then
+    /// are in it.
+    relist_began: Instant,
+}
+
+impl<K: Kind, O: Fn(&K), P: Fn(&K), W: Witness> FanOut<K, O, P, W> {
+    fn event(&mut self, event: Result<watcher::Event<K>, watcher::Error>) {
+        match event {
             Ok(watcher::Event::Apply(obj)) => {
                 debug!(target: TIMELINE, kind = %K::kind(&()), ns = obj.namespace().unwrap_or_default(), name = %obj.name_any(), rv = obj.resource_version().unwrap_or_default(), "watch event");
-                ctx.expectations.saw(&obj);
-                index.apply(&obj);
-                tell_parents(&obj);
+                self.witness.saw(&obj);
+                self.cache.apply(&obj);
+                (self.tell_parents)(&obj);
                 // The manager's own status write coming back is no news to its reconcile
                 // (its parent still hears of it, above).
-                if ctx.statuses.own_echo(&obj) {
-                    return;
+                if !self.witness.own_echo(&obj) {
+                    (self.own)(&obj);
                 }
-                own(&obj);
             }
             Ok(watcher::Event::Delete(obj)) => {
-                ctx.expectations.saw(&obj);
-                index.delete(&obj);
-                tell_parents(&obj)
+                self.witness.saw(&obj);
+                self.cache.delete(&obj);
+                (self.tell_parents)(&obj)
             }
-            // The reflector fills a new cache on the side; until InitDone, `reader` still
+            // The reflector fills a new cache on the side; until InitDone, the store still
             // shows the old one. (Init comes again before every attempt of a failing list:
             // the snapshot is of the cache, which only InitDone replaces.)
             Ok(watcher::Event::Init) => {
-                relist_began = Instant::now();
-                ctx.pace.relist_started(K::kind(&()));
-                if before_relist.is_empty() {
-                    before_relist = reader.state();
+                self.relist_began = Instant::now();
+                self.witness.relist_started::<K>();
+                if self.before_relist.is_empty() {
+                    self.before_relist = self.cache.store.state();
                 }
             }
-            // A (re)list is complete and the cache swapped in: everything is news, and so is
-            // everything that vanished while the watch was down.
-            Ok(watcher::Event::InitDone) => {
-                ctx.expectations.relisted(&K::kind(&()), relist_began);
-                ctx.pace.relist_done(K::kind(&()));
-                let now = reader.state();
-                index.rebuild(&now);
-                for gone in vanished(&std::mem::take(&mut before_relist), &now) {
-                    debug!(
-                        "{} {}/{} vanished while the watch was down",
-                        K::kind(&()),
-                        gone.namespace().unwrap_or_default(),
-                        gone.name_any()
-                    );
-                    tell_parents(&gone);
-                }
-                for obj in now {
-                    tell_parents(&obj);
-                    own(&obj);
-                }
-            }
+            Ok(watcher::Event::InitDone) => self.relisted(),
             Ok(watcher::Event::InitApply(_)) => {}
-            // An unreachable server is reported once, by the outage above.
+            // An unreachable server is reported once, by the outage.
             Err(error) if watch_unreachable(&error) => {
-                ctx.pace.watch_failed(K::kind(&()));
+                self.witness.watch_failed::<K>();
                 debug!(%error, "watching {}s failed; retrying", K::kind(&()))
             }
             Err(error) => {
-                ctx.pace.watch_failed(K::kind(&()));
+                self.witness.watch_failed::<K>();
                 warn!(%error, "watching {}s failed; retrying with backoff", K::kind(&()))
             }
-        })
+        }
+    }
+
+    /// A (re)list is complete and the cache swapped in: everything is news, and so is
+    /// everything that vanished while the watch was down.
+    fn relisted(&mut self) {
+        self.witness.relisted::<K>(self.relist_began);
+        let now = self.cache.store.state();
+        self.cache.rebuild(&now);
+        for gone in vanished(&std::mem::take(&mut self.before_relist), &now) {
+            debug!(
+                "{} {}/{} vanished while the watch was down",
+                K::kind(&()),
+                gone.namespace().unwrap_or_default(),
+                gone.name_any()
+            );
+            (self.tell_parents)(&gone);
+        }
+        for obj in now {
+            (self.tell_parents)(&obj);
+            (self.own)(&obj);
+        }
+    }
 }
 
 /// Whether the API server answered 410 Gone: the resourceVersion is too old to resume
@@ -259,6 +290,23 @@ impl GoneBackoff {
     /// The watch delivered an event: it works again.
     pub(crate) fn resumed(&mut self) {
         self.in_a_row = 0;
+    }
+
+    /// The pause before listing again after `event` (`gone`: a 410), if it is one; an
+    /// event of an object says the watch works again.
+    fn after<K>(
+        &mut self,
+        event: &Result<watcher::Event<K>, watcher::Error>,
+        gone: bool,
+    ) -> Option<Duration> {
+        match event {
+            Err(_) if gone => Some(self.gone(Instant::now())),
+            Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
+                self.resumed();
+                None
+            }
+            _ => None,
+        }
     }
 }
 

@@ -1,26 +1,30 @@
-//! What every reconcile shares: the client, the three caches, the metrics, and the
-//! manager's memories, each a part of its own that the reconcile asks in turn. `Context`
-//! only holds them (and the request slots) and sweeps them; what each remembers, and why,
-//! is in its own file.
+//! What every reconcile shares: the client, every kind's cache, the metrics, and the
+//! manager's memories ([`super::memory`]), each a part of its own that the reconcile asks in
+//! turn. `Context` only holds them (and the request slots) and sweeps them; what each
+//! remembers, and why, is in its own file. It names no kind: a parent's reconcile finds the
+//! cache of its children by type ([`Context::cache`]), and the wiring (`ops/manager.rs`) says
+//! which kinds there are. It is also what the watches tell what they see
+//! ([`Witness`]).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kube::Client;
-use kube::runtime::reflector::Store;
 
-use crate::api::{Fermat, Number, Tuple};
+use crate::cluster::cache::{Cache, Caches};
+use crate::cluster::events::{Publisher, Reporter};
+use crate::cluster::outage::Outage;
+use crate::cluster::watches::Witness;
+use crate::error::{Error, Result};
+use crate::kind::Kind;
 use crate::metrics::Metrics;
-use crate::runtime::cache::Cache;
-use crate::runtime::events::{Publisher, Reporter};
-use crate::runtime::expectations::{Expectations, IN_FLIGHT_TIMEOUT};
-use crate::runtime::outage::Outage;
-use crate::runtime::pace::PaceKeeper;
-use crate::runtime::refusals::Refusals;
-use crate::runtime::replan::Replans;
-use crate::runtime::retry::Failures;
-use crate::runtime::slots::Slots;
-use crate::runtime::statuses::WrittenStatuses;
+use crate::reconcile::memory::expectations::{Expectations, IN_FLIGHT_TIMEOUT};
+use crate::reconcile::memory::pace::PaceKeeper;
+use crate::reconcile::memory::refusals::Refusals;
+use crate::reconcile::memory::replan::Replans;
+use crate::reconcile::memory::retry::Failures;
+use crate::reconcile::memory::statuses::WrittenStatuses;
+use crate::scheduler::slots::Slots;
 
 /// The name Events are reported under (`kubectl describe` shows it as "From").
 pub const REPORTER: &str = "math-controller";
@@ -34,10 +38,8 @@ pub const REPORTER: &str = "math-controller";
 pub struct Context {
     pub client: Client,
     /// Each kind's reflector store, and its objects by the UID of their controller (kept by
-    /// the watches). A parent's reconcile is handed the cache of its child kind by type.
-    pub numbers: Cache<Number>,
-    pub tuples: Cache<Tuple>,
-    pub fermats: Cache<Fermat>,
+    /// the watches), found by type ([`Context::cache`]).
+    pub caches: Caches,
     pub metrics: Metrics,
     /// Writes the API server refused, and when to try them again; parents in a namespace
     /// being deleted.
@@ -61,13 +63,8 @@ pub struct Context {
 }
 
 impl Context {
-    /// A context over the three caches, with its own Event recorder.
-    pub fn new(
-        client: Client,
-        caches: (Store<Number>, Store<Tuple>, Store<Fermat>),
-        metrics: Metrics,
-    ) -> Self {
-        let (numbers, tuples, fermats) = caches;
+    /// A context over `caches`, with its own Event recorder.
+    pub fn new(client: Client, caches: Caches, metrics: Metrics) -> Self {
         let reporter = Reporter {
             controller: REPORTER.into(),
             instance: std::env::var("POD_NAME").ok(),
@@ -83,9 +80,7 @@ impl Context {
             failures: Failures::new(metrics.clone()),
             outage,
             client,
-            numbers: Cache::new(numbers),
-            tuples: Cache::new(tuples),
-            fermats: Cache::new(fermats),
+            caches,
             requests: Slots::new(0),
             metrics,
         }
@@ -100,7 +95,7 @@ impl Context {
 
     /// At most `limit` write and Event requests open at once (0: no limit), each flow
     /// (namespace) holding at most its share of them while others write too if `shares`
-    /// ([`crate::runtime::fair::FairSlots::shared`]).
+    /// ([`crate::scheduler::permits::FairSlots::shared`]).
     pub fn with_requests_in_flight(mut self, limit: u16, shares: bool) -> Self {
         self.requests = Slots::observed(limit.into(), shares, &self.metrics);
         self
@@ -116,17 +111,16 @@ impl Context {
     /// liveness checks of an outage take no slot. (The slots are never closed; if they were,
     /// the request would go without one.)
     /// A request the client waits to send again (a 429) lends its slot for the wait
-    /// ([`crate::runtime::slots`]).
+    /// ([`crate::scheduler::slots`]).
     pub async fn in_slot<T>(&self, request: impl Future<Output = T>) -> T {
         self.requests.run(request).await
     }
 
-    /// Whether every cache holds its first complete list. Awaited once, before the
-    /// controllers start (see `run_controllers`), never from reconciles.
-    pub(crate) async fn caches_ready(&self) {
-        let _ = self.numbers.store.wait_until_ready().await;
-        let _ = self.tuples.store.wait_until_ready().await;
-        let _ = self.fermats.store.wait_until_ready().await;
+    /// The cache of kind `K`: a parent's reconcile reads its children there. Every kind the
+    /// manager reconciles is wired in; a kind that is not is a bug of the wiring, said as an
+    /// error of the reconcile that asked.
+    pub fn cache<K: Kind>(&self) -> Result<&Cache<K>> {
+        (self.caches.of::<K>()).ok_or(Error::NotWired { kind: K::KIND })
     }
 
     /// Forget what outlived its time to live; run periodically by the manager (every
@@ -145,5 +139,35 @@ impl Context {
     /// How often [`Context::sweep`] should run.
     pub(crate) fn sweep_period(&self) -> Duration {
         self.expectations.timeout().min(Duration::from_secs(30))
+    }
+}
+
+/// What the watches see, told to the memories that care: a child's write seen
+/// (`expectations`), the manager's own status echo (`statuses`), relists and failed watches
+/// (`expectations`, `pace`).
+impl Witness for Context {
+    fn outage(&self) -> Arc<Outage> {
+        self.outage.clone()
+    }
+
+    fn saw<K: Kind>(&self, obj: &K) {
+        self.expectations.saw(obj);
+    }
+
+    fn own_echo<K: Kind>(&self, obj: &K) -> bool {
+        self.statuses.own_echo(obj)
+    }
+
+    fn relist_started<K: Kind>(&self) {
+        self.pace.relist_started(K::kind(&()));
+    }
+
+    fn relisted<K: Kind>(&self, began: Instant) {
+        self.expectations.relisted(&K::kind(&()), began);
+        self.pace.relist_done(K::kind(&()));
+    }
+
+    fn watch_failed<K: Kind>(&self) {
+        self.pace.watch_failed(K::kind(&()));
     }
 }

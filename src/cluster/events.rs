@@ -23,8 +23,8 @@ use kube::Client;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::events::EventType;
 
+use crate::cluster::expiring::Expiring;
 use crate::metrics::Metrics;
-use crate::runtime::expiring::Expiring;
 
 /// kube-apiserver's longest object name (a DNS subdomain).
 const MAX_NAME: usize = 253;
@@ -130,6 +130,19 @@ impl Publisher {
         {
             return Ok(false);
         }
+        let event = self.event(regarding, note);
+        let namespace = event.metadata.namespace.clone().unwrap_or_default();
+        Api::<Event>::namespaced(self.client.clone(), &namespace)
+            .create(&PostParams::default(), &event)
+            .await?;
+        if let Some(key) = repeat_key {
+            self.said.insert(key, ());
+        }
+        Ok(true)
+    }
+
+    /// The Event that says `note` about `regarding`, reported by this manager now.
+    fn event(&self, regarding: &ObjectReference, note: Note) -> Event {
         let now = Timestamp::now();
         let namespace = regarding
             .namespace
@@ -139,7 +152,7 @@ impl Publisher {
             .name
             .as_deref()
             .unwrap_or(&self.reporter.controller);
-        let event = Event {
+        Event {
             metadata: ObjectMeta {
                 name: Some(event_name(object, now.as_nanosecond())),
                 namespace: Some(namespace.clone()),
@@ -164,14 +177,7 @@ impl Publisher {
                     .unwrap_or_else(|| self.reporter.controller.clone()),
             ),
             ..Event::default()
-        };
-        Api::<Event>::namespaced(self.client.clone(), &namespace)
-            .create(&PostParams::default(), &event)
-            .await?;
-        if let Some(key) = repeat_key {
-            self.said.insert(key, ());
         }
-        Ok(true)
     }
 
     /// Forget Warnings said longer ago than [`REPEAT_AFTER`].

@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 use kube::{Resource, ResourceExt};
 use tracing::info;
 
+use crate::cluster::backoff::Exponential;
+use crate::cluster::expiring::Expiring;
 use crate::metrics::Metrics;
-use crate::runtime::backoff::Exponential;
-use crate::runtime::expiring::Expiring;
 
 /// A step of carrying out a parent's plan ([`crate::reconcile::plan::Plan`]): what a refusal
 /// is remembered for.

@@ -1,0 +1,27 @@
+//! The kube glue: what the manager knows of the cluster and how it speaks to it, for any kind
+//! (it names none). kube-runtime brings the watcher and the reflector stores; this folder adds
+//! what a manager that writes the minimum needs around them:
+//!
+//! - `watches.rs`: one watch per kind, its fan-out to the kind's own controller and to the
+//!   parents' (also after a relist: what vanished while the watch was down), the resync; what
+//!   it sees is told to the reconcile's memories through [`watches::Witness`].
+//! - `cache.rs`: one kind's cache (its reflector store and its owner index, one type), and
+//!   every kind's caches found by type ([`cache::Caches`]).
+//! - `events.rs`: Events within kube-apiserver's limits (names, notes), a Warning said once.
+//! - `outage.rs`: API server outages: reported in a few log lines, fast jittered retries, a
+//!   single probe that says when it is back.
+//! - `backoff.rs`: the one exponential backoff every retry uses (first delay, cap, jitter),
+//!   and the random numbers for jitter.
+//! - `expiring.rs`: remembered writes and failures in maps whose entries expire (bounded
+//!   memory), and how those maps name an object.
+//!
+//! What the reconciles remember (expectations, statuses, refusals, ...) is not here but beside
+//! them, in [`crate::reconcile::memory`]; the scheduler every reconcile waits in is
+//! [`crate::scheduler`].
+
+pub mod backoff;
+pub mod cache;
+pub mod events;
+pub mod expiring;
+pub mod outage;
+pub mod watches;

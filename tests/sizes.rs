@@ -1,0 +1,140 @@
+//! What a reader takes in: no source file of `src/` over [`FILE_LINES`] lines, no function over
+//! a screen ([`SCREEN`] lines from its signature to its closing brace, its doc comment not
+//! counted). A longer one is split where its steps are (a function per step, a file per
+//! question), not squeezed.
+
+use std::path::{Path, PathBuf};
+
+/// The longest source file.
+const FILE_LINES: usize = 650;
+/// A screen: the longest function.
+const SCREEN: usize = 60;
+
+/// Folders on their way out of this crate (issue 39: workspace crates of their own, which
+/// hold themselves to the same sizes there).
+const LEAVING: &[&str] = &["plugin", "ops/serving", "ops/secure_metrics"];
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Whether `line` starts a function (at any indentation): `fn`, with `pub`, `pub(crate)`,
+/// `const`, `async` or `unsafe` before it.
+fn starts_function(line: &str) -> bool {
+    let mut words = line.split_whitespace().peekable();
+    while let Some(word) = words.next() {
+        match word {
+            "fn" => return words.peek().is_some(),
+            w if w == "pub" || w.starts_with("pub(") => {}
+            "const" | "async" | "unsafe" => {}
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The functions of `text` longer than `limit` lines: (first line, lines). A function ends
+/// at the first line that is its signature's indentation and `}`; a declaration without a
+/// body (a trait's) is none.
+fn long_functions(text: &str, limit: usize) -> Vec<(usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut long = Vec::new();
+    for (first, line) in lines.iter().enumerate() {
+        if !starts_function(line) {
+            continue;
+        }
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let Some(open) = (first..lines.len()).find(|&i| {
+            let l = lines[i].trim_end();
+            l.ends_with('{') || l.ends_with(';')
+        }) else {
+            continue;
+        };
+        if lines[open].trim_end().ends_with(';') {
+            continue;
+        }
+        let end = format!("{indent}}}");
+        let Some(last) = (open..lines.len()).find(|&i| lines[i] == end) else {
+            continue;
+        };
+        let span = last - first + 1;
+        if span > limit {
+            long.push((first + 1, span));
+        }
+    }
+    long
+}
+
+fn sources() -> (PathBuf, Vec<PathBuf>) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.retain(|f| {
+        let relative = f
+            .strip_prefix(&src)
+            .unwrap_or(f)
+            .to_string_lossy()
+            .to_string();
+        !LEAVING.iter().any(|l| relative.starts_with(l))
+    });
+    files.sort();
+    (src, files)
+}
+
+#[test]
+fn no_source_file_is_longer_than_a_reader_takes_in() {
+    let (src, files) = sources();
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let lines = std::fs::read_to_string(f).ok()?.lines().count();
+            let relative = f.strip_prefix(&src).unwrap_or(f).display().to_string();
+            (lines > FILE_LINES).then(|| format!("{relative}: {lines} lines"))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "over {FILE_LINES} lines:\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn no_function_is_longer_than_a_screen() {
+    let (src, files) = sources();
+    let mut long = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let relative = file
+            .strip_prefix(&src)
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        for (line, span) in long_functions(&text, SCREEN) {
+            long.push(format!("{relative}:{line}: {span} lines"));
+        }
+    }
+    assert!(long.is_empty(), "over {SCREEN} lines:\n{}", long.join("\n"));
+}
+
+#[test]
+fn a_long_function_is_found_and_a_declaration_is_not_one() {
+    let body = "    let x = 1;\n".repeat(SCREEN);
+    let text = format!(
+        "trait T {{\n    fn declared(&self);\n}}\n\
+         impl S {{\n    pub(crate) async fn long(&self) {{\n{body}    }}\n\n    fn short() {{}}\n}}\n"
+    );
+    assert_eq!(long_functions(&text, SCREEN), [(5, SCREEN + 2)]);
+    assert!(starts_function("pub const fn f() {"));
+    assert!(!starts_function("let fn_name = 1;"));
+}
