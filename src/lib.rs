@@ -10,8 +10,8 @@
 //! ```text
 //! main.rs, cli.rs     the manager binary: flags, client, signals, run
 //! ops/                running in a cluster: run() and the controllers' wiring (why one watch per
-//!                     kind, not `.owns()`), startup, shutdown, the client, logging, probes,
-//!                     HTTP limits, secure metrics (TokenReview, TLS), leader election
+//!                     kind, not `.owns()`), startup, shutdown, the client, logging, the
+//!                     probe and metrics servers (from crates/serving), leader election
 //! controller/         what each kind wants and when it is ready: number.rs, tuple.rs, fermat.rs
 //! reconcile/          how any parent gets there: mod.rs (look, plan, apply, write the status),
 //!                     plan.rs and status.rs (the pure decisions), writes.rs (the only place a

@@ -139,6 +139,17 @@ fn a_use_that_runs_back_up_is_found() {
 /// dependencies, so the manager's binary and library do not carry it.
 const NOT_THE_MANAGERS: &[&str] = &["crossterm"];
 
+/// What the probe and metrics servers are built on (crates/serving): the manager reaches them
+/// through that crate only, so that serving HTTP stays in one place.
+const THE_SERVERS: &[&str] = &[
+    "axum",
+    "hyper-util",
+    "hyper_util",
+    "tokio-rustls",
+    "rcgen",
+    "lru",
+];
+
 /// The lines of the manager's `Cargo.toml` `[dependencies]` and of `files` (under `src`) that
 /// name one of `names`, comments left out.
 fn naming(manifest: &str, src: &Path, files: &[PathBuf], names: &[&str]) -> Vec<String> {
@@ -176,6 +187,12 @@ fn the_manager_does_not_carry_what_only_the_plugin_runs() {
     assert!(
         found.is_empty(),
         "the manager names what only another workspace crate runs (move it there):\n{}",
+        found.join("\n")
+    );
+    let found = naming(&manifest, &src, &files, THE_SERVERS);
+    assert!(
+        found.is_empty(),
+        "the manager serves HTTP itself (use crates/serving):\n{}",
         found.join("\n")
     );
 }
