@@ -25,8 +25,9 @@ impl Manager {
     pub fn start_with(h: &Harness, flags: &[&str]) -> Manager {
         // Known to the manager's own tests; a workspace member that includes this harness
         // (the plugin's) runs the manager in-process instead.
-        let binary = option_env!("CARGO_BIN_EXE_math-controller")
-            .expect("the manager binary is built for math-controller's tests only");
+        let Some(binary) = option_env!("CARGO_BIN_EXE_math-controller") else {
+            panic!("the manager binary is built for math-controller's tests only");
+        };
         let mut child = Command::new(binary)
             .arg("--kubeconfig")
             .arg(h.server.kubeconfig_path())
