@@ -48,7 +48,7 @@ bench: ## Converge time vs the floor, writes, heal, memory, outage (CLUSTER=1: t
 
 .PHONY: install-plugin
 install-plugin: ## Install `kubectl math` (the kubectl-math plugin) into ~/.cargo/bin, which must be on the PATH.
-	$(CARGO) install --locked --path . --bin kubectl-math
+	$(CARGO) install --locked --path crates/kubectl-math
 
 testserver: ## Start the in-memory test API server (the workshop profile, as make workshop-prepare built it); it prints a KUBECONFIG to use with kubectl.
 	$(CARGO) run --locked --profile $(WORKSHOP_PROFILE) -p test-apiserver
@@ -90,7 +90,7 @@ workshop-prepare: ## Workshop: fetch and build everything the day needs, once, w
 	$(CARGO) build --locked --profile $(WORKSHOP_PROFILE) -p math-workshop-tools
 	$(CARGO) build --locked --profile $(WORKSHOP_PROFILE) -p test-apiserver
 	$(CARGO) build --locked --profile $(WORKSHOP_PROFILE)
-	$(CARGO) install --locked --offline --profile $(WORKSHOP_PROFILE) --path . --bin kubectl-math
+	$(CARGO) install --locked --offline --profile $(WORKSHOP_PROFILE) --path crates/kubectl-math
 	$(WORKSHOP) crds > /dev/null
 	@sh workshop/doctor.sh --footprint $(PREPARE_STARTED)
 

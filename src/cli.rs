@@ -5,8 +5,12 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use crate::ops::health::BindAddress;
 use crate::ops::telemetry::LogFormat;
+use serving::health::BindAddress;
+
+/// The ClusterRole of `deploy/` that grants `get` on `/metrics`: a `--metrics-secure` 403 tells
+/// its reader to bind it.
+pub const METRICS_READER_ROLE: &str = "math-controller-metrics-reader";
 
 /// math-controller: Number, Tuple and Fermat, reconciled by one manager.
 #[derive(Debug, Parser)]
@@ -102,17 +106,18 @@ impl RunArgs {
         match self.metrics_bind_address {
             Some(BindAddress(address)) => address,
             None if self.metrics_secure => {
-                Some(([127, 0, 0, 1], crate::ops::secure_metrics::SECURE_PORT).into())
+                Some(([127, 0, 0, 1], serving::secure_metrics::SECURE_PORT).into())
             }
             None => Some(([127, 0, 0, 1], 8080).into()),
         }
     }
 
     /// The `--metrics-secure` set-up, if asked for.
-    pub fn metrics_security(&self) -> Option<crate::ops::secure_metrics::SecureMetrics> {
+    pub fn metrics_security(&self) -> Option<serving::secure_metrics::SecureMetrics> {
         self.metrics_secure
-            .then(|| crate::ops::secure_metrics::SecureMetrics {
+            .then(|| serving::secure_metrics::SecureMetrics {
                 cert_dir: self.metrics_cert_dir.clone(),
+                reader_role: Some(METRICS_READER_ROLE.to_string()),
                 ..Default::default()
             })
     }

@@ -9,12 +9,9 @@
 //!
 //! ```text
 //! main.rs, cli.rs     the manager binary: flags, client, signals, run
-//! ops/  plugin/       running in a cluster: run() and the controllers' wiring (why one watch per
-//!                     kind, not `.owns()`), startup, shutdown, the client, logging, probes,
-//!                     HTTP limits, secure metrics (TokenReview, TLS), leader election;
-//!                     beside it `kubectl math` (bin/kubectl-math.rs), which asks the same
-//!                     kinds and the same plan, so its tree marks exactly what the controllers
-//!                     would act on
+//! ops/                running in a cluster: run() and the controllers' wiring (why one watch per
+//!                     kind, not `.owns()`), startup, shutdown, the client, logging, the
+//!                     probe and metrics servers (from crates/serving), leader election
 //! controller/         what each kind wants and when it is ready: number.rs, tuple.rs, fermat.rs
 //! reconcile/          how any parent gets there: mod.rs (look, plan, apply, write the status),
 //!                     plan.rs and status.rs (the pure decisions), writes.rs and announce.rs
@@ -41,6 +38,10 @@
 //! created at zero, never in the generic rooms: `tests/layers.rs` checks that the scheduler,
 //! the glue and the reconcile name none. Each folder's `mod.rs` says what its
 //! files do.
+//!
+//! Beside this crate, in the same workspace: `kubectl math` (`crates/kubectl-math/`), which asks
+//! the same kinds and the same plan, so that its tree marks exactly what the controllers would
+//! act on, and alone links the terminal code the manager never runs.
 
 pub mod api;
 pub mod cli;
@@ -51,6 +52,5 @@ pub mod kind;
 pub mod math;
 pub mod metrics;
 pub mod ops;
-pub mod plugin;
 pub mod reconcile;
 pub mod scheduler;

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u8)] = &[
     ("cli", 6),
     ("ops", 5),
-    ("plugin", 5),
     ("controller", 4),
     ("reconcile", 3),
     ("cluster", 2),
@@ -135,6 +134,90 @@ fn a_use_that_runs_back_up_is_found() {
     let bad = upward(dir.path(), &[file]);
     assert_eq!(bad.len(), 1, "{bad:?}");
     assert!(bad[0].starts_with("cluster/watches.rs:3: cluster (layer 2) uses crate::reconcile"));
+}
+
+/// What the manager never runs, each used by a workspace crate of its own (the terminal of
+/// `kubectl math`, crates/kubectl-math): named nowhere in `src/` nor among the manager's
+/// dependencies, so the manager's binary and library do not carry it.
+const NOT_THE_MANAGERS: &[&str] = &["crossterm"];
+
+/// What the probe and metrics servers are built on (crates/serving): the manager reaches them
+/// through that crate only, so that serving HTTP stays in one place.
+const THE_SERVERS: &[&str] = &[
+    "axum",
+    "hyper-util",
+    "hyper_util",
+    "tokio-rustls",
+    "rcgen",
+    "lru",
+];
+
+/// The lines of the manager's `Cargo.toml` `[dependencies]` and of `files` (under `src`) that
+/// name one of `names`, comments left out.
+fn naming(manifest: &str, src: &Path, files: &[PathBuf], names: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut in_dependencies = false;
+    for line in manifest.lines() {
+        if line.starts_with('[') {
+            in_dependencies = line.trim() == "[dependencies]";
+        } else if in_dependencies && names.iter().any(|n| line.trim_start().starts_with(n)) {
+            found.push(format!("Cargo.toml [dependencies]: {}", line.trim()));
+        }
+    }
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if names.iter().any(|name| code.contains(name)) {
+                let relative = file.strip_prefix(src).unwrap_or(file);
+                found.push(format!("{}:{}: {}", relative.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_manager_does_not_carry_what_only_the_plugin_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml reads");
+    let src = root.join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let found = naming(&manifest, &src, &files, NOT_THE_MANAGERS);
+    assert!(
+        found.is_empty(),
+        "the manager names what only another workspace crate runs (move it there):\n{}",
+        found.join("\n")
+    );
+    let found = naming(&manifest, &src, &files, THE_SERVERS);
+    assert!(
+        found.is_empty(),
+        "the manager serves HTTP itself (use crates/serving):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn a_dependency_or_a_use_of_what_the_manager_does_not_run_is_found() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("watch.rs");
+    std::fs::write(
+        &file,
+        "//! Drawn with crossterm.\nuse crossterm::terminal;\n",
+    )
+    .expect("write");
+    let manifest =
+        "[dependencies]\ncrossterm = \"0.29\"\n[dev-dependencies]\ncrossterm = \"0.29\"\n";
+    let found = naming(manifest, dir.path(), &[file], &["crossterm"]);
+    assert_eq!(
+        found,
+        [
+            "Cargo.toml [dependencies]: crossterm = \"0.29\"",
+            "watch.rs:2: use crossterm::terminal;"
+        ]
+    );
 }
 
 /// How many lines the top-level function that starts with `start` spans in `text`, from

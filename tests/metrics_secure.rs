@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use common::{Harness, https, kubectl_ok, repo};
 use math_controller::ops::manager::Options;
-use math_controller::ops::secure_metrics::{MAX_REVIEWS_IN_FLIGHT, SecureMetrics};
-use math_controller::ops::serving::HttpLimits;
 use serde_json::Value;
+use serving::HttpLimits;
+use serving::secure_metrics::{MAX_REVIEWS_IN_FLIGHT, SecureMetrics};
 use test_apiserver::{RequestFilter, TestServer};
 
 /// Bound to math-controller-metrics-reader.
@@ -578,6 +578,11 @@ fn deploy_exposes_8443_as_https_to_metrics_readers_only() {
 
     let reader: ClusterRole =
         serde_json::from_value(read("24-metrics-reader-cluster-role.yaml")).unwrap();
+    // The role a 403 tells its reader to bind is this one.
+    assert_eq!(
+        reader.metadata.name.as_deref(),
+        Some(math_controller::cli::METRICS_READER_ROLE)
+    );
     let rules = reader.rules.unwrap();
     assert_eq!(rules.len(), 1);
     assert_eq!(

@@ -18,8 +18,8 @@ use math_controller::metrics::Metrics;
 use math_controller::ops::client;
 use math_controller::ops::leader::{self, LeaderElectionConfig};
 use math_controller::ops::manager::Options;
-use math_controller::ops::secure_metrics::SecureMetrics;
 use serde_json::Value;
+use serving::secure_metrics::SecureMetrics;
 use test_apiserver::{RequestFilter, TestServer, Verb};
 
 const LEASE: &str = "ops-test-lease";

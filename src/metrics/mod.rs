@@ -11,9 +11,9 @@
 //!
 //! Every series lives in a private [`Registry`] owned by [`Metrics`], never in a global one, so
 //! tests can run several managers in one process and read each one's numbers separately.
-//! `/metrics` serves it in either text format ([`exposition`]).
+//! `/metrics` serves [`Metrics::encode`] in either text format (the `serving` crate's
+//! `exposition`).
 
-pub mod exposition;
 mod ours;
 pub mod process;
 pub mod reconcile;
@@ -25,7 +25,6 @@ use std::time::Duration;
 
 use prometheus_client::registry::Registry;
 
-pub use exposition::Format;
 pub use ours::{MEMORIES, PREFIX, QueueNow, WriteKind};
 pub use reconcile::{ReconcileResult, ReconcileTimer};
 pub use workqueue::{Processing, QueueMetrics};
@@ -165,14 +164,6 @@ impl Metrics {
             out.clear();
         }
         out
-    }
-
-    /// Every series in `format`.
-    pub fn encode_as(&self, format: Format) -> String {
-        match format {
-            Format::OpenMetrics => self.encode(),
-            Format::PrometheusText => exposition::to_prometheus_text(&self.encode()),
-        }
     }
 }
 

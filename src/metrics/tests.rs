@@ -218,7 +218,7 @@ fn the_leader_gauge_names_the_lease_and_is_absent_without_election() {
 #[test]
 fn the_prometheus_text_format_names_counters_by_their_samples() {
     let m = Metrics::new();
-    let text = m.encode_as(Format::PrometheusText);
+    let text = serving::exposition::to_prometheus_text(&m.encode());
     assert!(text.contains("# TYPE controller_runtime_reconcile_total counter\n"));
     assert!(text.contains("# TYPE math_controller_build_info gauge\n"));
     assert!(!text.contains("# EOF"));

@@ -33,6 +33,10 @@ use kube::api::Api;
 use kube::runtime::reflector;
 use kube::runtime::watcher;
 use kube::{Client, Resource};
+use serving::HttpLimits;
+use serving::exposition::Encoder;
+use serving::health::{self, ReadyFlag};
+use serving::secure_metrics::{self, SecureMetrics};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
@@ -43,10 +47,7 @@ use crate::controller::{fermat, number, tuple};
 use crate::kind::{Kind, Parent};
 use crate::metrics::Metrics;
 use crate::ops::client;
-use crate::ops::health::{self, ReadyFlag};
 use crate::ops::leader::{self, LeaderElectionConfig};
-use crate::ops::secure_metrics::{self, SecureMetrics};
-use crate::ops::serving::HttpLimits;
 use crate::ops::shutdown::{self, Stopped};
 use crate::reconcile::context::Context;
 use crate::reconcile::gate::{Gate, Key};
@@ -94,7 +95,7 @@ pub struct Options {
     pub metrics_secure: Option<SecureMetrics>,
     /// Where `/healthz` and `/readyz` are served; `None` disables them.
     pub probe_address: Option<SocketAddr>,
-    /// Timeouts and bounds of the probe and metrics servers (see [`crate::ops::serving`]); tests
+    /// Timeouts and bounds of the probe and metrics servers (see [`serving::server`]); tests
     /// shorten them.
     pub http: HttpLimits,
     /// Lease-based leader election; `None` runs as the only replica.
@@ -225,9 +226,13 @@ async fn serve(
     if let Some(address) = options.metrics_address {
         let listener = health::bind(address).await?;
         let shutdown = stop.clone().cancelled_owned();
+        let encoder = {
+            let metrics = metrics.clone();
+            Encoder::new(move || metrics.encode())
+        };
         servers.push(match &options.metrics_secure {
             None => {
-                let router = health::metrics_router(metrics.clone());
+                let router = health::metrics_router(encoder);
                 tokio::spawn(health::serve_on(
                     listener,
                     "metrics",
@@ -238,7 +243,7 @@ async fn serve(
             }
             Some(secure) => tokio::spawn(secure_metrics::serve(
                 listener,
-                metrics.clone(),
+                encoder,
                 client.clone(),
                 secure.clone(),
                 options.http.clone(),

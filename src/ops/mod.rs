@@ -1,6 +1,8 @@
 //! Running in a cluster: what people expect of a kubebuilder manager besides its controllers.
 //!
-//! - `manager.rs`: [`manager::run`]: the probes and metrics servers, leader election, the
+//! - `manager.rs`: [`manager::run`]: the probes and metrics servers (the `serving` crate of
+//!   this workspace: `/healthz`, `/readyz`, `/metrics` plain or `--metrics-secure` with
+//!   TokenReview and SubjectAccessReview, the HTTP limits), leader election, the
 //!   controllers and their wiring (one watch per kind shared by the controllers that need it;
 //!   why not `.owns()` is said there), a graceful stop.
 //! - `startup.rs`: before the controllers start: the API server answers and serves the CRDs
@@ -11,22 +13,12 @@
 //! - `token_file.rs`: the bearer token of a `tokenFile` (or a pod's projected token), read
 //!   again on a 401.
 //! - `telemetry.rs`: logging (text or JSON, `RUST_LOG`), written by a thread of its own.
-//! - `health.rs`: the `/healthz`, `/readyz` and plain `/metrics` routes and their servers.
-//! - `serving.rs`: the accept loop behind every endpoint: header-read, idle and total
-//!   deadlines, head size, connection bound with slots kept free (`serving/slots.rs`: who
-//!   gives way to a newcomer), TLS handshake, shutdown.
-//! - `secure_metrics/`: `--metrics-secure`: TokenReview and SubjectAccessReview, their
-//!   caches, single flight and bounds; `tls.rs` the certificate (a directory, reloaded on
-//!   change, or self-signed).
 //! - `leader/`: Lease-based leader election (client-go's algorithm): `mod.rs` the loops,
 //!   `lease.rs` the pure decisions, `elector.rs` the requests, `config.rs` and `error.rs`.
 
 pub mod client;
-pub mod health;
 pub mod leader;
 pub mod manager;
-pub mod secure_metrics;
-pub mod serving;
 pub mod shutdown;
 pub mod startup;
 pub mod telemetry;

@@ -401,8 +401,14 @@ pub fn fermat_ready(f: &Fermat) -> bool {
     )
 }
 
+/// The repository's root: the manager's crate, or above a workspace member that includes this
+/// harness (`crates/kubectl-math/tests/`): the nearest directory holding `Cargo.lock`.
 pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    (manifest.ancestors())
+        .find(|dir| dir.join("Cargo.lock").is_file())
+        .unwrap_or(manifest)
+        .to_path_buf()
 }
 
 pub fn crd_files() -> Vec<PathBuf> {

@@ -9,8 +9,8 @@ use super::cli::parse_target;
 use super::live::{HIGHLIGHT, Seen, Tracker};
 use super::render::{self, Flash, Marks, Options};
 use super::*;
-use crate::api::{FermatSpec, NumberSpec, TupleSpec};
-use crate::controller::{fermat, number, tuple};
+use math_controller::api::{FermatSpec, NumberSpec, TupleSpec};
+use math_controller::controller::{fermat, number, tuple};
 
 const NS: &str = "default";
 
@@ -46,7 +46,7 @@ fn plan_of<C: Child>(
         .map(|c| (c.name_any(), c.clone()))
         .collect();
     let owned: Vec<_> = (all.iter())
-        .filter(|c| crate::kind::controller_uid(c.as_ref()) == Some(parent_uid))
+        .filter(|c| math_controller::kind::controller_uid(c.as_ref()) == Some(parent_uid))
         .cloned()
         .collect();
     plan::plan(parent_uid, desired, &found, &owned, &HashSet::new())

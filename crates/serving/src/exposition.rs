@@ -10,7 +10,39 @@
 //! promhttp knows, is not served: a scraper that asks for it and accepts text gets text.
 //!
 //! `prometheus-client` writes OpenMetrics only; [`to_prometheus_text`] rewrites its comment
-//! lines into the older format (a pure function, tested below).
+//! lines into the older format (a pure function, tested below). What is served comes from the
+//! caller as an [`Encoder`]: this crate keeps no registry and names no series.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// What `/metrics` serves: the OpenMetrics text of every series, encoded at each scrape (a
+/// manager's registry, e.g. `prometheus_client::encoding::text::encode`). The Prometheus text
+/// format is derived from it.
+#[derive(Clone)]
+pub struct Encoder(Arc<dyn Fn() -> String + Send + Sync>);
+
+impl Encoder {
+    /// `encode` is called once per scrape and returns OpenMetrics text (ending in `# EOF`).
+    pub fn new(encode: impl Fn() -> String + Send + Sync + 'static) -> Self {
+        Encoder(Arc::new(encode))
+    }
+
+    /// Every series, now, in `format`.
+    pub fn encode_as(&self, format: Format) -> String {
+        let openmetrics = (self.0)();
+        match format {
+            Format::OpenMetrics => openmetrics,
+            Format::PrometheusText => to_prometheus_text(&openmetrics),
+        }
+    }
+}
+
+impl fmt::Debug for Encoder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Encoder")
+    }
+}
 
 /// The content type of an OpenMetrics 1.0 answer.
 pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use crate::kind::Desired;
+use math_controller::kind::Desired;
 
 use super::Node;
 
@@ -25,8 +25,16 @@ pub(super) type Map<K, V> = rustc_hash::FxHashMap<K, V>;
 pub struct Memo {
     build: u64,
     /// Per kind of parent, and for Tuples whether their Numbers were descended into.
-    pub(super) fermats: Entries<crate::api::Fermat, crate::api::TupleSpec, crate::api::Tuple>,
-    pub(super) tuples: [Entries<crate::api::Tuple, crate::api::NumberSpec, crate::api::Number>; 2],
+    pub(super) fermats: Entries<
+        math_controller::api::Fermat,
+        math_controller::api::TupleSpec,
+        math_controller::api::Tuple,
+    >,
+    pub(super) tuples: [Entries<
+        math_controller::api::Tuple,
+        math_controller::api::NumberSpec,
+        math_controller::api::Number,
+    >; 2],
 }
 
 pub(super) type Entries<P, S, C> = Map<String, Entry<P, S, C>>;

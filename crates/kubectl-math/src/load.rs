@@ -10,8 +10,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config, Resource};
 
 use super::{NotFound, Objects};
-use crate::api::{Fermat, Number, Tuple};
-use crate::kind::Kind;
+use math_controller::api::{Fermat, Number, Tuple};
+use math_controller::kind::Kind;
 
 /// Why the plugin stops. Each message is one line that says what to do.
 #[derive(Debug, thiserror::Error)]

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::plugin::pace::{FRAME, Pacer, spacing};
+use crate::pace::{FRAME, Pacer, spacing};
 
 const MS: Duration = Duration::from_millis(1);
 

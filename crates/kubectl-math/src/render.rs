@@ -10,7 +10,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::{Kind, Node, Object, Problem, Ready, display_name};
-use crate::api::{GROUP, VERSION};
+use math_controller::api::{GROUP, VERSION};
 
 /// How much of the trees to draw.
 #[derive(Clone, Debug)]

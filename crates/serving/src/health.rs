@@ -19,12 +19,11 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use tokio::net::TcpListener;
 
-use crate::metrics::{self, Metrics};
-use crate::ops::serving::{self, HttpLimits, Transport};
+use crate::exposition::{self, Encoder};
+use crate::server::{self, HttpLimits, Transport};
 
-/// What `/readyz` answers (not to be confused with a kind's `Ready` condition,
-/// [`crate::reconcile::status::Readiness`]): whether the manager may receive traffic / count
-/// as available in a rollout. It turns true once
+/// What `/readyz` answers (not to be confused with a custom resource's `Ready` condition):
+/// whether the manager may receive traffic / count as available in a rollout. It turns true once
 /// the reflector caches have synced; a standby replica (waiting for the leader lease) sets it too,
 /// because a Deployment rollout must not wait for a standby to become leader, which it never
 /// does while the old leader runs.
@@ -100,21 +99,21 @@ async fn readyz(State(readiness): State<ReadyFlag>) -> impl IntoResponse {
     }
 }
 
-/// The metrics route.
-pub fn metrics_router(metrics: Metrics) -> Router {
+/// The metrics route, serving what `metrics` encodes at each scrape.
+pub fn metrics_router(metrics: Encoder) -> Router {
     Router::new()
         .route("/metrics", get(serve_metrics_text))
         .with_state(metrics)
 }
 
-/// `/metrics` in the format the scraper asks for ([`metrics::exposition::negotiate`]):
+/// `/metrics` in the format the scraper asks for ([`exposition::negotiate`]):
 /// OpenMetrics for Prometheus, the Prometheus text format for curl and older scrapers.
 async fn serve_metrics_text(
-    State(metrics): State<Metrics>,
+    State(metrics): State<Encoder>,
     headers: axum::http::HeaderMap,
 ) -> impl IntoResponse {
     let accept = headers.get(header::ACCEPT).and_then(|a| a.to_str().ok());
-    let format = metrics::exposition::negotiate(accept);
+    let format = exposition::negotiate(accept);
     (
         [(header::CONTENT_TYPE, format.content_type())],
         metrics.encode_as(format),
@@ -144,7 +143,7 @@ pub async fn serve_probes(
 /// Serves `/metrics` on `addr` until `shutdown` resolves; bind errors are returned.
 pub async fn serve_metrics(
     addr: SocketAddr,
-    metrics: Metrics,
+    metrics: Encoder,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let listener = bind(addr).await?;
@@ -168,7 +167,7 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 }
 
 /// Serves `router` on an already bound listener until `shutdown` resolves, within `limits`
-/// (see [`crate::ops::serving`]).
+/// (see [`crate::server`]).
 pub async fn serve_on(
     listener: TcpListener,
     what: &'static str,
@@ -178,7 +177,7 @@ pub async fn serve_on(
 ) -> std::io::Result<()> {
     let local = listener.local_addr()?;
     tracing::info!(address = %local, "serving {what} on http://{local}");
-    serving::serve(listener, Transport::Plain, router, limits, shutdown).await
+    server::serve(listener, Transport::Plain, router, limits, shutdown).await
 }
 
 #[cfg(test)]
@@ -266,8 +265,16 @@ mod tests {
 
     #[tokio::test]
     async fn metrics_endpoint_serves_the_format_the_scraper_asks_for() {
-        let metrics = Metrics::new();
-        metrics.write("tuple", "Number", crate::metrics::WriteKind::Create);
+        // A registry as a manager keeps one, encoded at each scrape.
+        let mut registry = prometheus_client::registry::Registry::default();
+        let writes = prometheus_client::metrics::counter::Counter::<u64>::default();
+        registry.register("demo_write_requests", "Write requests sent", writes.clone());
+        let metrics = Encoder::new(move || {
+            let mut out = String::new();
+            let encoded = prometheus_client::encoding::text::encode(&mut out, &registry);
+            encoded.map(|()| out).unwrap_or_default()
+        });
+        writes.inc();
         let listener = bind(([127, 0, 0, 1], 0).into()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(serve_on(
@@ -277,7 +284,7 @@ mod tests {
             HttpLimits::default(),
             std::future::pending(),
         ));
-        let series = "math_controller_write_requests_total{controller=\"tuple\",kind=\"Number\",operation=\"create\"} 1";
+        let series = "demo_write_requests_total 1";
         // What Prometheus sends: OpenMetrics first.
         let prometheus = "Accept: application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n";
         let (status, body) = get_with(addr, "/metrics", prometheus).await;
@@ -285,7 +292,10 @@ mod tests {
         let om = "content-type: application/openmetrics-text; version=1.0.0; charset=utf-8";
         assert!(body.to_ascii_lowercase().contains(om), "{body}");
         assert!(body.contains(series) && body.ends_with("# EOF\n"));
-        assert!(body.contains("# TYPE math_controller_write_requests counter\n"));
+        assert!(body.contains("# TYPE demo_write_requests counter\n"));
+        // Encoded at the scrape: what was counted since is in the next answer.
+        writes.inc();
+        let series = "demo_write_requests_total 2";
         // curl (no Accept) and `*/*`: the Prometheus text format, as controller-runtime serves.
         for headers in ["", "Accept: */*\r\n", "Accept: text/plain\r\n"] {
             let (status, body) = get_with(addr, "/metrics", headers).await;
@@ -296,7 +306,7 @@ mod tests {
                 "{headers}: {body}"
             );
             assert!(body.contains(series) && !body.contains("# EOF"));
-            assert!(body.contains("# TYPE math_controller_write_requests_total counter\n"));
+            assert!(body.contains("# TYPE demo_write_requests_total counter\n"));
         }
         server.abort();
     }
@@ -311,7 +321,7 @@ mod tests {
         assert!(err.to_string().contains(&addr.to_string()), "{err}");
     }
 
-    // The limits of `crate::ops::serving`, on the probe server. Timeouts are shortened so that the
+    // The limits of `crate::server`, on the probe server. Timeouts are shortened so that the
     // tests take moments; the generous bounds only catch a connection that is never closed.
 
     use std::time::Duration;

@@ -1,8 +1,8 @@
 //! The live view's memo: reused subtrees, and never a different tree than a fresh build.
 
 use super::*;
-use crate::plugin::build_with;
-use crate::plugin::memo::Memo;
+use crate::build_with;
+use crate::memo::Memo;
 
 fn json(roots: &[Node]) -> serde_json::Value {
     render::to_json(roots, None)

@@ -1,11 +1,11 @@
 //! `kubectl math`: a kubectl plugin (kubectl runs `kubectl-math` from the PATH) that shows
-//! the Fermat → Tuple → Number ownership trees live. The work is in `math_controller::plugin`.
+//! the Fermat → Tuple → Number ownership trees live. The work is in this crate's library (`kubectl_math`).
 
 use std::process::ExitCode;
 
 use clap::Parser;
-use math_controller::plugin::cli::{self, Cli};
-use math_controller::plugin::render::escape_terminal;
+use kubectl_math::cli::{self, Cli};
+use kubectl_math::render::escape_terminal;
 
 #[tokio::main]
 async fn main() -> ExitCode {

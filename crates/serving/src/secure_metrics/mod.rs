@@ -57,9 +57,9 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
-use crate::metrics::Metrics;
-use crate::ops::health;
-use crate::ops::serving::{self, HttpLimits, Transport};
+use crate::exposition::Encoder;
+use crate::health;
+use crate::server::{self, HttpLimits, Transport};
 use tls::TlsError;
 
 /// How long a yes is reused: a known token's user, a granted permission
@@ -88,6 +88,9 @@ pub struct SecureMetrics {
     pub denied_ttl: Duration,
     /// How long one TokenReview or SubjectAccessReview may take.
     pub review_timeout: Duration,
+    /// The ClusterRole that grants `get` on `/metrics` (the manager's deploy manifests have
+    /// one), named in a 403 so that its reader knows what to bind; `None` names none.
+    pub reader_role: Option<String>,
 }
 
 impl Default for SecureMetrics {
@@ -97,6 +100,7 @@ impl Default for SecureMetrics {
             allowed_ttl: ALLOWED_TTL,
             denied_ttl: DENIED_TTL,
             review_timeout: REVIEW_TIMEOUT,
+            reader_role: None,
         }
     }
 }
@@ -357,6 +361,11 @@ impl Authorizer {
         }
     }
 
+    /// The ClusterRole a 403 tells its reader to bind, if any.
+    fn reader_role(&self) -> Option<&str> {
+        self.secure.reader_role.as_deref()
+    }
+
     fn ttl(&self) -> (Duration, Duration) {
         (self.secure.allowed_ttl, self.secure.denied_ttl)
     }
@@ -489,8 +498,13 @@ async fn review_access(
     Ok(access.status.is_some_and(|s| s.allowed))
 }
 
-/// What a refused request gets back.
-fn refusal(decision: &Decision, verb: &str, path: &str) -> Option<Response> {
+/// What a refused request gets back; a 403 names `reader_role`, the ClusterRole to bind.
+fn refusal(
+    decision: &Decision,
+    verb: &str,
+    path: &str,
+    reader_role: Option<&str>,
+) -> Option<Response> {
     match decision {
         Decision::Allowed { .. } => None,
         Decision::Unauthenticated => {
@@ -500,16 +514,14 @@ fn refusal(decision: &Decision, verb: &str, path: &str) -> Option<Response> {
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             Some(response)
         }
-        Decision::Forbidden { user } => Some(
-            (
-                StatusCode::FORBIDDEN,
-                format!(
-                    "Forbidden: user {user:?} may not {verb} {path}; bind the ClusterRole \
-                     math-controller-metrics-reader to it\n"
-                ),
-            )
-                .into_response(),
-        ),
+        Decision::Forbidden { user } => {
+            let hint = match reader_role {
+                Some(role) => format!("; bind the ClusterRole {role} to it"),
+                None => String::new(),
+            };
+            let message = format!("Forbidden: user {user:?} may not {verb} {path}{hint}\n");
+            Some((StatusCode::FORBIDDEN, message).into_response())
+        }
     }
 }
 
@@ -535,7 +547,7 @@ async fn require_permission(
             }
         },
     };
-    match refusal(&decision, &verb, &path) {
+    match refusal(&decision, &verb, &path, authorizer.reader_role()) {
         Some(response) => {
             tracing::debug!(?decision, %path, "metrics request refused");
             response
@@ -545,7 +557,7 @@ async fn require_permission(
 }
 
 /// The metrics routes behind the TokenReview / SubjectAccessReview check.
-pub fn router(metrics: Metrics, authorizer: Authorizer) -> Router {
+pub fn router(metrics: Encoder, authorizer: Authorizer) -> Router {
     health::metrics_router(metrics).layer(axum::middleware::from_fn_with_state(
         authorizer,
         require_permission,
@@ -556,7 +568,7 @@ pub fn router(metrics: Metrics, authorizer: Authorizer) -> Router {
 /// to run until `shutdown` resolves.
 pub fn serve(
     listener: TcpListener,
-    metrics: Metrics,
+    metrics: Encoder,
     client: Client,
     secure: SecureMetrics,
     limits: HttpLimits,
@@ -572,7 +584,7 @@ pub fn serve(
         let local = listener.local_addr()?;
         tracing::info!(address = %local, "serving metrics on https://{local}/metrics ({certificate}; bearer tokens checked by TokenReview and SubjectAccessReview)");
         let transport = Transport::Tls(TlsAcceptor::from(config));
-        serving::serve(listener, transport, router, limits, shutdown).await
+        server::serve(listener, transport, router, limits, shutdown).await
     })
 }
 

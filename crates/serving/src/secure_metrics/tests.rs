@@ -19,14 +19,46 @@ fn bearer_tokens_are_read_from_the_authorization_header() {
 #[test]
 fn decisions_map_to_401_403_and_through() {
     assert_eq!(
-        refusal(&Decision::Unauthenticated, "get", "/metrics").map(|r| r.status()),
+        refusal(&Decision::Unauthenticated, "get", "/metrics", None).map(|r| r.status()),
         Some(StatusCode::UNAUTHORIZED)
     );
     assert_eq!(
-        refusal(&Decision::Forbidden { user: "u".into() }, "get", "/metrics").map(|r| r.status()),
+        refusal(
+            &Decision::Forbidden { user: "u".into() },
+            "get",
+            "/metrics",
+            None
+        )
+        .map(|r| r.status()),
         Some(StatusCode::FORBIDDEN)
     );
-    assert!(refusal(&Decision::Allowed { user: "u".into() }, "get", "/metrics").is_none());
+    assert!(
+        refusal(
+            &Decision::Allowed { user: "u".into() },
+            "get",
+            "/metrics",
+            None
+        )
+        .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_403_names_the_cluster_role_to_bind_when_there_is_one() {
+    let forbidden = &Decision::Forbidden { user: "u".into() };
+    let body = |role| async move {
+        let response = refusal(forbidden, "get", "/metrics", role).expect("a refusal");
+        let bytes = axum::body::to_bytes(response.into_body(), 4096).await;
+        String::from_utf8_lossy(&bytes.expect("a body")).into_owned()
+    };
+    assert_eq!(
+        body(Some("metrics-reader")).await,
+        "Forbidden: user \"u\" may not get /metrics; bind the ClusterRole metrics-reader to it\n"
+    );
+    assert_eq!(
+        body(None).await,
+        "Forbidden: user \"u\" may not get /metrics\n"
+    );
 }
 
 #[test]

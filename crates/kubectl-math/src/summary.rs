@@ -1,6 +1,6 @@
 //! What each object's status says, in a few words, for the STATUS column.
 
-use crate::api::{Fermat, Number, NumberSpec, Tuple, TupleSpec};
+use math_controller::api::{Fermat, Number, NumberSpec, Tuple, TupleSpec};
 
 pub fn tuple_wanted(spec: &TupleSpec) -> String {
     list(&spec.numbers)

@@ -59,7 +59,7 @@ pub struct Model {
     pub trouble: Option<String>,
 }
 
-use crate::api::{Fermat, Number, Tuple};
+use math_controller::api::{Fermat, Number, Tuple};
 
 fn watch_kind<K>(
     client: &Client,

@@ -3,6 +3,9 @@
 //! test API server, with the manager running in-process. The live view runs in tmux and is
 //! checked on the captured screen, as a person would see it.
 
+// The manager's test harness (a test API server with the CRDs, the manager in-process, kubectl),
+// shared with the tests of the repository's root rather than copied.
+#[path = "../../../tests/common/mod.rs"]
 mod common;
 
 use std::ffi::OsString;

@@ -4,7 +4,7 @@
 //! caches, frames; no terminal) in this process.
 //!
 //! ```text
-//! cargo run --release --locked --example tree_bench -- [n]
+//! cargo run --release --locked -p kubectl-math --example tree_bench -- [n]
 //! ```
 //! It prints numbers; it asserts nothing. While the manager converges, the view is paced
 //! the way `--watch` paces it ([`Pacer`], [`drain`]) and the bench reports what a person
@@ -20,15 +20,15 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use futures::stream::LocalBoxStream;
 use kube::api::{Api, DeleteParams, PostParams};
+use kubectl_math::cli::MAX_CHILDREN;
+use kubectl_math::load::{self, Connection};
+use kubectl_math::pace::Pacer;
+use kubectl_math::render::{self, Line, Marks, Options};
+use kubectl_math::watch::{FRAME, Model, Update, drain};
+use kubectl_math::{Kind, Object, Target, build, is_ready};
 use math_controller::api::{Fermat, FermatSpec, Number};
 use math_controller::metrics::Metrics;
 use math_controller::ops::manager::{self, Options as ManagerOptions};
-use math_controller::plugin::cli::MAX_CHILDREN;
-use math_controller::plugin::load::{self, Connection};
-use math_controller::plugin::pace::Pacer;
-use math_controller::plugin::render::{self, Line, Marks, Options};
-use math_controller::plugin::watch::{FRAME, Model, Update, drain};
-use math_controller::plugin::{Kind, Object, Target, build, is_ready};
 use test_apiserver::TestServer;
 
 fn stats(name: &str, unit: &str, samples: &mut [Duration]) {

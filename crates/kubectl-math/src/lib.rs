@@ -5,8 +5,9 @@
 //! and how its children compare with that are the manager's own decisions
 //! ([`Parent::desired_children`], [`plan::plan`]), so the tree marks exactly what the
 //! controllers would act on. Drawing is in [`render`], the cluster at the edges in [`load`]
-//! and [`watch`]. The plugin uses only `api.rs`, `kind.rs` and `reconcile/plan.rs` of the
-//! manager; `bin/kubectl-math.rs` is its thin `main`.
+//! and [`watch`]. The plugin uses only the manager crate's `api`, `kind` and `reconcile::plan`
+//! (and, in its tests, the controllers' status decisions); `main.rs` is its thin `main`. It is
+//! a crate of its own so that the manager links no terminal code (crossterm).
 //!
 //! - `node.rs`: the tree's vocabulary: kinds, targets, Ready, problems, nodes.
 //! - `summary.rs`: each status in a few words.
@@ -38,9 +39,9 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 
-use crate::api::{Fermat, Number, Tuple};
-use crate::kind::{Child, Desired, Kind as _, Parent};
-use crate::reconcile::plan;
+use math_controller::api::{Fermat, Number, Tuple};
+use math_controller::kind::{Child, Desired, Kind as _, Parent};
+use math_controller::reconcile::plan;
 use memo::{Map, Memo};
 use node::InTree;
 use summary::{fermat_summary, number_summary, number_wanted, tuple_summary, tuple_wanted};
@@ -69,7 +70,7 @@ fn key<K: Resource>(obj: &K) -> (&str, &str) {
 fn by_owner<K: Resource>(objects: &[Arc<K>]) -> Map<&str, Vec<Arc<K>>> {
     let mut map: Map<&str, Vec<Arc<K>>> = Map::default();
     for obj in objects {
-        if let Some(uid) = crate::kind::controller_uid(obj.as_ref()) {
+        if let Some(uid) = math_controller::kind::controller_uid(obj.as_ref()) {
             map.entry(uid).or_default().push(obj.clone());
         }
     }
@@ -388,12 +389,22 @@ fn roots(
             let mut roots: Vec<Node> = objects.fermats.iter().map(|f| index.fermat(f)).collect();
             roots.extend(
                 (objects.tuples.iter())
-                    .filter(|t| root(crate::kind::controller_uid(t.as_ref()), &fermat_uids))
+                    .filter(|t| {
+                        root(
+                            math_controller::kind::controller_uid(t.as_ref()),
+                            &fermat_uids,
+                        )
+                    })
                     .map(|t| Arc::unwrap_or_clone(index.tuple(t, true))),
             );
             roots.extend(
                 (objects.numbers.iter())
-                    .filter(|n| root(crate::kind::controller_uid(n.as_ref()), &tuple_uids))
+                    .filter(|n| {
+                        root(
+                            math_controller::kind::controller_uid(n.as_ref()),
+                            &tuple_uids,
+                        )
+                    })
                     .map(number_node),
             );
             roots.sort_by(|a, b| {

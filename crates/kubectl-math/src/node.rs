@@ -6,7 +6,7 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use kube::Resource;
 
-use crate::api::{Fermat, Number, READY, Tuple};
+use math_controller::api::{Fermat, Number, READY, Tuple};
 
 /// The three kinds, in the order a tree nests them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -1,5 +1,5 @@
 //! TLS for the metrics endpoint: where the certificate comes from and how a replaced certificate
-//! is picked up. Handshakes happen in [`crate::ops::serving`], with a timeout.
+//! is picked up. Handshakes happen in [`crate::server`], with a timeout.
 //!
 //! As in a kubebuilder v4 project, the certificate is either read from a directory holding
 //! `tls.crt` and `tls.key` (a mounted Secret, typically issued and rotated by cert-manager) or,
