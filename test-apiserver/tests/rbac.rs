@@ -163,3 +163,96 @@ async fn without_enforcement_a_token_may_do_anything() {
     );
     server.shutdown().await;
 }
+
+const TUPLES: &str = "
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: tuples.math.example.com}
+spec:
+  group: math.example.com
+  names: {kind: Tuple, plural: tuples, singular: tuple, listKind: TupleList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+";
+
+/// `kubectl auth can-i` (a SelfSubjectAccessReview, authorization.k8s.io/v1) answers from the
+/// RBAC objects the server stores: the participant alice may create tuples and configmaps in
+/// her namespace (`yes`, exit 0) but not list them in bob's (`no`, exit 1), as kube-apiserver's
+/// RBAC authorizer answers; the administrator may do anything. v1.36.2 answered the
+/// administrator's review `status: {allowed: true}`.
+#[tokio::test]
+async fn kubectl_auth_can_i_answers_from_rbac() {
+    let server = TestServer::start().await.unwrap();
+    server.enforce_rbac();
+    let token = alice_and_bob(&server).await;
+    server
+        .apply_crd_yaml(TUPLES)
+        .expect("the Tuple CRD installs");
+    let pp = PostParams::default();
+    Api::<Role>::namespaced(server.client(), "alice")
+        .create(
+            &pp,
+            &of(json!({"metadata": {"name": "tuples"}, "rules": [{
+            "apiGroups": ["math.example.com"], "resources": ["tuples"], "verbs": ["create"]}]})),
+        )
+        .await
+        .unwrap();
+    Api::<RoleBinding>::namespaced(server.client(), "alice")
+        .create(&pp, &of(json!({
+            "metadata": {"name": "tuples"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tuples"},
+            "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": "alice"}],
+        })))
+        .await
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let can_i = |args: &[&str], token: Option<&str>| {
+        let mut c = std::process::Command::new("kubectl");
+        c.env("KUBECONFIG", server.kubeconfig_path())
+            .arg("--cache-dir")
+            .arg(cache.path())
+            .args(["auth", "can-i"])
+            .args(args);
+        if let Some(t) = token {
+            c.args(["--token", t]);
+        }
+        let out = c
+            .output()
+            .expect("kubectl must be installed and on PATH to run this test");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        )
+    };
+    let alice = Some(token.as_str());
+    assert_eq!(
+        can_i(&["create", "tuples", "-n", "alice"], alice),
+        (Some(0), "yes".to_string())
+    );
+    assert_eq!(
+        can_i(&["create", "tuples", "-n", "bob"], alice),
+        (Some(1), "no".to_string())
+    );
+    assert_eq!(
+        can_i(&["create", "configmaps", "-n", "alice"], alice),
+        (Some(0), "yes".to_string())
+    );
+    assert_eq!(
+        can_i(&["list", "configmaps", "-n", "bob"], alice),
+        (Some(1), "no".to_string())
+    );
+    assert_eq!(
+        can_i(&["create", "namespaces"], alice),
+        (Some(1), "no".to_string())
+    );
+    assert_eq!(
+        can_i(&["list", "configmaps", "-n", "bob"], None),
+        (Some(0), "yes".to_string())
+    );
+    server.shutdown().await;
+}
