@@ -289,6 +289,7 @@ mod tests {
             subresources: vec![],
             verbs: vec![],
             scale: None,
+            round_trip: None,
         }
     }
 

@@ -83,15 +83,18 @@ pub(crate) fn is_review(rt: &ResourceType) -> bool {
         (rt.group.as_str(), rt.plural.as_str()),
         ("authentication.k8s.io", "tokenreviews")
             | ("authorization.k8s.io", "subjectaccessreviews")
+            | ("authorization.k8s.io", "selfsubjectaccessreviews")
     )
 }
 
-/// Answers the create of a review (`body`), or `None` when `rt` is no review kind.
+/// Answers the create of a review (`body`) by `requester` (`None`: the administrator, or
+/// anyone while RBAC is not enforced), or `None` when `rt` is no review kind.
 pub(crate) fn review(
     tokens: &Tokens,
     state: &State,
     rt: &ResourceType,
     body: &Value,
+    requester: Option<&UserInfo>,
 ) -> Option<ApiResult<Value>> {
     if !is_review(rt) {
         return None;
@@ -105,6 +108,7 @@ pub(crate) fn review(
     out.entry("metadata").or_insert_with(|| json!({}));
     let status = match rt.plural.as_str() {
         "tokenreviews" => token_review(tokens, body),
+        "selfsubjectaccessreviews" => self_subject_access_review(state, body, requester),
         _ => subject_access_review(state, body),
     };
     Some(status.map(|status| {
@@ -216,6 +220,35 @@ fn subject_access_review(state: &State, body: &Value) -> ApiResult<Value> {
         Some(reason) => json!({"allowed": true, "reason": reason}),
         None => json!({"allowed": false}),
     })
+}
+
+/// A SelfSubjectAccessReview (`kubectl auth can-i`): the SubjectAccessReview of the user who
+/// asks. The administrator, and everyone while RBAC is not enforced, may do anything
+/// (v1.36.2 answers its administrator `status: {allowed: true}`).
+fn self_subject_access_review(
+    state: &State,
+    body: &Value,
+    requester: Option<&UserInfo>,
+) -> ApiResult<Value> {
+    let spec = body.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let Some(user) = requester else {
+        let asks =
+            spec.get("resourceAttributes").is_some() || spec.get("nonResourceAttributes").is_some();
+        if !asks {
+            return Err(ApiError::new(
+                422,
+                "Invalid",
+                "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: \
+                 spec.resourceAttributes: Invalid value: \"null\": exactly one of \
+                 nonResourceAttributes or resourceAttributes must be specified",
+            ));
+        }
+        return Ok(json!({"allowed": true}));
+    };
+    let mut spec = spec;
+    spec["user"] = json!(user.username);
+    spec["groups"] = json!(user.groups);
+    subject_access_review(state, &json!({ "spec": spec }))
 }
 
 /// Does RBAC allow `user` the resource request (see [`crate::rbac`])?

@@ -6,7 +6,7 @@
 
 use crate::status::Cause;
 use crate::util;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 const REPORTING_INSTANCE_LIMIT: usize = 128;
 const ACTION_LIMIT: usize = 128;
@@ -282,18 +282,13 @@ pub fn core_to_v1(core: &Value) -> Value {
     let mut v = rename(core, true);
     v["apiVersion"] = Value::String("events.k8s.io/v1".into());
     v["kind"] = Value::String("Event".into());
-    // Empty legacy fields are omitted in the events.k8s.io view.
+    // The converted legacy fields as Go encodes them: `omitempty` omits a zero
+    // `deprecatedCount` but neither a zero `metav1.Time` (null) nor the `deprecatedSource`
+    // struct (`{}`), so v1.36 always shows those three.
     if let Some(m) = v.as_object_mut() {
-        for k in [
-            "deprecatedSource",
-            "deprecatedFirstTimestamp",
-            "deprecatedLastTimestamp",
-        ] {
-            if m.get(k)
-                .is_some_and(|x| x.is_null() || x.as_object().is_some_and(Map::is_empty))
-            {
-                m.remove(k);
-            }
+        m.entry("deprecatedSource").or_insert_with(|| json!({}));
+        for k in ["deprecatedFirstTimestamp", "deprecatedLastTimestamp"] {
+            m.entry(k).or_insert(Value::Null);
         }
         if m.get("deprecatedCount").and_then(Value::as_i64) == Some(0) {
             m.remove("deprecatedCount");
@@ -324,6 +319,10 @@ mod tests {
         assert_eq!(core["involvedObject"]["name"], "f");
         assert_eq!(core["message"], "hello");
         assert_eq!(core["reportingComponent"], "math");
-        assert_eq!(core_to_v1(&core), v1);
+        let mut shown = v1.clone();
+        shown["deprecatedSource"] = json!({});
+        shown["deprecatedFirstTimestamp"] = Value::Null;
+        shown["deprecatedLastTimestamp"] = Value::Null;
+        assert_eq!(core_to_v1(&core), shown);
     }
 }

@@ -75,6 +75,7 @@ mod ssa;
 mod status;
 mod store;
 mod table;
+mod unknown;
 mod util;
 
 pub use admission::{AuthorizationCheck, PolicyRule};

@@ -54,6 +54,16 @@ pub(crate) fn refuse(
     Some(forbidden(&user.username, &request))
 }
 
+/// Who makes a request, as a review of one's own access needs it: the user of a known
+/// bearer token (with `system:authenticated`) while RBAC is enforced; `None` for the
+/// administrator (no token) and for everyone while it is not (every request is allowed).
+pub(crate) fn requester(shared: &Shared, headers: &HeaderMap) -> Option<UserInfo> {
+    if !shared.rbac.enforced.load(Ordering::SeqCst) {
+        return None;
+    }
+    shared.tokens.info(bearer(headers)?).map(authenticated)
+}
+
 impl TestServer {
     /// From now on, requests bearing a token are authorized by the RBAC objects the server
     /// stores, as kube-apiserver's RBAC authorizer does; requests without one stay the

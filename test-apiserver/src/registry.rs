@@ -46,6 +46,10 @@ pub struct ResourceType {
     pub verbs: Vec<String>,
     /// Where the `scale` subresource reads and writes replicas, when it is served.
     pub scale: Option<ScalePaths>,
+    /// A built-in kind's object as its k8s-openapi type keeps it (decoded and encoded
+    /// again), which tells the fields of a request the type does not know
+    /// ([`crate::unknown`]); `None` for custom resources, whose schema tells them.
+    pub round_trip: Option<fn(&Value) -> Option<Value>>,
 }
 
 /// A CRD's `subresources.scale` (JSON paths such as `.spec.replicas`); the built-in kinds

@@ -21,7 +21,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use negotiation::{
     AGGREGATED_DISCOVERY, View, content_type, decode_body, error_response, json_response,
-    list_kind, render_one, view_of, wants_aggregated,
+    list_items, list_kind, render_one, view_of, wants_aggregated,
 };
 use options::{delete_opts, manager_of, parse_query, patch_opts, write_opts};
 use routing::{Route, Target, is_custom_resource_path, route, verb_of};
@@ -282,7 +282,7 @@ fn serve(
             let v = match view {
                 View::Full => json!({
                     "kind": list_kind(&t.rt), "apiVersion": t.rt.api_version(),
-                    "metadata": meta, "items": items,
+                    "metadata": meta, "items": list_items(&t.rt, items),
                 }),
                 View::Metadata => json!({
                     "kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
@@ -304,7 +304,11 @@ fn serve(
         Verb::Create => {
             let opts = write_opts(q, manager)?;
             let b = decode_body(headers, body)?;
-            if let Some(review) = crate::auth::review(&shared.tokens, &shared.state(), &t.rt, &b) {
+            let requester = crate::rbac::requester(shared, headers);
+            let state = shared.state();
+            let review = crate::auth::review(&shared.tokens, &state, &t.rt, &b, requester.as_ref());
+            drop(state);
+            if let Some(review) = review {
                 return Ok(json_response(201, &review?, "application/json"));
             }
             let obj = shared.state().create(&t.rt, ns, b, &opts)?;
@@ -372,7 +376,7 @@ fn serve(
                 .state()
                 .delete_collection(&t.rt, ns, &lsel, &fsel, &opts)?;
             let v = json!({"kind": list_kind(&t.rt), "apiVersion": t.rt.api_version(),
-                "metadata": meta, "items": out});
+                "metadata": meta, "items": list_items(&t.rt, out)});
             Ok(json_response(200, &v, "application/json"))
         }
         Verb::NonResource => Err(ApiError::no_route()),

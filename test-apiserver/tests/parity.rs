@@ -437,11 +437,12 @@ async fn bodies_start_with_kind_and_api_version() {
     );
 }
 
-/// `/version` answers as kube-apiserver v1.36.2 does. Not observed here: derived from
-/// k8s.io/apimachinery's `version.Info` and kube-apiserver's compatibility versions (v1.36
-/// emulates itself and is compatible with 1.35), which give
+/// `/version` answers as kube-apiserver v1.36.2 does. First derived from k8s.io/apimachinery's
+/// `version.Info` and kube-apiserver's compatibility versions (v1.36 emulates itself and is
+/// compatible with 1.35), then seen on a real v1.36.2 (2026-11-27), which answered
 /// `{"major":"1","minor":"36","emulationMajor":"1","emulationMinor":"36",
 ///   "minCompatibilityMajor":"1","minCompatibilityMinor":"35","gitVersion":"v1.36.2",…}`;
+/// (plus `gitCommit`, `gitTreeState`, `buildDate`, `goVersion`, `compiler`, `platform`);
 /// kubectl prints `Server Version: v1.36.2` from `gitVersion`.
 #[tokio::test]
 async fn version_says_v1_36() {

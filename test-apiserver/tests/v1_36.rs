@@ -1,7 +1,7 @@
 //! Behaviours of kube-apiserver v1.36 that a kube-rs 5 client or kubectl meets, each
-//! answered as v1.36 answers. No v1.36 server runs here: each expected answer is derived
-//! from kube-apiserver's source (v1.36) and says where from; `hack/diff-servers` checks them
-//! against a real one.
+//! answered as v1.36 answers. Each expected answer was first derived from kube-apiserver's
+//! source (v1.36), which each test names, then sent to a real kube-apiserver v1.36.2 + etcd
+//! 3.6 on loopback (2026-11-27), which answered as quoted below.
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::client::Body;
@@ -72,6 +72,8 @@ fn gadget(name: &str) -> Value {
 /// `Warning: 299 - "unknown field \"spec.colour\""` and the field pruned; Ignore answers
 /// 201 without a warning; Strict answers 400
 /// `Gadget in version "v1" cannot be handled as a Gadget: strict decoding error: unknown field "spec.colour"`.
+/// v1.36.2 answered exactly so: `HTTP/2 201` + `warning: 299 - "unknown field \"spec.colour\""`
+/// (no directive, and Warn), 201 without a warning (Ignore), 400 with that message (Strict).
 #[tokio::test]
 async fn unknown_fields_warn_by_default_and_fail_when_strict() {
     let s = server_with_gadgets(10).await;
@@ -100,6 +102,9 @@ async fn unknown_fields_warn_by_default_and_fail_when_strict() {
 /// the CRD lowers `maximum` from 100 to 10, a Gadget of size 50 can still have its label
 /// changed (200), but a change of its size to another invalid value is refused (422
 /// `spec.size: Invalid value: 60: spec.size in body should be less than or equal to 10`).
+/// v1.36.2 answered so: the relabel 200 with `spec: {label: x, size: 50}`, the resize 422
+/// `Gadget.v136.example.com "big" is invalid: spec.size: Invalid value: 60: spec.size in
+/// body should be less than or equal to 10`.
 #[tokio::test]
 async fn an_unchanged_invalid_field_is_ratcheted() {
     let s = server_with_gadgets(100).await;

@@ -52,7 +52,10 @@ fn fields_of<K: schemars::JsonSchema>() -> Vec<String> {
 /// named groups with a spec and a status (Deployments, Jobs, CRDs; not Services or Leases).
 fn of<K>(r: Registration) -> ResourceType
 where
-    K: k8s_openapi::Resource + schemars::JsonSchema,
+    K: k8s_openapi::Resource
+        + schemars::JsonSchema
+        + serde::de::DeserializeOwned
+        + serde::Serialize,
     K::Scope: 'static,
 {
     let fields = fields_of::<K>();
@@ -79,6 +82,7 @@ where
         subresources: r.subresources.iter().map(|s| s.to_string()).collect(),
         verbs: r.verbs.iter().map(|s| s.to_string()).collect(),
         scale: r.subresources.contains(&"scale").then(ScalePaths::default),
+        round_trip: Some(crate::unknown::round_trip::<K>),
     }
 }
 
@@ -135,6 +139,7 @@ pub fn builtins() -> Vec<ResourceType> {
         // Reviews are answered, never stored (auth.rs).
         of::<authn::TokenReview>(reg(&[], &[]).verbs(&["create"])),
         of::<authz::SubjectAccessReview>(reg(&[], &[]).verbs(&["create"])),
+        of::<authz::SelfSubjectAccessReview>(reg(&[], &[]).verbs(&["create"])),
         of::<apps::Deployment>(reg(&["deploy"], ALL).sub(&["scale"])),
         of::<apps::ReplicaSet>(reg(&["rs"], ALL).sub(&["scale"])),
         of::<apps::StatefulSet>(reg(&["sts"], ALL).sub(&["scale"])),

@@ -164,5 +164,6 @@ fn from_crd_version(crd: &Value, version: &Value) -> Option<ResourceType> {
         subresources: scale.iter().map(|_| "scale".to_string()).collect(),
         verbs: ALL_VERBS.iter().map(|s| s.to_string()).collect(),
         scale,
+        round_trip: None,
     })
 }

@@ -151,6 +151,22 @@ pub(super) fn list_kind(rt: &ResourceType) -> String {
     format!("{}List", rt.kind)
 }
 
+/// The items of a list as kube-apiserver encodes them: a built-in list's items are typed
+/// Go structs whose `TypeMeta` the list encoder leaves empty, so they carry no `apiVersion`
+/// or `kind` (v1.36's `ConfigMapList` items have neither); a custom resource's items are
+/// unstructured objects and keep both.
+pub(super) fn list_items(rt: &ResourceType, mut items: Vec<Value>) -> Vec<Value> {
+    if rt.crd.is_none() {
+        for item in &mut items {
+            if let Some(m) = item.as_object_mut() {
+                m.remove("apiVersion");
+                m.remove("kind");
+            }
+        }
+    }
+    items
+}
+
 pub(super) fn content_type(view: View, list: bool) -> &'static str {
     match (view, list) {
         (View::Table, _) => "application/json;as=Table;v=v1;g=meta.k8s.io",

@@ -91,7 +91,7 @@ impl State {
                         &rt.api_version(),
                         Shape::root(rt.schema.as_ref()),
                     )
-                    .map_err(|c| conflict_error(rt, name, c))?;
+                    .map_err(conflict_error)?;
                     let created = normalize_body(rt, created)?;
                     let v = self.create_prepared(rt, created, opts, Some(()))?;
                     return Ok((v, 201));
@@ -112,7 +112,7 @@ impl State {
                         &rt.api_version(),
                         Shape::root(rt.schema.as_ref()),
                     )
-                    .map_err(|c| conflict_error(rt, name, c))?;
+                    .map_err(conflict_error)?;
                     let v = self.finish_update(rt, old, new, sub, opts, true)?;
                     return Ok((v, 200));
                 }
@@ -136,7 +136,10 @@ impl State {
                 ),
             ));
         }
-        let v = self.finish_update(rt, old, new, sub, opts, false)?;
+        let patched = (opts.field_validation == "Strict").then(|| new.to_string());
+        let v = self
+            .finish_update(rt, old, new, sub, opts, false)
+            .map_err(|e| strict_patch_error(e, patched.as_deref()))?;
         Ok((v, 200))
     }
 }
@@ -215,7 +218,23 @@ fn test_null_on_missing(doc: &Value, op: &json_patch::PatchOperation) -> bool {
     }
 }
 
-fn conflict_error(rt: &ResourceType, name: &str, conflicts: Vec<ssa::Conflict>) -> ApiError {
+/// A patch whose result has unknown fields under `fieldValidation=Strict`: kube-apiserver's
+/// patcher refuses it as Invalid on the field `patch`, quoting the patched object (v1.36:
+/// 422 ` "" is invalid: patch: Invalid value: "{…}": strict decoding error: unknown field
+/// "spec.bar"`), not with the 400 a create or update gets.
+fn strict_patch_error(e: ApiError, patched: Option<&str>) -> ApiError {
+    const STRICT: &str = "strict decoding error: ";
+    match (patched, e.message.find(STRICT)) {
+        (Some(object), Some(at)) if e.code == 400 => {
+            let detail = &e.message[at..];
+            let value = Value::String(object.to_string()).to_string();
+            ApiError::invalid("", "", "", vec![Cause::invalid("patch", &value, detail)])
+        }
+        _ => e,
+    }
+}
+
+fn conflict_error(conflicts: Vec<ssa::Conflict>) -> ApiError {
     let n = conflicts.len();
     let msg = if n == 1 {
         format!(
@@ -243,10 +262,8 @@ fn conflict_error(rt: &ResourceType, name: &str, conflicts: Vec<ssa::Conflict>) 
             .collect();
         format!("Apply failed with {n} conflicts: {}", parts.join("\n"))
     };
-    let mut d = json!({"name": name, "kind": rt.plural});
-    if !rt.group.is_empty() {
-        d["group"] = json!(rt.group);
-    }
+    // `errors.NewApplyConflict`: the details carry the causes only (no name, group or kind).
+    let mut d = json!({});
     d["causes"] = Value::Array(
         conflicts
             .iter()

@@ -54,6 +54,9 @@ impl State {
         {
             crate::schema::prune(&mut stored, schema, "", true, &mut vec![]);
             obj = to_view(rt, &stored);
+        } else if rt.is_events_v1() {
+            // The answer is the stored core Event seen through events.k8s.io/v1, as a read's.
+            obj = to_view(rt, &stored);
         }
         let ns = util::meta_str(&stored, "namespace").map(String::from);
         let key = State::key(rt, ns.as_deref(), name_of(&stored));

@@ -24,25 +24,7 @@ impl State {
         let Some(s) = &rt.schema else { return Ok(()) };
         let mut pruned = vec![];
         schema::prune(obj, s, "", true, &mut pruned);
-        let unknown: Vec<String> = pruned
-            .iter()
-            .map(|p| format!("unknown field \"{p}\""))
-            .collect();
-        match opts.field_validation.as_str() {
-            _ if unknown.is_empty() => {}
-            "Strict" => {
-                return Err(ApiError::bad_request(format!(
-                    "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
-                    rt.kind,
-                    rt.version,
-                    rt.kind,
-                    unknown.join(", ")
-                )));
-            }
-            "Ignore" => {}
-            // `Warn`, also when the client named no directive (kube-apiserver's default).
-            _ => opts.warnings.borrow_mut().extend(unknown),
-        }
+        field_validation(rt, opts, &pruned)?;
         schema::default(obj, s);
         let mut found = vec![];
         schema::validate(obj, s, "", &mut found);
@@ -64,6 +46,10 @@ impl State {
     ) -> ApiResult<()> {
         let mut causes = vec![];
         let name = name_of(obj).to_string();
+        if let Some(known) = rt.round_trip.and_then(|f| f(obj)) {
+            let unknown = crate::unknown::prune(obj, &known);
+            field_validation(rt, opts, &unknown)?;
+        }
         if rt.is_core_events() || rt.is_events_v1() {
             // The Event strategy validates the internal (core) Event, and its refusals
             // name the internal kind: `Event "x" is invalid`, also for events.k8s.io.
@@ -109,6 +95,29 @@ impl State {
         }
         Ok(())
     }
+}
+
+/// What `fieldValidation` makes of the unknown fields of a write (`paths`, already dropped
+/// from the object), as k8s.io/apiserver's handlers answer: `Strict` refuses the write with
+/// a 400 naming them all, `Ignore` says nothing, `Warn` (also when the client named no
+/// directive: kube-apiserver's default) adds one `Warning` per field.
+fn field_validation(rt: &ResourceType, opts: &WriteOpts, paths: &[String]) -> ApiResult<()> {
+    let unknown = paths.iter().map(|p| format!("unknown field \"{p}\""));
+    match opts.field_validation.as_str() {
+        _ if paths.is_empty() => {}
+        "Strict" => {
+            return Err(ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
+                rt.kind,
+                rt.version,
+                rt.kind,
+                unknown.collect::<Vec<_>>().join(", ")
+            )));
+        }
+        "Ignore" => {}
+        _ => opts.warnings.borrow_mut().extend(unknown),
+    }
+    Ok(())
 }
 
 /// The CRD's CEL rules, unless the schema already found a wrong type or an unsupported
