@@ -1,4 +1,4 @@
-//! What a reader takes in: no source file of `src/` over [`FILE_LINES`] lines, no function over
+//! What a reader takes in: no source file of `src/` or of a workspace crate's `crates/*/src/` over [`FILE_LINES`] lines, no function over
 //! a screen ([`SCREEN`] lines from its signature to its closing brace, its doc comment not
 //! counted). A longer one is split where its steps are (a function per step, a file per
 //! question), not squeezed.
@@ -9,10 +9,6 @@ use std::path::{Path, PathBuf};
 const FILE_LINES: usize = 650;
 /// A screen: the longest function.
 const SCREEN: usize = 60;
-
-/// Folders on their way out of this crate (issue 39: workspace crates of their own, which
-/// hold themselves to the same sizes there).
-const LEAVING: &[&str] = &["plugin", "ops/serving", "ops/secure_metrics"];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -75,20 +71,20 @@ fn long_functions(text: &str, limit: usize) -> Vec<(usize, usize)> {
     long
 }
 
+/// The manager's own sources: `src/` and every `crates/*/src/`, so a folder that leaves for
+/// a workspace crate stays held to the same sizes. Returns the repository root (to name
+/// files by) and the files.
 fn sources() -> (PathBuf, Vec<PathBuf>) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    files.retain(|f| {
-        let relative = f
-            .strip_prefix(&src)
-            .unwrap_or(f)
-            .to_string_lossy()
-            .to_string();
-        !LEAVING.iter().any(|l| relative.starts_with(l))
-    });
+    rust_files(&root.join("src"), &mut files);
+    if let Ok(crates) = std::fs::read_dir(root.join("crates")) {
+        for krate in crates.flatten() {
+            rust_files(&krate.path().join("src"), &mut files);
+        }
+    }
     files.sort();
-    (src, files)
+    (root, files)
 }
 
 #[test]

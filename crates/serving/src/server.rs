@@ -135,13 +135,8 @@ pub async fn serve(
     limits: HttpLimits,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let mut http = http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout)
-        .max_buf_size(limits.max_header_bytes.max(8192));
-    let http = Arc::new(http);
-    let max_connections = limits.max_connections.max(1);
-    let permits = Arc::new(Semaphore::new(max_connections));
+    let http = Arc::new(http_builder(&limits));
+    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let slots = Arc::new(Slots::default());
     let stopping = CancellationToken::new();
     let mut connections = JoinSet::new();
@@ -170,11 +165,7 @@ pub async fn serve(
             },
         };
         let open = slots.open();
-        if slots::must_make_room(permits.available_permits(), limits.reserved_connections)
-            && !slots.evict_longest_idle(&open.slot)
-        {
-            tracing::debug!(%peer, "every connection is answering a request; none closed for a new one");
-        }
+        make_room(&slots, &permits, &limits, &open.slot, peer);
         let connection = Connection {
             http: http.clone(),
             router: router.clone(),
@@ -189,11 +180,43 @@ pub async fn serve(
             connection.run(tcp, transport).await;
         });
     }
-    // New clients are refused from here on; idle connections close at once, requests in
-    // progress may finish within the grace, and the rest is cut.
+    // New clients are refused from here on.
     drop(listener);
+    drain(connections, &stopping, limits.shutdown_grace).await;
+    Ok(())
+}
+
+/// Closes the longest-idle connection when the free slots fall to the reserved ones, so a new client
+/// is answered even while keep-alive connections hold the rest.
+fn make_room(
+    slots: &Slots,
+    permits: &Semaphore,
+    limits: &HttpLimits,
+    newest: &Slot,
+    peer: std::net::SocketAddr,
+) {
+    if slots::must_make_room(permits.available_permits(), limits.reserved_connections)
+        && !slots.evict_longest_idle(newest)
+    {
+        tracing::debug!(%peer, "every connection is answering a request; none closed for a new one");
+    }
+}
+
+/// The HTTP/1 settings every connection shares: a header that is slow or large is cut, so a
+/// client cannot hold a slot by trickling bytes.
+fn http_builder(limits: &HttpLimits) -> http1::Builder {
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(limits.max_header_bytes.max(8192));
+    http
+}
+
+/// Ends the connections on shutdown: idle ones close at once, requests in progress may finish
+/// within `grace`, and the rest is cut, so shutdown never waits on a slow client.
+async fn drain(mut connections: JoinSet<()>, stopping: &CancellationToken, grace: Duration) {
     stopping.cancel();
-    let drained = tokio::time::timeout(limits.shutdown_grace, async {
+    let drained = tokio::time::timeout(grace, async {
         while connections.join_next().await.is_some() {}
     });
     if drained.await.is_err() {
@@ -203,7 +226,6 @@ pub async fn serve(
         );
     }
     connections.shutdown().await;
-    Ok(())
 }
 
 /// Why a connection ended, besides the client closing it.
