@@ -43,6 +43,7 @@ use crate::reconcile::context::Context;
 use crate::reconcile::memory::expectations::CachedChildren;
 use crate::reconcile::memory::pace::Pace;
 use crate::reconcile::memory::refusals::Held;
+use crate::reconcile::memory::replan::PlanClock;
 use plan::Plan;
 use status::{ParentStatus, Standing};
 
@@ -69,7 +70,7 @@ pub async fn parent<P: Parent, S: ParentStatus>(
         // children; recreating them would fight it.
         return Ok(Outcome::DONE);
     }
-    let planning = Instant::now();
+    let planning = PlanClock::start();
     let (desired, cached) = look(ctx, parent, ctx.cache::<P::Child>()?);
     let mut plan = plan_writes(parent, desired, &cached);
     let mut planned_in = planning.elapsed();
@@ -78,7 +79,7 @@ pub async fn parent<P: Parent, S: ParentStatus>(
     let Some(learned) = learn(ctx, parent, &mut plan, held, applied)? else {
         return Ok(Outcome::DONE);
     };
-    let deciding = Instant::now();
+    let deciding = PlanClock::start();
     let decided = decide(ctx, parent, &plan, current, status);
     planned_in += deciding.elapsed();
     let (known, desired_status) = (decided.known.as_ref(), &decided.status);

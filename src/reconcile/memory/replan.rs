@@ -21,8 +21,12 @@ use crate::metrics::Metrics;
 const FACTOR: u32 = 10;
 /// ...but never held longer than this: what a deleted child waits, at most, during a build.
 const LONGEST: Duration = Duration::from_secs(1);
-/// A shorter wait is not worth a requeue (a Tuple plans in microseconds).
+/// A shorter wait is not worth a requeue.
 const SHORTEST: Duration = Duration::from_millis(1);
+/// A plan cheaper than this is never held: replanning it back to back costs nothing worth
+/// saving (a Tuple plans in tens of microseconds, a few hundred in a debug build on a busy
+/// machine), and holding it only holds its answer back.
+const CHEAP: Duration = Duration::from_millis(1);
 
 /// The last plan of a parent that ended waiting for its children.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,9 +43,47 @@ pub fn wait_before_replan(
     generation: Option<i64>,
     now: Instant,
 ) -> Option<Duration> {
-    let last = last.filter(|l| l.generation == generation)?;
+    let last = last.filter(|l| l.generation == generation && l.cost >= CHEAP)?;
     let due = last.at + last.cost.saturating_mul(FACTOR).min(LONGEST);
     due.checked_duration_since(now).filter(|d| *d >= SHORTEST)
+}
+
+/// Measures what a plan cost: the CPU its thread spent on it, not the wall clock. A thread
+/// preempted in the middle of a Tuple's plan (two cores, a busy machine) would otherwise
+/// count the other threads' time as the plan's, and hold the Tuple for ten times that.
+/// The plan is synchronous, so it runs on one thread from start to end.
+pub struct PlanClock {
+    started: Duration,
+}
+
+impl PlanClock {
+    pub fn start() -> PlanClock {
+        PlanClock {
+            started: Self::now(),
+        }
+    }
+
+    /// The CPU spent since [`PlanClock::start`].
+    pub fn elapsed(&self) -> Duration {
+        Self::now().saturating_sub(self.started)
+    }
+
+    /// The calling thread's CPU time; the wall clock where the system cannot tell it.
+    fn now() -> Duration {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime only writes the timespec it is given.
+        let read = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+        match (read, u64::try_from(t.tv_sec), u32::try_from(t.tv_nsec)) {
+            (0, Ok(secs), Ok(nanos)) => Duration::new(secs, nanos),
+            _ => {
+                static WALL: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+                WALL.get_or_init(Instant::now).elapsed()
+            }
+        }
+    }
 }
 
 /// The last plans of the parents that wait, by object key.
@@ -93,6 +135,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_plan_costs_its_cpu_not_the_time_its_thread_was_away() {
+        let clock = PlanClock::start();
+        // Off the CPU, as a preempted thread is.
+        std::thread::sleep(Duration::from_millis(50));
+        let cost = clock.elapsed();
+        assert!(cost < Duration::from_millis(10), "{cost:?}");
+        // On the CPU: counted.
+        let clock = PlanClock::start();
+        let spin = Instant::now();
+        while spin.elapsed() < Duration::from_millis(20) {
+            std::hint::black_box(spin.elapsed());
+        }
+        assert!(clock.elapsed() >= Duration::from_millis(1));
+    }
+
+    #[test]
     fn a_waiting_parent_is_planned_again_after_ten_times_its_cost() {
         let now = Instant::now();
         let ms = Duration::from_millis;
@@ -126,5 +184,11 @@ mod tests {
             ..last
         };
         assert_eq!(wait_before_replan(Some(&tuple), Some(1), now), None);
+        // Nor when a debug build on a busy machine took ten times as long.
+        let busy_tuple = LastPlan {
+            cost: Duration::from_micros(200),
+            ..last
+        };
+        assert_eq!(wait_before_replan(Some(&busy_tuple), Some(1), now), None);
     }
 }
