@@ -10,19 +10,6 @@ const FILE_LINES: usize = 650;
 /// A screen: the longest function.
 const SCREEN: usize = 60;
 
-/// Functions of the `kubectl math` plugin still longer than a screen when it left `src/` for a
-/// crate of its own (issue 39), by file and length: to be split as the rest was. The list only
-/// shrinks: a new long function fails, and so does one listed here once it is split or changes
-/// length (take it off the list).
-const NOT_YET_SPLIT: &[(&str, usize)] = &[
-    ("crates/kubectl-math/src/cli.rs", 83),
-    ("crates/kubectl-math/src/lib.rs", 69),
-    ("crates/kubectl-math/src/lib.rs", 70),
-    ("crates/kubectl-math/src/render.rs", 66),
-    ("crates/kubectl-math/src/tests/memo.rs", 62),
-    ("crates/kubectl-math/src/tests.rs", 61),
-];
-
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -122,7 +109,6 @@ fn no_source_file_is_longer_than_a_reader_takes_in() {
 fn no_function_is_longer_than_a_screen() {
     let (src, files) = sources();
     let mut long = Vec::new();
-    let mut known: Vec<(String, usize)> = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap_or_default();
         let relative = file
@@ -131,26 +117,10 @@ fn no_function_is_longer_than_a_screen() {
             .display()
             .to_string();
         for (line, span) in long_functions(&text, SCREEN) {
-            known.push((relative.clone(), span));
-            if !NOT_YET_SPLIT
-                .iter()
-                .any(|(f, s)| *f == relative && *s == span)
-            {
-                long.push(format!("{relative}:{line}: {span} lines"));
-            }
+            long.push(format!("{relative}:{line}: {span} lines"));
         }
     }
     assert!(long.is_empty(), "over {SCREEN} lines:\n{}", long.join("\n"));
-    let split: Vec<String> = NOT_YET_SPLIT
-        .iter()
-        .filter(|(file, span)| !known.iter().any(|(f, s)| f == file && s == span))
-        .map(|(file, span)| format!("{file} ({span} lines)"))
-        .collect();
-    assert!(
-        split.is_empty(),
-        "split, or changed: take these off NOT_YET_SPLIT:\n{}",
-        split.join("\n")
-    );
 }
 
 #[test]

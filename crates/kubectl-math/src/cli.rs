@@ -3,14 +3,14 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use k8s_openapi::jiff::Timestamp;
 
 use super::load::{self, PluginError};
 use super::render::{self, Marks, Options};
-use super::{Kind, Target, build, watch};
+use super::{Kind, Node, Objects, Target, build, watch};
 
 /// Default for `--max-children`: a Tuple's Numbers fit; a Fermat's 10000 Tuples do not.
 pub const MAX_CHILDREN: usize = 20;
@@ -120,25 +120,12 @@ pub fn colour_wanted(is_terminal: bool) -> bool {
     is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// Run the command line.
+/// Run the command line: refuse what cannot work before connecting, list once, then either
+/// hand the screen to the live view or print the tree once.
 pub async fn run(cli: Cli) -> Result<(), PluginError> {
     let Command::Tree(args) = cli.command;
     let target = parse_target(&args.target)?;
-    if cli.global.all_namespaces && target != Target::All {
-        return Err(PluginError::Usage(
-            "a single object cannot be looked up across all namespaces: use -n NAMESPACE".into(),
-        ));
-    }
-    if args.watch && args.output == Output::Json {
-        return Err(PluginError::Usage(
-            "--watch draws on a terminal; -o json prints once".into(),
-        ));
-    }
-    if args.watch && !std::io::stdout().is_terminal() {
-        return Err(PluginError::Usage(
-            "--watch draws in a terminal and this output is not one: drop --watch to print the tree once".into(),
-        ));
-    }
+    refuse_contradictions(&cli.global, &args, &target, std::io::stdout().is_terminal())?;
     let conn = load::connect(cli.global.kubeconfig, cli.global.context).await?;
     let namespace = cli
         .global
@@ -150,7 +137,6 @@ pub async fn run(cli: Cli) -> Result<(), PluginError> {
         max_children: args.max_children,
         namespaces: cli.global.all_namespaces,
     };
-    let timings = std::env::var_os("KUBECTL_MATH_TIMINGS").is_some();
 
     let started = Instant::now();
     let objects = load::list_all(&conn, scope).await?;
@@ -170,32 +156,59 @@ pub async fn run(cli: Cli) -> Result<(), PluginError> {
         };
         return watch.run(objects).await;
     }
+    print_once(&objects, &target, &namespace, args.output, &options, listed)
+}
 
+/// Flags that contradict each other or the terminal, refused before anything is asked of the
+/// cluster, so the person learns it at once and nothing is half-drawn.
+pub fn refuse_contradictions(
+    global: &Global,
+    args: &TreeArgs,
+    target: &Target,
+    stdout_is_terminal: bool,
+) -> Result<(), PluginError> {
+    if global.all_namespaces && *target != Target::All {
+        return Err(PluginError::Usage(
+            "a single object cannot be looked up across all namespaces: use -n NAMESPACE".into(),
+        ));
+    }
+    if args.watch && args.output == Output::Json {
+        return Err(PluginError::Usage(
+            "--watch draws on a terminal; -o json prints once".into(),
+        ));
+    }
+    if args.watch && !stdout_is_terminal {
+        return Err(PluginError::Usage(
+            "--watch draws in a terminal and this output is not one: drop --watch to print the tree once".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The one-shot tree: built, drawn and printed once. With `KUBECTL_MATH_TIMINGS` set, stderr
+/// says where the time went (the list took `listed`), to tell a slow cluster from a slow
+/// plugin.
+fn print_once(
+    objects: &Objects,
+    target: &Target,
+    namespace: &str,
+    output: Output,
+    options: &Options,
+    listed: Duration,
+) -> Result<(), PluginError> {
     let started = Instant::now();
-    let roots = build(&objects, &target, &namespace)?;
+    let roots = build(objects, target, namespace)?;
     let built = started.elapsed();
     let started = Instant::now();
-    let text = match args.output {
-        Output::Json => render::json_text(&render::to_json(&roots, args.depth)),
-        Output::Text => {
-            let lines = render::lines(&roots, &options, &Marks::default(), Timestamp::now());
-            render::to_text(&lines, colour_wanted(std::io::stdout().is_terminal()))
-        }
-    };
+    let text = draw(&roots, output, options);
     let rendered = started.elapsed();
-    if roots.is_empty() && args.output == Output::Text {
-        match scope {
-            Some(ns) => eprintln!("No Fermats, Tuples or Numbers found in namespace {ns}."),
-            None => eprintln!("No Fermats, Tuples or Numbers found."),
-        }
+    if roots.is_empty() && output == Output::Text {
+        let scope = (!options.namespaces).then_some(namespace);
+        say_nothing_found(scope);
     } else {
-        let mut stdout = std::io::stdout().lock();
-        // A closed pipe (`| head`) is not an error worth a message.
-        let _ = stdout
-            .write_all(text.as_bytes())
-            .and_then(|_| stdout.flush());
+        print(&text);
     }
-    if timings {
+    if std::env::var_os("KUBECTL_MATH_TIMINGS").is_some() {
         eprintln!(
             "timings: list {listed:?} ({} objects), build {built:?}, render {rendered:?} ({} lines)",
             objects.len(),
@@ -203,4 +216,32 @@ pub async fn run(cli: Cli) -> Result<(), PluginError> {
         );
     }
     Ok(())
+}
+
+/// The trees as `output` asks: JSON for scripts, or aligned text (coloured on a terminal).
+fn draw(roots: &[Node], output: Output, options: &Options) -> String {
+    match output {
+        Output::Json => render::json_text(&render::to_json(roots, options.depth)),
+        Output::Text => {
+            let lines = render::lines(roots, options, &Marks::default(), Timestamp::now());
+            render::to_text(&lines, colour_wanted(std::io::stdout().is_terminal()))
+        }
+    }
+}
+
+/// An empty tree prints nothing on stdout; stderr says where nothing was found, as
+/// `kubectl get` does.
+fn say_nothing_found(scope: Option<&str>) {
+    match scope {
+        Some(ns) => eprintln!("No Fermats, Tuples or Numbers found in namespace {ns}."),
+        None => eprintln!("No Fermats, Tuples or Numbers found."),
+    }
+}
+
+/// The drawn tree on stdout. A closed pipe (`| head`) is not an error worth a message.
+fn print(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|_| stdout.flush());
 }

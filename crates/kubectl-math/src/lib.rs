@@ -261,12 +261,40 @@ fn diagnose<C: Child + InTree>(
 ) -> Vec<Arc<Node>> {
     let uid = parent.uid.as_deref().unwrap_or_default();
     let ns = parent.namespace.as_deref().unwrap_or_default();
-    let desired = &wants.desired;
+    let plan = plan_children(uid, &wants.desired, found, &owned);
+    let problems = problems_by_name(&plan);
+    let mut nodes = Vec::with_capacity(wants.desired.len() + plan.delete.len());
+    for (i, want) in wants.desired.iter().enumerate() {
+        let problem = problems.get(want.name.as_str()).cloned();
+        nodes.push(match &found[i] {
+            Some(child) => found_node(child, problem, &node),
+            // Missing, or a name too long to ever exist: neither depends on the cluster.
+            None => wants.missing[i]
+                .get_or_insert_with(|| missing_node::<C>(ns, want, problem, &wanted))
+                .clone(),
+        });
+    }
+    nodes.extend(unwanted_nodes(&plan.delete, &node));
+    nodes
+}
+
+/// The manager's own plan for these children, so the tree marks exactly what the
+/// controller would act on; with nothing in flight (the plugin writes nothing).
+fn plan_children<C: Child>(
+    uid: &str,
+    desired: &[Desired<C::Spec>],
+    found: &[Option<Arc<C>>],
+    owned: &[Arc<C>],
+) -> plan::Plan<C> {
     let by_name: HashMap<String, Arc<C>> = (desired.iter().zip(found))
         .filter_map(|(d, c)| c.as_ref().map(|c| (d.name.clone(), c.clone())))
         .collect();
-    let plan = plan::plan(uid, desired.to_vec(), &by_name, &owned, &HashSet::new());
+    plan::plan(uid, desired.to_vec(), &by_name, owned, &HashSet::new())
+}
 
+/// What the plan finds wrong, by child name: the plan lists children by what is to be done
+/// with them, the tree marks each child where it is drawn.
+fn problems_by_name<C: Child>(plan: &plan::Plan<C>) -> Map<&str, Problem> {
     let mut problems: Map<&str, Problem> = Map::default();
     for name in &plan.invalid_names {
         problems.insert(name, Problem::NameTooLong);
@@ -286,39 +314,52 @@ fn diagnose<C: Child + InTree>(
     for (child, _) in &plan.adopt {
         problems.insert(key(child.as_ref()).1, Problem::NoController);
     }
+    problems
+}
 
-    let mut nodes = Vec::with_capacity(desired.len() + plan.delete.len());
-    for (i, want) in desired.iter().enumerate() {
-        let problem = problems.get(want.name.as_str()).cloned();
-        let node = match &found[i] {
-            Some(child) => {
-                let foreign = matches!(problem, Some(Problem::ControlledByOther { .. }));
-                let mut n = node(child, !foreign);
-                if let Some(problem) = problem {
-                    Arc::make_mut(&mut n).add_problem(problem);
-                }
-                n
-            }
-            // Missing, or a name too long to ever exist: neither depends on the cluster.
-            None => wants.missing[i]
-                .get_or_insert_with(|| {
-                    let mut n = Node::new(C::NODE, None, ns, &want.name);
-                    n.summary = format!("wanted: {}", wanted(&want.spec));
-                    n.problems.extend(problem.or(Some(Problem::Missing)));
-                    Arc::new(n.finish())
-                })
-                .clone(),
-        };
-        nodes.push(node);
+/// A desired child that exists, with the problem its parent finds. One controlled by someone
+/// else is drawn without its children: they belong to its real owner's tree.
+fn found_node<C>(
+    child: &Arc<C>,
+    problem: Option<Problem>,
+    node: impl Fn(&Arc<C>, bool) -> Arc<Node>,
+) -> Arc<Node> {
+    let foreign = matches!(problem, Some(Problem::ControlledByOther { .. }));
+    let mut n = node(child, !foreign);
+    if let Some(problem) = problem {
+        Arc::make_mut(&mut n).add_problem(problem);
     }
-    let mut unwanted: Vec<&Arc<C>> = plan.delete.iter().collect();
+    n
+}
+
+/// A desired child that does not exist: what its parent wants of it, and why it is not there
+/// (missing, or a name Kubernetes would refuse).
+fn missing_node<C: Child + InTree>(
+    ns: &str,
+    want: &Desired<C::Spec>,
+    problem: Option<Problem>,
+    wanted: impl Fn(&C::Spec) -> String,
+) -> Arc<Node> {
+    let mut n = Node::new(C::NODE, None, ns, &want.name);
+    n.summary = format!("wanted: {}", wanted(&want.spec));
+    n.problems.extend(problem.or(Some(Problem::Missing)));
+    Arc::new(n.finish())
+}
+
+/// The children the parent owns and no longer wants, by name, after the wanted ones.
+fn unwanted_nodes<C: Child>(
+    delete: &[Arc<C>],
+    node: impl Fn(&Arc<C>, bool) -> Arc<Node>,
+) -> Vec<Arc<Node>> {
+    let mut unwanted: Vec<&Arc<C>> = delete.iter().collect();
     unwanted.sort_by(|a, b| key(a.as_ref()).1.cmp(key(b.as_ref()).1));
-    for child in unwanted {
-        let mut n = node(child, true);
-        Arc::make_mut(&mut n).add_problem(Problem::Unwanted);
-        nodes.push(n);
-    }
-    nodes
+    (unwanted.into_iter())
+        .map(|child| {
+            let mut n = node(child, true);
+            Arc::make_mut(&mut n).add_problem(Problem::Unwanted);
+            n
+        })
+        .collect()
 }
 
 fn compact_json<S: serde::Serialize>(spec: &S) -> String {
@@ -351,68 +392,71 @@ fn roots(
     namespace: &str,
 ) -> Result<Vec<Node>, NotFound> {
     match target {
-        Target::One { kind, name } => {
-            let wanted = |meta: &ObjectMeta| {
-                meta.name.as_deref() == Some(name) && meta.namespace.as_deref() == Some(namespace)
-            };
-            let node = match kind {
-                Kind::Fermat => (objects.fermats.iter())
-                    .find(|f| wanted(f.meta()))
-                    .map(|f| index.fermat(f)),
-                Kind::Tuple => (objects.tuples.iter())
-                    .find(|t| wanted(t.meta()))
-                    .map(|t| Arc::unwrap_or_clone(index.tuple(t, true))),
-                Kind::Number => (objects.numbers.iter())
-                    .find(|n| wanted(n.meta()))
-                    .map(number_node),
-            };
-            node.map(|n| vec![n]).ok_or_else(|| NotFound {
+        Target::One { kind, name } => (one_root(index, objects, *kind, name, namespace))
+            .map(|n| vec![n])
+            .ok_or_else(|| NotFound {
                 kind: *kind,
                 name: name.clone(),
                 namespace: namespace.to_string(),
-            })
-        }
-        Target::All => {
-            let fermat_uids: HashSet<&str> = objects
-                .fermats
-                .iter()
-                .filter_map(|f| f.meta().uid.as_deref())
-                .collect();
-            let tuple_uids: HashSet<&str> = objects
-                .tuples
-                .iter()
-                .filter_map(|t| t.meta().uid.as_deref())
-                .collect();
-            let root = |controller: Option<&str>, parents: &HashSet<&str>| {
-                controller.is_none_or(|uid| !parents.contains(uid))
-            };
-            let mut roots: Vec<Node> = objects.fermats.iter().map(|f| index.fermat(f)).collect();
-            roots.extend(
-                (objects.tuples.iter())
-                    .filter(|t| {
-                        root(
-                            math_controller::kind::controller_uid(t.as_ref()),
-                            &fermat_uids,
-                        )
-                    })
-                    .map(|t| Arc::unwrap_or_clone(index.tuple(t, true))),
-            );
-            roots.extend(
-                (objects.numbers.iter())
-                    .filter(|n| {
-                        root(
-                            math_controller::kind::controller_uid(n.as_ref()),
-                            &tuple_uids,
-                        )
-                    })
-                    .map(number_node),
-            );
-            roots.sort_by(|a, b| {
-                (&a.namespace, a.kind, &a.name).cmp(&(&b.namespace, b.kind, &b.name))
-            });
-            Ok(roots)
-        }
+            }),
+        Target::All => Ok(all_roots(index, objects)),
     }
+}
+
+/// The tree of the object of `kind` named `name` in `namespace`, if it was listed.
+fn one_root(
+    index: &Index,
+    objects: &Objects,
+    kind: Kind,
+    name: &str,
+    namespace: &str,
+) -> Option<Node> {
+    let wanted = |meta: &ObjectMeta| {
+        meta.name.as_deref() == Some(name) && meta.namespace.as_deref() == Some(namespace)
+    };
+    match kind {
+        Kind::Fermat => (objects.fermats.iter())
+            .find(|f| wanted(f.meta()))
+            .map(|f| index.fermat(f)),
+        Kind::Tuple => (objects.tuples.iter())
+            .find(|t| wanted(t.meta()))
+            .map(|t| Arc::unwrap_or_clone(index.tuple(t, true))),
+        Kind::Number => (objects.numbers.iter())
+            .find(|n| wanted(n.meta()))
+            .map(number_node),
+    }
+}
+
+/// Every tree: each Fermat's, and each Tuple's and Number's that no listed parent controls
+/// (an owner of another kind, one already gone, or none), sorted by namespace, kind and name.
+fn all_roots(index: &Index, objects: &Objects) -> Vec<Node> {
+    let fermat_uids = uids(&objects.fermats);
+    let tuple_uids = uids(&objects.tuples);
+    let mut roots: Vec<Node> = objects.fermats.iter().map(|f| index.fermat(f)).collect();
+    roots.extend(
+        (objects.tuples.iter())
+            .filter(|t| is_root(t.as_ref(), &fermat_uids))
+            .map(|t| Arc::unwrap_or_clone(index.tuple(t, true))),
+    );
+    roots.extend(
+        (objects.numbers.iter())
+            .filter(|n| is_root(n.as_ref(), &tuple_uids))
+            .map(number_node),
+    );
+    roots.sort_by(|a, b| (&a.namespace, a.kind, &a.name).cmp(&(&b.namespace, b.kind, &b.name)));
+    roots
+}
+
+/// The UIDs of the listed parents of one kind.
+fn uids<K: Resource>(objects: &[Arc<K>]) -> HashSet<&str> {
+    (objects.iter())
+        .filter_map(|o| o.meta().uid.as_deref())
+        .collect()
+}
+
+/// Whether an object heads a tree of its own: no controller among `parents`.
+fn is_root<K: Resource>(obj: &K, parents: &HashSet<&str>) -> bool {
+    math_controller::kind::controller_uid(obj).is_none_or(|uid| !parents.contains(uid))
 }
 
 /// Whether the object's kind has a Ready condition that is True for its generation; what the

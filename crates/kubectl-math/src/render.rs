@@ -263,13 +263,40 @@ pub fn fold_summary(hidden: &[&Node], more: bool) -> String {
     format!("… {count} {more}{noun}: {}", parts.join(", "))
 }
 
+/// One node's row: its name in the tree, Ready, age, and its status followed by what is wrong
+/// with it and what just changed.
 fn row(node: &Node, prefix: &str, marks: &Marks, now: Timestamp) -> Row {
     let flashes = node.uid().and_then(|uid| marks.by_uid.get(uid));
     let gone = node.object.is_none()
         && marks
             .gone
             .contains(&(node.kind, node.namespace.clone(), node.name.clone()));
-    let name_style = if flashes.is_some() {
+    let tree = vec![
+        span(prefix, Style::Dim),
+        span(
+            display_name(node.kind, &node.name),
+            name_style(node, flashes.is_some(), gone),
+        ),
+    ];
+    let mut status = vec![span(node.summary.clone(), Style::Plain)];
+    if let Ready::False { message, .. } = &node.ready {
+        status.push(span(format!("  {message}"), Style::Waiting));
+    }
+    status.extend(node.problems.iter().map(|p| problem_span(p, gone)));
+    status.extend((flashes.into_iter().flatten()).map(|f| flash_span(f, node)));
+    Row {
+        namespace: escape_terminal(&node.namespace).into_owned(),
+        tree,
+        ready: ready_span(&node.ready),
+        age: created_ago(node, now),
+        status,
+    }
+}
+
+/// A name stands out when it just changed (`flashed`), just disappeared (`gone`), or is
+/// missing: where the learner's eye should go.
+fn name_style(node: &Node, flashed: bool, gone: bool) -> Style {
+    if flashed {
         Style::Flash
     } else if gone {
         Style::FlashBad
@@ -277,57 +304,47 @@ fn row(node: &Node, prefix: &str, marks: &Marks, now: Timestamp) -> Row {
         Style::Bad
     } else {
         Style::Plain
-    };
-    let tree = vec![
-        span(prefix, Style::Dim),
-        span(display_name(node.kind, &node.name), name_style),
-    ];
-    let ready = match node.ready {
+    }
+}
+
+/// The READY column: True, False (waiting, not an error) or `-` for no condition yet.
+fn ready_span(ready: &Ready) -> Span {
+    match ready {
         Ready::True => span("True", Style::Good),
         Ready::False { .. } => span("False", Style::Waiting),
         Ready::Unknown => span("-", Style::Dim),
-    };
-    let age = node
-        .object
-        .as_ref()
+    }
+}
+
+/// The AGE column, as kubectl shows it; `-` for a child that does not exist.
+fn created_ago(node: &Node, now: Timestamp) -> String {
+    (node.object.as_ref())
         .and_then(|o| o.meta().creation_timestamp.as_ref())
         .map(|t| age(now.duration_since(t.0).as_secs()))
-        .unwrap_or_else(|| "-".to_string());
-    let mut status = vec![span(node.summary.clone(), Style::Plain)];
-    if let Ready::False { message, .. } = &node.ready {
-        status.push(span(format!("  {message}"), Style::Waiting));
+        .unwrap_or_else(|| "-".to_string())
+}
+
+/// One problem in the status column. A child deleted a moment ago says so, highlighted,
+/// rather than the plain "missing" it will say once the highlight fades.
+fn problem_span(problem: &Problem, gone: bool) -> Span {
+    if gone && *problem == Problem::Missing {
+        span("  ✗ gone: deleted just now", Style::FlashBad)
+    } else {
+        span(format!("  ✗ {}", problem.message()), Style::Bad)
     }
-    for problem in &node.problems {
-        let style = if gone && *problem == Problem::Missing {
-            Style::FlashBad
-        } else {
-            Style::Bad
-        };
-        let text = if gone && *problem == Problem::Missing {
-            "gone: deleted just now".to_string()
-        } else {
-            problem.message()
-        };
-        status.push(span(format!("  ✗ {text}"), style));
-    }
-    for flash in flashes.into_iter().flatten() {
-        let text = match flash {
-            Flash::Back { previous_uid } => format!(
-                "  ↻ back, new uid {} (was {})",
-                short_uid(node.uid().unwrap_or_default()),
-                short_uid(previous_uid)
-            ),
-            Flash::NowReady => "  ✓ now Ready".to_string(),
-        };
-        status.push(span(text, Style::Flash));
-    }
-    Row {
-        namespace: escape_terminal(&node.namespace).into_owned(),
-        tree,
-        ready,
-        age,
-        status,
-    }
+}
+
+/// One change the live view has just seen, in the status column.
+fn flash_span(flash: &Flash, node: &Node) -> Span {
+    let text = match flash {
+        Flash::Back { previous_uid } => format!(
+            "  ↻ back, new uid {} (was {})",
+            short_uid(node.uid().unwrap_or_default()),
+            short_uid(previous_uid)
+        ),
+        Flash::NowReady => "  ✓ now Ready".to_string(),
+    };
+    span(text, Style::Flash)
 }
 
 fn short_uid(uid: &str) -> &str {

@@ -1,11 +1,12 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use clap::Parser as _;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use super::cli::parse_target;
+use super::cli::{Cli, Command, parse_target, refuse_contradictions};
 use super::live::{HIGHLIGHT, Seen, Tracker};
 use super::render::{self, Flash, Marks, Options};
 use super::*;
@@ -439,6 +440,35 @@ fn targets_parse_like_kubectl_arguments() {
     assert!(parse_target(&words(&["fermat/"])).is_err());
 }
 
+/// What `kubectl math tree` refuses before it connects, for a command line as typed and
+/// whether stdout is a terminal: the error's words, or `None` when the request can go ahead.
+fn refused(line: &[&str], on_terminal: bool) -> Option<String> {
+    let words = std::iter::once("kubectl-math").chain(line.iter().copied());
+    let cli = Cli::try_parse_from(words).expect("a command line clap accepts");
+    let Command::Tree(args) = &cli.command;
+    let target = parse_target(&args.target).expect("a valid target");
+    refuse_contradictions(&cli.global, args, &target, on_terminal)
+        .err()
+        .map(|e| e.to_string())
+}
+
+#[test]
+fn contradicting_flags_are_refused_before_connecting() {
+    assert_eq!(refused(&["tree"], false), None);
+    assert_eq!(refused(&["tree", "-A", "-o", "json"], false), None);
+    assert_eq!(refused(&["tree", "-w", "fermat/f"], true), None);
+    let says = |line: &[&str], on_terminal, words: &str| {
+        let error = refused(line, on_terminal);
+        assert!(
+            error.as_deref().is_some_and(|e| e.contains(words)),
+            "{line:?}: {error:?}"
+        );
+    };
+    says(&["tree", "-A", "fermat/f"], true, "use -n NAMESPACE");
+    says(&["tree", "-w", "-o", "json"], true, "-o json prints once");
+    says(&["tree", "-w"], false, "drop --watch");
+}
+
 #[test]
 fn a_child_that_just_came_back_is_drawn_even_when_its_siblings_fold() {
     let f = tree(&fermat("f", 60), one(Kind::Fermat, "f"));
@@ -481,11 +511,13 @@ fn control_characters_are_escaped_as_kubectl_escapes_them() {
     assert_eq!(e(plain), plain);
 }
 
-/// No control character of the cluster's survives, in plain text, colour or JSON; ours (SGR
-/// colours) do.
-#[test]
-fn cluster_strings_cannot_reach_the_terminal() {
-    const EVIL: &str = "\x1b]0;pwned\x07\x1b[2J\r\u{9b}";
+/// Escapes an attacker can put in names, statuses and messages: set the title, clear the
+/// screen, return the cursor, and a C1 CSI.
+const EVIL: &str = "\x1b]0;pwned\x07\x1b[2J\r\u{9b}";
+
+/// Objects whose cluster strings carry terminal escapes: a Number controlled by an owner whose
+/// name has them, a Number's fizzBuzz and Ready message, a Fermat's decomposition.
+fn objects_with_escapes() -> Objects {
     let (t, mut numbers) = tuple("t", vec![4], None);
     // An object of the wanted name controlled by an owner whose name carries escapes.
     numbers[0].metadata.owner_references = Some(owned_by("ConfigMap", EVIL, "uid-x"));
@@ -505,12 +537,18 @@ fn cluster_strings_cannot_reach_the_terminal() {
     if let Some(s) = fermat.status.as_mut() {
         s.decompositions = Some(vec![format!("1²+2²{EVIL}")]);
     }
-    let objects = Objects {
+    Objects {
         fermats: f.fermats,
         tuples: vec![Arc::new(t)],
         numbers: numbers.into_iter().chain([waiting]).map(Arc::new).collect(),
-    };
-    let roots = build(&objects, &Target::All, NS).expect("trees");
+    }
+}
+
+/// No control character of the cluster's survives, in plain text or colour; ours (SGR
+/// colours) do.
+#[test]
+fn cluster_strings_cannot_reach_the_terminal() {
+    let roots = build(&objects_with_escapes(), &Target::All, NS).expect("trees");
     let lines = render::lines(
         &roots,
         &options(20, None),
@@ -537,7 +575,12 @@ fn cluster_strings_cannot_reach_the_terminal() {
         assert!(out.contains("waiting^[]0;pwned^G"), "{out}");
         assert!(out.contains("1²+2²^[]0;pwned^G"), "{out}");
     }
-    // JSON keeps the values (escaped the JSON way), and no raw DEL or C1 either.
+}
+
+/// JSON keeps the cluster's values (escaped the JSON way), with no raw DEL or C1 either.
+#[test]
+fn cluster_strings_reach_json_escaped() {
+    let roots = build(&objects_with_escapes(), &Target::All, NS).expect("trees");
     let json = render::json_text(&render::to_json(&roots, None));
     assert!(!json.chars().any(|c| c.is_control() && c != '\n'), "{json}");
     let back: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");

@@ -14,6 +14,28 @@ fn child<'a>(root: &'a Node, name: &str) -> &'a Arc<Node> {
         .unwrap_or_else(|| panic!("{name} not among {:?}", names(root)))
 }
 
+/// What a learner does to a converged Fermat of 30 between two frames: one Number edited by
+/// hand, one deleted, one Tuple deleted, one Tuple no longer controlled.
+fn edit_the_cluster(objects: &mut Objects) {
+    let at = |objects: &Objects, name: &str| {
+        (objects.numbers.iter())
+            .position(|n| n.name_any() == name)
+            .expect("fixture")
+    };
+    let i = at(objects, "f-2-and-28-1");
+    let mut edited = (*objects.numbers[i]).clone();
+    edited.spec.value = 99;
+    objects.numbers[i] = Arc::new(edited);
+    objects.numbers.retain(|n| n.name_any() != "f-3-and-27-0");
+    objects.tuples.retain(|t| t.name_any() != "f-4-and-26");
+    let i = (objects.tuples.iter())
+        .position(|t| t.name_any() == "f-5-and-25")
+        .expect("fixture");
+    let mut orphan = (*objects.tuples[i]).clone();
+    orphan.metadata.owner_references = None;
+    objects.tuples[i] = Arc::new(orphan);
+}
+
 #[test]
 fn a_memo_reuses_what_did_not_change_and_builds_what_a_fresh_build_would() {
     let target = one(Kind::Fermat, "f");
@@ -26,24 +48,7 @@ fn a_memo_reuses_what_did_not_change_and_builds_what_a_fresh_build_would() {
     );
     assert_eq!(memo.len(), 1 + 15, "the Fermat and its 15 Tuples");
 
-    // One Number edited by hand, one deleted, one Tuple deleted, one Tuple no longer controlled.
-    let at = |objects: &Objects, name: &str| {
-        (objects.numbers.iter())
-            .position(|n| n.name_any() == name)
-            .expect("fixture")
-    };
-    let i = at(&objects, "f-2-and-28-1");
-    let mut edited = (*objects.numbers[i]).clone();
-    edited.spec.value = 99;
-    objects.numbers[i] = Arc::new(edited);
-    objects.numbers.retain(|n| n.name_any() != "f-3-and-27-0");
-    objects.tuples.retain(|t| t.name_any() != "f-4-and-26");
-    let i = (objects.tuples.iter())
-        .position(|t| t.name_any() == "f-5-and-25")
-        .expect("fixture");
-    let mut orphan = (*objects.tuples[i]).clone();
-    orphan.metadata.owner_references = None;
-    objects.tuples[i] = Arc::new(orphan);
+    edit_the_cluster(&mut objects);
 
     let second = build_with(&objects, &target, NS, &mut memo).expect("found");
     assert_eq!(
