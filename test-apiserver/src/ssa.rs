@@ -2,11 +2,13 @@
 //! tracked per leaf field, per item of `x-kubernetes-list-type: map` lists (by their
 //! `x-kubernetes-list-map-keys`) and per value of `set` lists; other lists are atomic.
 
+mod compare;
 mod fields;
 mod merge;
 mod paths;
 
 use crate::util::now;
+use compare::{Comparison, compare, zero};
 use fields::*;
 pub use merge::merge;
 use paths::*;
@@ -14,30 +16,16 @@ pub use paths::{Scope, Shape};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
-/// Whether the write changed what `p` names: an item's presence, or a leaf's value.
-fn differs(old: Option<&Value>, new: &Value, p: &Path) -> bool {
-    let before = old.and_then(|o| get(o, p));
-    if is_membership(p) {
-        before.is_some() != get(new, p).is_some()
-    } else {
-        before != get(new, p)
+/// Drops from every entry but `keep` what the write set (another manager's fields it
+/// took) and what it removed; the rest of each entry stays its owner's.
+fn drop_changed(entries: &mut [Entry], c: &Comparison, keep: impl Fn(&Entry) -> bool) {
+    for e in entries.iter_mut().filter(|e| !keep(e)) {
+        let before = e.fields.len();
+        e.fields.retain(|q| !c.set(q) && !c.removed.contains(q));
+        if e.fields.len() != before {
+            e.time = now();
+        }
     }
-}
-
-/// The paths whose value or presence differs between two versions of an object.
-fn changed_paths(old: Option<&Value>, new: &Value, shape: Shape) -> BTreeSet<Path> {
-    let mut all = leaf_paths(new, WHOLE, shape);
-    if let Some(o) = old {
-        all.extend(leaf_paths(o, WHOLE, shape));
-    }
-    all.into_iter().filter(|p| differs(old, new, p)).collect()
-}
-
-/// Whether a change at `c` takes `q` from its owner: the same path, a subtree replaced
-/// above it, or a value set below what was a leaf (never below an item, whose fields have
-/// their own owners).
-fn takes(c: &Path, q: &Path) -> bool {
-    c == q || q.starts_with(c) || (c.starts_with(q) && !is_membership(q))
 }
 
 /// Drops owned paths that no longer exist in `obj` (an owned ancestor of something that
@@ -55,7 +43,9 @@ fn retain_existing(entries: &mut [Entry], obj: &Value, shape: Shape) {
 }
 
 /// Records an `Update` operation (create, PUT, non-apply PATCH) by `manager` into
-/// `new.metadata.managedFields`, based on the fields that changed since `old`.
+/// `new.metadata.managedFields`: the manager owns what the write added or changed since
+/// `old` (`None`: a create, compared with the kind's zero value), maps and lists it added
+/// included; other managers lose what it changed or removed.
 pub fn record_update(
     old: Option<&Value>,
     new: &mut Value,
@@ -83,23 +73,14 @@ pub fn record_update(
     {
         entries.clear();
     }
-    let changed: Vec<Path> = leaf_paths(new, scope, shape)
-        .into_iter()
-        .filter(|p| differs(old, new, p))
-        .collect();
-    let all_changed = changed_paths(old, new, shape);
+    let created = zero(shape);
+    let c = compare(Some(old.unwrap_or(&created)), new, shape);
     let sub = subresource_name(scope);
     retain_existing(&mut entries, new, shape);
-    for e in entries.iter_mut() {
-        if e.is(manager, "Update", &sub) {
-            continue;
-        }
-        let before = e.fields.len();
-        e.fields
-            .retain(|q| !all_changed.iter().any(|c| takes(c, q)));
-        if e.fields.len() != before {
-            e.time = now();
-        }
+    drop_changed(&mut entries, &c, |e| e.is(manager, "Update", &sub));
+    let changed: Vec<Path> = c.set_in(scope).cloned().collect();
+    if let Some(e) = entries.iter_mut().find(|e| e.is(manager, "Update", &sub)) {
+        e.fields.retain(|q| !c.removed.contains(q));
     }
     if !changed.is_empty() {
         if let Some(e) = entries.iter_mut().find(|e| e.is(manager, "Update", &sub)) {
@@ -186,15 +167,10 @@ pub fn apply(
             }
         }
     }
-    let changed = changed_paths(live, &obj, shape);
+    let c = compare(live, &obj, shape);
     let mut conflicts = vec![];
     for e in entries.iter_mut().filter(|e| e.manager != manager) {
-        let taken: Vec<Path> = e
-            .fields
-            .iter()
-            .filter(|q| changed.iter().any(|c| takes(c, q)))
-            .cloned()
-            .collect();
+        let taken: Vec<Path> = e.fields.iter().filter(|q| c.set(q)).cloned().collect();
         if force {
             for q in &taken {
                 e.fields.remove(q);

@@ -293,3 +293,155 @@ async fn unknown_fields_deep_in_a_built_in_kind_are_named_by_path() {
     );
     assert_eq!(patched.body["details"]["causes"][0]["field"], "patch");
 }
+
+/// The managedFields entry of `manager` (Update or Apply, as `operation` says).
+fn fields_of(obj: &Value, manager: &str, operation: &str) -> Value {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["manager"] == manager && e["operation"] == operation)
+        .map(|e| e["fieldsV1"].clone())
+        .unwrap_or(Value::Null)
+}
+
+/// An Update that adds a map records the map itself as owned (`create a ConfigMap`, `a
+/// merge patch`): v1.36.2's `fieldsV1` for a ConfigMap created with data `{a}` and labels
+/// `{app}` is `{"f:data": {".": {}, "f:a": {}}, "f:metadata": {"f:labels": {".": {}, "f:app":
+/// {}}}}` (structured-merge-diff's comparison counts a map that was absent as added), while
+/// an Apply owns what its configuration names (v1.36.2: `{"f:data": {"f:a": {}}}`).
+#[tokio::test]
+async fn an_update_owns_the_maps_it_adds_an_apply_does_not() {
+    let s = TestServer::start().await.expect("server starts");
+    let path = "/api/v1/namespaces/default/configmaps";
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cm", "labels": {"app": "diff"}}, "data": {"a": "1"}});
+    let created = post(&s, &format!("{path}?fieldManager=diff"), cm).await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    assert_eq!(
+        fields_of(&created.body, "diff", "Update"),
+        json!({"f:data": {".": {}, "f:a": {}}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}})
+    );
+    let applied = send(
+        &s,
+        "PATCH",
+        &format!("{path}/applied?fieldManager=other"),
+        "application/apply-patch+yaml",
+        Some(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "applied"}, "data": {"a": "1"}})),
+    )
+    .await;
+    assert_eq!(applied.code, 201, "{}", applied.body);
+    assert_eq!(
+        fields_of(&applied.body, "other", "Apply"),
+        json!({"f:data": {"f:a": {}}})
+    );
+}
+
+/// What follows from the `.` entries (`a merge patch`, `the same apply, forced`): a merge
+/// patch by the creator adds `b` to the map it already owns; another manager's forced apply
+/// of `a` takes `.data.a` only, and the creator keeps the map itself, `b` and the labels.
+#[tokio::test]
+async fn a_forced_apply_takes_the_field_and_leaves_the_map_to_its_creator() {
+    let s = TestServer::start().await.expect("server starts");
+    let path = "/api/v1/namespaces/default/configmaps";
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cm", "labels": {"app": "diff"}}, "data": {"a": "1"}});
+    assert_eq!(
+        post(&s, &format!("{path}?fieldManager=diff"), cm)
+            .await
+            .code,
+        201
+    );
+    let patched = send(
+        &s,
+        "PATCH",
+        &format!("{path}/cm?fieldManager=diff"),
+        "application/merge-patch+json",
+        Some(json!({"data": {"b": "2"}})),
+    )
+    .await;
+    assert_eq!(
+        fields_of(&patched.body, "diff", "Update"),
+        json!({"f:data": {".": {}, "f:a": {}, "f:b": {}},
+            "f:metadata": {"f:labels": {".": {}, "f:app": {}}}})
+    );
+    let forced = send(
+        &s,
+        "PATCH",
+        &format!("{path}/cm?fieldManager=other&force=true"),
+        "application/apply-patch+yaml",
+        Some(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cm"}, "data": {"a": "3"}})),
+    )
+    .await;
+    assert_eq!(forced.code, 200, "{}", forced.body);
+    assert_eq!(
+        fields_of(&forced.body, "diff", "Update"),
+        json!({"f:data": {".": {}, "f:b": {}},
+            "f:metadata": {"f:labels": {".": {}, "f:app": {}}}})
+    );
+    assert_eq!(
+        fields_of(&forced.body, "other", "Apply"),
+        json!({"f:data": {"f:a": {}}})
+    );
+}
+
+/// Creating a Namespace (`create the namespace`): on v1.36.2 the creator's entry is only
+/// `{"f:metadata": {"f:labels": {".": {}, "f:kubernetes.io/metadata.name": {}}}}`. The label
+/// is a default the decoder sets, so its writer owns it; `spec.finalizers` and
+/// `status.phase` are set by the Namespace strategy after the managedFields are recorded, and
+/// `status` is reset on every main-resource write: nobody owns them.
+#[tokio::test]
+async fn a_namespace_creator_owns_only_the_name_label() {
+    let s = TestServer::start().await.expect("server starts");
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "diff-1"}});
+    let created = post(&s, "/api/v1/namespaces?fieldManager=diff", ns).await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    let entries = created.body["metadata"]["managedFields"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert_eq!(entries, 1, "{}", created.body["metadata"]);
+    assert_eq!(
+        fields_of(&created.body, "diff", "Update"),
+        json!({"f:metadata": {"f:labels": {".": {}, "f:kubernetes.io/metadata.name": {}}}})
+    );
+    assert_eq!(created.body["spec"], json!({"finalizers": ["kubernetes"]}));
+    assert_eq!(created.body["status"], json!({"phase": "Active"}));
+}
+
+/// An events.k8s.io/v1 Event's creator owns `regarding` whole (`an events.k8s.io/v1
+/// Event`): v1.36.2 records `"f:regarding": {}`, as ObjectReference is an atomic struct in
+/// its schema; so another manager's apply of a different `regarding.name` conflicts on
+/// `.regarding` itself.
+#[tokio::test]
+async fn an_events_v1_event_creator_owns_regarding_whole() {
+    let s = TestServer::start().await.expect("server starts");
+    let path = "/apis/events.k8s.io/v1/namespaces/default/events";
+    let event = |name: &str| {
+        json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "ev"},
+        "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "example.com/diff",
+        "reportingInstance": "diff-1", "action": "Created", "reason": "Created", "type": "Normal",
+        "note": "created", "regarding": {"apiVersion": "v1", "kind": "ConfigMap", "name": name,
+        "namespace": "default"}})
+    };
+    let created = post(&s, &format!("{path}?fieldManager=diff"), event("cm")).await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    let fields = fields_of(&created.body, "diff", "Update");
+    assert_eq!(fields["f:regarding"], json!({}), "{fields}");
+    assert_eq!(fields["f:note"], json!({}), "{fields}");
+    let conflict = send(
+        &s,
+        "PATCH",
+        &format!("{path}/ev?fieldManager=other"),
+        "application/apply-patch+yaml",
+        Some(event("other")),
+    )
+    .await;
+    assert_eq!(conflict.code, 409, "{}", conflict.body);
+    assert_eq!(
+        conflict.body["details"]["causes"][0]["field"], ".regarding",
+        "{}",
+        conflict.body
+    );
+}

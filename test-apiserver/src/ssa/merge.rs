@@ -3,7 +3,7 @@
 use super::paths::*;
 use serde_json::{Value, json};
 
-/// Deep merge for apply: objects merge, merged lists merge item by item, everything else
+/// Deep merge for apply: objects merge (atomic structs and maps are replaced), merged lists merge item by item, everything else
 /// replaces, null removes.
 pub fn merge(target: &mut Value, patch: &Value, shape: Shape) {
     merge_at(target, patch, shape, true)
@@ -19,7 +19,9 @@ pub(super) fn merge_at(target: &mut Value, patch: &Value, shape: Shape, top: boo
                     continue;
                 }
                 match t.get_mut(k) {
-                    Some(tv) if tv.is_object() && v.is_object() => merge_at(tv, v, child, false),
+                    Some(tv) if tv.is_object() && v.is_object() && !child.is_atomic_map() => {
+                        merge_at(tv, v, child, false)
+                    }
                     Some(Value::Array(lhs)) if v.is_array() => merge_list(lhs, v, child),
                     _ => {
                         t.insert(k.clone(), v.clone());

@@ -44,6 +44,9 @@ pub enum BuiltInList {
     Atomic,
     Set,
     Map(&'static str),
+    /// Not a list: an atomic struct or map (`+structType=atomic`, `+mapType=atomic`), owned
+    /// and replaced whole, as one leaf.
+    AtomicMap,
 }
 
 /// The lists of the built-in types kube-apiserver merges item by item (`+listType=map|set`,
@@ -52,6 +55,7 @@ pub enum BuiltInList {
 pub(super) fn built_in_list(name: &str) -> BuiltInList {
     match name {
         "finalizers" => BuiltInList::Set,
+        n if ATOMIC_STRUCTS.contains(&n) => BuiltInList::AtomicMap,
         _ => match crate::store::merge_key(name) {
             Some(key) => BuiltInList::Map(key),
             None => BuiltInList::Atomic,
@@ -59,7 +63,36 @@ pub(super) fn built_in_list(name: &str) -> BuiltInList {
     }
 }
 
+/// Fields of the built-in kinds whose type is an atomic struct or map in v1.36's schema,
+/// by the field's name (as lists are named above): ObjectReference (an Event's `regarding`,
+/// `related`, `involvedObject`), LabelSelector (`selector` of the workloads; a Service's
+/// `selector` is an atomic map), a PodSpec's `nodeSelector`, and the key and field
+/// selectors of an environment variable's `valueFrom`.
+const ATOMIC_STRUCTS: &[&str] = &[
+    "regarding",
+    "related",
+    "involvedObject",
+    "selector",
+    "nodeSelector",
+    "fieldRef",
+    "resourceFieldRef",
+    "configMapKeyRef",
+    "secretKeyRef",
+];
+
 impl<'a> Shape<'a> {
+    /// Whether a map here is one leaf: an atomic struct or map (a CRD's
+    /// `x-kubernetes-map-type: atomic`).
+    pub(super) fn is_atomic_map(self) -> bool {
+        match self {
+            Shape::Schema(s) => {
+                s.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic")
+            }
+            Shape::Untyped => false,
+            Shape::BuiltIn(b) => b == BuiltInList::AtomicMap,
+        }
+    }
+
     /// The shape of a whole object of a kind with this schema (`None`: a built-in kind).
     pub fn root(schema: Option<&'a Value>) -> Shape<'a> {
         schema.map_or(Shape::BuiltIn(BuiltInList::Atomic), Shape::Schema)
@@ -111,7 +144,7 @@ impl<'a> Shape<'a> {
             Shape::Untyped => ListKind::Atomic,
             Shape::BuiltIn(BuiltInList::Set) => ListKind::Set,
             Shape::BuiltIn(BuiltInList::Map(k)) => ListKind::Map(vec![k.to_string()]),
-            Shape::BuiltIn(BuiltInList::Atomic) => ListKind::Atomic,
+            Shape::BuiltIn(BuiltInList::Atomic | BuiltInList::AtomicMap) => ListKind::Atomic,
         }
     }
 }
@@ -196,7 +229,7 @@ pub(super) const META_SKIP: &[&str] = &[
 /// besides the fields inside it. An empty merged list owns nothing.
 pub(super) fn collect(v: &Value, shape: Shape, prefix: &mut Path, out: &mut BTreeSet<Path>) {
     match v {
-        Value::Object(m) if !m.is_empty() => {
+        Value::Object(m) if !m.is_empty() && !shape.is_atomic_map() => {
             for (k, child) in m {
                 prefix.push(field(k));
                 collect(child, shape.field(k), prefix, out);
@@ -256,22 +289,6 @@ pub fn leaf_paths(obj: &Value, scope: Scope, shape: Shape) -> BTreeSet<Path> {
         collect(v, shape.top(k), &mut prefix, &mut out);
     }
     out
-}
-
-/// An item path stands for the item's presence; its value is its fields' business.
-pub(super) fn is_membership(p: &Path) -> bool {
-    matches!(p.last(), Some(Elem::Key(_)))
-}
-
-pub(super) fn step<'a>(v: &'a Value, e: &Elem) -> Option<&'a Value> {
-    match e {
-        Elem::Field(f) => v.get(f),
-        _ => v.as_array()?.iter().find(|i| item_matches(i, e)),
-    }
-}
-
-pub(super) fn get<'a>(v: &'a Value, p: &Path) -> Option<&'a Value> {
-    p.iter().try_fold(v, step)
 }
 
 /// Removes the field or item at `p`, and the objects and lists it leaves empty (but not

@@ -7,7 +7,7 @@
 use super::State;
 use super::namespaces::may_vanish;
 use super::storage::to_view;
-use super::strategy::{builtin_defaults, normalize_body};
+use super::strategy::{builtin_defaults, normalize_body, prepare_for_create};
 use crate::registry::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::ssa::{self, Scope, Shape};
@@ -177,6 +177,20 @@ impl State {
         }
         builtin_defaults(rt, &mut obj, None);
         self.validate_common(rt, &mut obj, opts, None)?;
+        if applied.is_none() {
+            // `status` is reset on a create of a kind with a status subresource: nobody's.
+            ssa::record_update(
+                None,
+                &mut obj,
+                &opts.manager,
+                Scope::Main {
+                    exclude_status: rt.status_subresource,
+                },
+                &rt.api_version(),
+                Shape::root(rt.schema.as_ref()),
+            );
+        }
+        prepare_for_create(rt, &mut obj);
         self.admission.validate(&self.registry, rt, None, &obj)?;
         // ResourceQuota comes last of the validating admission plugins, and charges the
         // quota before the store answers (so a 409 below has used a slot).
@@ -186,18 +200,6 @@ impl State {
             .contains_key(&State::key(rt, ns.as_deref(), &name))
         {
             return Err(ApiError::already_exists(&rt.plural, &rt.group, &name));
-        }
-        if applied.is_none() {
-            ssa::record_update(
-                None,
-                &mut obj,
-                &opts.manager,
-                Scope::Main {
-                    exclude_status: false,
-                },
-                &rt.api_version(),
-                Shape::root(rt.schema.as_ref()),
-            );
         }
         if opts.dry_run {
             return Ok(obj);

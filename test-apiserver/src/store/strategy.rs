@@ -256,6 +256,28 @@ fn crd_checks(obj: &Value, causes: &mut Vec<Cause>) {
     }
 }
 
+/// What a strategy's `PrepareForCreate` sets, which kube-apiserver runs after its field
+/// manager has recorded the creator's fields, so that nobody owns them: a Namespace's
+/// `kubernetes` finalizer and its phase (v1.36.2's creator of a Namespace owns only the
+/// `kubernetes.io/metadata.name` label).
+pub(super) fn prepare_for_create(rt: &ResourceType, obj: &mut Value) {
+    if !rt.is_namespaces() {
+        return;
+    }
+    let spec = obj
+        .as_object_mut()
+        .map(|m| m.entry("spec").or_insert_with(|| json!({})));
+    if let Some(Value::Object(spec)) = spec {
+        let finalizers = spec.entry("finalizers").or_insert_with(|| json!([]));
+        if let Some(list) = finalizers.as_array_mut()
+            && !list.iter().any(|f| f == "kubernetes")
+        {
+            list.push(json!("kubernetes"));
+        }
+    }
+    obj["status"] = json!({"phase": "Active"});
+}
+
 /// What the real server's strategies and controllers fill in for built-in kinds.
 pub(super) fn builtin_defaults(rt: &ResourceType, obj: &mut Value, old: Option<&Value>) {
     match (rt.group.as_str(), rt.plural.as_str()) {
@@ -265,13 +287,14 @@ pub(super) fn builtin_defaults(rt: &ResourceType, obj: &mut Value, old: Option<&
             if let Some(l) = labels.as_object_mut() {
                 l.insert("kubernetes.io/metadata.name".into(), json!(name));
             }
-            if obj.get("spec").is_none() {
-                obj["spec"] = json!({"finalizers": ["kubernetes"]});
+            // On a create, the strategy sets spec and status after the managedFields are
+            // recorded: see `prepare_for_create`.
+            if let Some(old) = old {
+                if obj.get("spec").is_none() {
+                    obj["spec"] = json!({"finalizers": ["kubernetes"]});
+                }
+                obj["status"] = old.get("status").cloned().unwrap_or(json!({}));
             }
-            let phase = old
-                .and_then(|o| o.get("status").cloned())
-                .unwrap_or(json!({"phase": "Active"}));
-            obj["status"] = phase;
         }
         ("", "secrets") => {
             // The Secret strategy merges write-only stringData into data (base64).
