@@ -196,3 +196,131 @@ async fn with_the_room_kubeconfig_the_check_passes_install_installs_nothing_and_
     );
     server.shutdown().await;
 }
+
+/// The namespaces the server holds, by name.
+fn namespaces(server: &TestServer) -> Vec<String> {
+    server
+        .objects("", "namespaces", None)
+        .iter()
+        .filter_map(|ns| ns["metadata"]["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// An organiser with the cluster's admin kubeconfig checks as a participant the room was not
+/// set up for (kube-apiserver v1.36.2 answered its read of the missing namespace 404, and the
+/// check stopped there): the check creates its namespace, passes, and deletes what it made.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_admin_without_a_room_of_their_own_checks_in_a_namespace_the_check_makes() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let server = room(&["alice"], dir.path()).await;
+    let admin = server.kubeconfig_path();
+    let check = [
+        "check",
+        "3",
+        "--cluster",
+        "--solution",
+        "--participant",
+        "lead",
+    ];
+    let (code, out, err) = as_participant(&admin, &check).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains(
+            "✓ the room's CRDs are installed (by the organiser), namespace \
+             math-workshop-check-lead created for the check (deleted at its end)"
+        ),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with(", 0 failed"), "{out}");
+    // What the check made, it deleted (a namespace being deleted has a deletionTimestamp).
+    let left = server.object("", "namespaces", None, "math-workshop-check-lead");
+    assert!(
+        left.as_ref()
+            .is_none_or(|ns| !ns["metadata"]["deletionTimestamp"].is_null()),
+        "{left:?}"
+    );
+    // The room's own namespaces are as the organiser left them.
+    for ns in ["math-workshop-alice", "math-workshop-check-alice"] {
+        assert!(namespaces(&server).contains(&ns.to_string()), "{ns}");
+    }
+    server.shutdown().await;
+}
+
+/// The kubeconfig of a user who may read everything (kube-apiserver's `view` ClusterRole,
+/// cluster-wide) and write nothing, written under `dir`.
+async fn a_readers_kubeconfig(server: &TestServer, dir: &Path) -> std::path::PathBuf {
+    use kube::api::{Patch, PatchParams};
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "reader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"kind": "User", "name": "reader"}],
+    });
+    let api = kube::Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(server.client());
+    api.patch(
+        "reader",
+        &PatchParams::apply("test"),
+        &Patch::Apply(&binding),
+    )
+    .await
+    .expect("the reader is bound to view");
+    let user = test_apiserver::UserInfo {
+        username: "reader".into(),
+        uid: "reader".into(),
+        groups: vec![],
+    };
+    server.add_token("reader-token", user);
+    let cluster = json!({"server": server.url()});
+    let config = organiser::participant_kubeconfig(&cluster, "reader", "reader-token");
+    let file = dir.join("reader.kubeconfig");
+    let yaml = serde_yaml::to_string(&config).expect("YAML");
+    std::fs::write(&file, yaml).expect("the reader's kubeconfig");
+    file
+}
+
+/// A participant's room kubeconfig with another participant's name: that name's check
+/// namespace is not theirs to read or create (403). Nor is it for a user who may read but
+/// not create namespaces (404, then 403). One line says what to do; nothing is written to the
+/// cluster.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_room_kubeconfig_for_another_name_says_what_to_do_and_creates_nothing() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let server = room(&["alice", "bob"], dir.path()).await;
+    let alice = organiser::kubeconfig_path(dir.path(), "alice");
+    let reader = a_readers_kubeconfig(&server, dir.path()).await;
+    let before = namespaces(&server);
+    for (file, name) in [(&alice, "carol"), (&alice, "bob"), (&reader, "reader")] {
+        server.reset_requests();
+        let check = [
+            "check",
+            "3",
+            "--cluster",
+            "--solution",
+            "--participant",
+            name,
+        ];
+        let (code, out, err) = as_participant(file, &check).await;
+        assert_eq!(code, 1, "{out}\n{err}");
+        let failed: Vec<&str> = out.lines().filter(|l| l.starts_with('✗')).collect();
+        assert_eq!(
+            failed,
+            [format!(
+                "✗ create the check's namespace math-workshop-check-{name} — your kubeconfig \
+                 has no rights to create it on this cluster (403): the organiser runs `make \
+                 workshop-room PARTICIPANTS={name}` first (then PARTICIPANT={name} uses \
+                 workshop/room/{name}.kubeconfig), or check with the kubeconfig the organiser \
+                 gave you (export PARTICIPANT=<your name>)"
+            )],
+            "{out}"
+        );
+        let written: Vec<String> = server
+            .requests()
+            .into_iter()
+            .filter(|r| r.verb.is_write() && r.status < 400)
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect();
+        assert!(written.is_empty(), "{written:?}");
+    }
+    assert_eq!(namespaces(&server), before);
+    server.shutdown().await;
+}

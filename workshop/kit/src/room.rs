@@ -2,7 +2,8 @@
 //! to run, see the guide's first screen, but it must not hurt anyone when it happens):
 //!
 //! - each participant's `--cluster` checks work in a namespace of their own, named after the
-//!   participant, marked as theirs when created, and deleted only by them ([`claim_namespace`]);
+//!   participant, marked as theirs when created ([`marked_namespace`]), and deleted only by
+//!   them (`check::namespace`; in a room, the organiser's, emptied instead);
 //! - the controllers of a check, and of `workshop-run`, watch one namespace, not the cluster
 //!   ([`crate::context::Context::watched`]);
 //! - CRDs are cluster-scoped: installing yours over different ones that objects in other
@@ -17,13 +18,11 @@
 use crate::messages as m;
 use crate::t;
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, ObjectMeta,
-    PostParams,
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, ObjectMeta, PostParams,
 };
 use serde_json::Value;
 
@@ -96,7 +95,21 @@ pub async fn ensure_namespace(
     if existing.is_some() {
         return Ok(());
     }
-    let namespace = Namespace {
+    match api
+        .create(&PostParams::default(), &marked_namespace(name, participant))
+        .await
+    {
+        Ok(_) => Ok(()),
+        // Created at the same moment by the participant's other tool.
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(e) => Err(t!(m::CANNOT_CREATE_NAMESPACE, name = name, said = said(&e))),
+    }
+}
+
+/// Namespace `name` as the tools create it: labelled as the workshop's ([`MANAGED_BY`]) and
+/// marked as `participant`'s ([`PARTICIPANT`]), so that no one else's tool claims it.
+pub(crate) fn marked_namespace(name: &str, participant: &str) -> Namespace {
+    Namespace {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
             labels: Some([(MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string())].into()),
@@ -104,12 +117,6 @@ pub async fn ensure_namespace(
             ..Default::default()
         },
         ..Default::default()
-    };
-    match api.create(&PostParams::default(), &namespace).await {
-        Ok(_) => Ok(()),
-        // Created at the same moment by the participant's other tool.
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-        Err(e) => Err(t!(m::CANNOT_CREATE_NAMESPACE, name = name, said = said(&e))),
     }
 }
 
@@ -320,75 +327,6 @@ fn dns_label(text: &str, max: usize) -> String {
     }
     label.truncate(max);
     label.trim_end_matches('-').to_string()
-}
-
-/// Makes `name` the participant's own, fresh namespace: created (and marked) if missing; a
-/// leftover of their own earlier check is deleted first; one that is somebody else's (or was
-/// not created by a check) is refused, and left alone.
-pub async fn claim_namespace(
-    client: &kube::Client,
-    name: &str,
-    participant: &str,
-) -> Result<(), String> {
-    let api = Api::<Namespace>::all(client.clone());
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let existing = api
-            .get_opt(name)
-            .await
-            .map_err(|e| t!(m::CANNOT_READ_NAMESPACE, name = name, said = said(&e)))?;
-        let Some(existing) = existing else {
-            break;
-        };
-        let owner = existing
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(PARTICIPANT));
-        if owner.map(String::as_str) != Some(participant) {
-            return Err(match owner {
-                Some(other) => t!(
-                    m::NAMESPACE_OF_OTHER,
-                    name = name,
-                    other = other,
-                    participant = participant
-                ),
-                None => t!(m::NAMESPACE_NOT_A_CHECKS, name = name),
-            });
-        }
-        // A leftover of this participant's earlier check (perhaps still terminating: a check
-        // ends without waiting for its namespace to go): gone first, for a fresh start.
-        if existing.metadata.deletion_timestamp.is_none() {
-            api.delete(name, &DeleteParams::default())
-                .await
-                .map_err(|e| t!(m::CANNOT_DELETE_EARLIER, name = name, said = said(&e)))?;
-        }
-        if Instant::now() > deadline {
-            return Err(t!(m::EARLIER_STILL_DELETING, name = name));
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    let namespace = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            labels: Some([(MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string())].into()),
-            annotations: Some([(PARTICIPANT.to_string(), participant.to_string())].into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    api.create(&PostParams::default(), &namespace)
-        .await
-        .map_err(|e| t!(m::CANNOT_CREATE_NAMESPACE, name = name, said = said(&e)))?;
-    Ok(())
-}
-
-/// Deletes a namespace [`claim_namespace`] made, without waiting for it to go.
-pub async fn release_namespace(client: &kube::Client, name: &str) {
-    let api = Api::<Namespace>::all(client.clone());
-    if let Err(e) = api.delete(name, &DeleteParams::default()).await {
-        tracing::warn!(target: "math_workshop::room", %name, error = %said(&e), "{}", m::NAMESPACE_NOT_DELETED.text());
-    }
 }
 
 /// The digest of a CRD's spec ([`DIGEST`]): FNV-1a over its canonical JSON (keys sorted), so

@@ -3,6 +3,7 @@
 //! line per expectation, ✓ or ✗ with a hint.
 
 mod kubectl;
+mod namespace;
 mod stages;
 
 use std::collections::BTreeMap;
@@ -41,8 +42,8 @@ pub struct Options {
     pub timeout: Duration,
     /// Who checks: the owner of [`Options::namespace`] on a shared cluster.
     pub participant: String,
-    /// The namespace the stage's objects are created in: the participant's own, created fresh
-    /// and deleted at the end ([`room::claim_namespace`]).
+    /// The namespace the stage's objects are created in: the participant's own, fresh for
+    /// every check (created and deleted, or in a room emptied: `namespace::claim`).
     pub namespace: String,
     /// Install the CRDs even over different ones that objects in other namespaces use.
     pub force: bool,
@@ -246,7 +247,7 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
         );
     }
     let claimed = session.install().await;
-    if claimed {
+    if claimed.is_some() {
         session.controllers = Some(Controllers::start(track, opts.stage, &ctx));
         match opts.stage {
             1 => stages::number(&mut session).await,
@@ -257,16 +258,9 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
     if let Some(controllers) = session.controllers.take() {
         controllers.stop();
     }
-    if claimed && session.in_a_room {
+    if let Some(claimed) = claimed.filter(|_| opts.target == Target::Cluster) {
         let crds = crate::crds::generate(track);
-        let client = &session.reader.client;
-        let emptied =
-            crate::organiser::empty_namespace(client, &crds, &opts.namespace, &opts.participant);
-        if let Err(why) = emptied.await {
-            tracing::warn!(target: "math_workshop::room", namespace = %opts.namespace, %why, "{}", m::NAMESPACE_NOT_DELETED.text());
-        }
-    } else if claimed && opts.target == Target::Cluster {
-        room::release_namespace(&session.reader.client, &opts.namespace).await;
+        namespace::release(&session.reader.client, &crds, &opts.namespace, claimed).await;
     }
     if let Some(server) = server {
         server.shutdown().await;
@@ -289,8 +283,8 @@ pub(crate) struct Session {
     /// Objects the check deleted that did not come back, with the hint of that step: a later
     /// step that needs them names that cause, not "never appeared".
     not_back: BTreeMap<(String, String), String>,
-    /// On a room's shared cluster ([`crate::organiser`]): the check's namespace is the
-    /// organiser's, emptied instead of created and deleted.
+    /// On a room's shared cluster ([`crate::organiser`]): the CRDs are the organiser's, and so
+    /// is the check's namespace if the room was set up for the participant.
     in_a_room: bool,
 }
 
@@ -448,32 +442,42 @@ impl Session {
     }
 
     /// Claims the check's namespace, then installs the CRDs generated from the track's types
-    /// with `kubectl apply` (unless they would replace different ones that others use). False
-    /// (after a ✗) when either fails: nothing else can be checked.
-    async fn install(&mut self) -> bool {
+    /// with `kubectl apply` (unless they would replace different ones that others use). Who
+    /// made the namespace, or `None` (after a ✗) when either fails: nothing else can be checked.
+    async fn install(&mut self) -> Option<namespace::Claimed> {
         let ns = self.opts.namespace.clone();
         let client = self.reader.client.clone();
         let crds = crate::crds::generate(&self.track);
         let who = &self.opts.participant;
-        let claimed = if self.in_a_room {
-            crate::organiser::empty_namespace(&client, &crds, &ns, who).await
-        } else {
-            room::claim_namespace(&client, &ns, who).await
+        let claimed = match namespace::claim(&client, &crds, &ns, who, self.in_a_room).await {
+            Ok(claimed) => claimed,
+            Err(why) => {
+                self.fail(&[], t!(m::CREATE_CHECK_NAMESPACE, namespace = ns), why);
+                return None;
+            }
         };
-        if let Err(why) = claimed {
-            self.fail(&[], t!(m::CREATE_CHECK_NAMESPACE, namespace = ns), why);
-            return false;
-        }
         if self.opts.stage == 1 {
             stages::number_crd(self);
         }
         if self.in_a_room {
             // The organiser's CRDs are the room's: a participant may not change them.
-            self.pass(t!(m::ROOM_CRDS, namespace = ns));
-            return true;
+            self.pass(match claimed {
+                namespace::Claimed::Organisers => t!(m::ROOM_CRDS, namespace = ns),
+                namespace::Claimed::Made => t!(m::ROOM_CRDS_NAMESPACE_MADE, namespace = ns),
+            });
+            return Some(claimed);
         }
+        self.install_crds(&crds).await.then_some(claimed)
+    }
+
+    /// Installs the CRDs generated from the track's types with `kubectl apply`, those missing
+    /// or different (unless they would replace different ones that others use). False (after
+    /// a ✗) when that fails.
+    async fn install_crds(&mut self, crds: &[CustomResourceDefinition]) -> bool {
+        let ns = self.opts.namespace.clone();
+        let client = self.reader.client.clone();
         let me = room::Signature::new(&self.opts.participant);
-        let install = match room::may_install(&client, &crds, &ns, &me, self.opts.force).await {
+        let install = match room::may_install(&client, crds, &ns, &me, self.opts.force).await {
             Ok(install) => install,
             Err(why) => {
                 self.fail(&[], m::INSTALL_CRDS.text(), why);
@@ -488,7 +492,7 @@ impl Session {
         // Only what is missing or different: on a shared cluster, the same CRDs installed by
         // someone else are left as they are.
         let mut yaml = String::new();
-        for crd in &crds {
+        for crd in crds {
             let name = crd.metadata.name.clone().unwrap_or_default();
             if !install.writes.contains(&name) {
                 continue;
