@@ -188,67 +188,13 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
         Target::TestServer => Some(TestServer::start().await?),
         Target::Cluster => None,
     };
-    let client = match &server {
-        Some(server) => server.client(),
-        None => {
-            let instead = m::CHECK_WITHOUT_CLUSTER.text();
-            cluster::connect_as(&instead, Some(&opts.participant))
-                .await?
-                .client
-        }
-    };
-    let kubeconfig = server.as_ref().map(TestServer::kubeconfig_path);
-    let mut kubectl = Kubectl::new(kubeconfig.as_deref(), &opts.namespace)?;
-    if let Ok(version) = client.apiserver_version().await
-        && kubectl::validates_by_download(&version.major, &version.minor)
-    {
-        kubectl.apply_unvalidated();
-    }
-    // The controllers look after the check's namespace only: on a shared cluster, everyone
-    // else's objects are not theirs to reconcile.
-    let ctx = Context::new(client.clone(), Some(opts.namespace.clone()));
-    let mut session = Session {
-        kubectl,
-        reader: Reader {
-            client,
-            namespace: opts.namespace.clone(),
-        },
-        ctx: ctx.clone(),
-        track: track.clone(),
-        controllers: None,
-        opts: opts.clone(),
-        outcome: Outcome::default(),
-        not_back: BTreeMap::new(),
-        in_a_room: false,
-    };
-    if server.is_none() {
-        session.in_a_room = crate::organiser::is_a_room(&session.reader.client).await;
-    }
-    let kind = Kind::ALL[usize::from(opts.stage - 1)];
+    let mut session = Session::open(track, opts, server.as_ref()).await?;
     if opts.print {
-        let on = match opts.target {
-            Target::TestServer => m::ON_TEST_SERVER.text(),
-            Target::Cluster => t!(
-                m::ON_CLUSTER,
-                namespace = opts.namespace,
-                participant = opts.participant
-            ),
-        };
-        println!(
-            "{}",
-            t!(
-                m::STAGE_HEADER,
-                stage = opts.stage,
-                kind = kind.name(),
-                track = track.called(),
-                file = track.file(kind),
-                on = on
-            )
-        );
+        println!("{}", header(track, opts));
     }
     let claimed = session.install().await;
     if claimed.is_some() {
-        session.controllers = Some(Controllers::start(track, opts.stage, &ctx));
+        session.controllers = Some(Controllers::start(track, opts.stage, &session.ctx));
         match opts.stage {
             1 => stages::number(&mut session).await,
             2 => stages::tuple(&mut session).await,
@@ -271,6 +217,27 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
     Ok(session.outcome)
 }
 
+/// The check's first line: the stage, the code checked, and where.
+fn header(track: &Track, opts: &Options) -> String {
+    let kind = Kind::ALL[usize::from(opts.stage - 1)];
+    let on = match opts.target {
+        Target::TestServer => m::ON_TEST_SERVER.text(),
+        Target::Cluster => t!(
+            m::ON_CLUSTER,
+            namespace = opts.namespace,
+            participant = opts.participant
+        ),
+    };
+    t!(
+        m::STAGE_HEADER,
+        stage = opts.stage,
+        kind = kind.name(),
+        track = track.called(),
+        file = track.file(kind),
+        on = on
+    )
+}
+
 /// One check in progress.
 pub(crate) struct Session {
     kubectl: Kubectl,
@@ -289,6 +256,48 @@ pub(crate) struct Session {
 }
 
 impl Session {
+    /// A check's session on `server` (the private test API server), else on the cluster of
+    /// the current kubeconfig: its client, kubectl, and whether the cluster is a room's.
+    async fn open(
+        track: &Track,
+        opts: &Options,
+        server: Option<&TestServer>,
+    ) -> anyhow::Result<Session> {
+        let client = match server {
+            Some(server) => server.client(),
+            None => {
+                let instead = m::CHECK_WITHOUT_CLUSTER.text();
+                cluster::connect_as(&instead, Some(&opts.participant))
+                    .await?
+                    .client
+            }
+        };
+        let kubeconfig = server.map(TestServer::kubeconfig_path);
+        let mut kubectl = Kubectl::new(kubeconfig.as_deref(), &opts.namespace)?;
+        if let Ok(version) = client.apiserver_version().await
+            && kubectl::validates_by_download(&version.major, &version.minor)
+        {
+            kubectl.apply_unvalidated();
+        }
+        let in_a_room = server.is_none() && crate::organiser::is_a_room(&client).await;
+        Ok(Session {
+            kubectl,
+            // The controllers look after the check's namespace only: on a shared cluster,
+            // everyone else's objects are not theirs to reconcile.
+            ctx: Context::new(client.clone(), Some(opts.namespace.clone())),
+            reader: Reader {
+                client,
+                namespace: opts.namespace.clone(),
+            },
+            track: track.clone(),
+            controllers: None,
+            opts: opts.clone(),
+            outcome: Outcome::default(),
+            not_back: BTreeMap::new(),
+            in_a_room,
+        })
+    }
+
     fn line(&mut self, line: Line) {
         if self.opts.print {
             println!("{line}");
@@ -489,22 +498,13 @@ impl Session {
                 println!("  ({note})");
             }
         }
-        // Only what is missing or different: on a shared cluster, the same CRDs installed by
-        // someone else are left as they are.
-        let mut yaml = String::new();
-        for crd in crds {
-            let name = crd.metadata.name.clone().unwrap_or_default();
-            if !install.writes.contains(&name) {
-                continue;
+        let yaml = match to_write(crds, &install.writes) {
+            Ok(yaml) => yaml,
+            Err(e) => {
+                self.fail(&[], m::GENERATE_CRDS.text(), e.to_string());
+                return false;
             }
-            match serde_yaml::to_string(crd) {
-                Ok(text) => yaml.push_str(&format!("---\n{text}")),
-                Err(e) => {
-                    self.fail(&[], m::GENERATE_CRDS.text(), e.to_string());
-                    return false;
-                }
-            }
-        }
+        };
         let ran = if yaml.is_empty() {
             None
         } else {
@@ -538,6 +538,19 @@ impl Session {
         });
         true
     }
+}
+
+/// The YAML documents of the CRDs named in `writes`. Only what is missing or different: on a
+/// shared cluster, the same CRDs installed by someone else are left as they are.
+fn to_write(crds: &[CustomResourceDefinition], writes: &[String]) -> serde_yaml::Result<String> {
+    let mut yaml = String::new();
+    for crd in crds {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        if writes.contains(&name) {
+            yaml.push_str(&format!("---\n{}", serde_yaml::to_string(crd)?));
+        }
+    }
+    Ok(yaml)
 }
 
 /// Waits (30 s at most) until every CRD of `names` is `Established`, so that the stage's first
