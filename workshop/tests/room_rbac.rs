@@ -321,6 +321,29 @@ async fn a_room_kubeconfig_for_another_name_says_what_to_do_and_creates_nothing(
             .collect();
         assert!(written.is_empty(), "{written:?}");
     }
+    // The same line for a Japanese reader, in the guide's words (会場, 主催者).
+    let check = [
+        "--lang",
+        "ja",
+        "check",
+        "3",
+        "--cluster",
+        "--solution",
+        "--participant",
+        "carol",
+    ];
+    let (code, out, err) = as_participant(&alice, &check).await;
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        out.contains(
+            "✗ チェック用の Namespace math-workshop-check-carol を作る — この kubeconfig には、\
+             このクラスターでこの Namespace を作る権限がありません (403)。主催者が先に \
+             `make workshop-room PARTICIPANTS=carol` を実行するか (その後は PARTICIPANT=carol \
+             で workshop/room/carol.kubeconfig が使われます)、主催者から受け取った自分の \
+             kubeconfig でチェックしてください (export PARTICIPANT=<自分の名前>)"
+        ),
+        "{out}"
+    );
     assert_eq!(namespaces(&server), before);
     server.shutdown().await;
 }
