@@ -209,6 +209,8 @@ fn namespaces(server: &TestServer) -> Vec<String> {
 /// An organiser with the cluster's admin kubeconfig checks as a participant the room was not
 /// set up for (kube-apiserver v1.36.2 answered its read of the missing namespace 404, and the
 /// check stopped there): the check creates its namespace, passes, and deletes what it made.
+/// Then again over what an interrupted check (Ctrl-C) leaves: not the organiser's, so deleted
+/// and made fresh, not kept.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_admin_without_a_room_of_their_own_checks_in_a_namespace_the_check_makes() {
     let dir = tempfile::tempdir().expect("a directory");
@@ -222,28 +224,63 @@ async fn an_admin_without_a_room_of_their_own_checks_in_a_namespace_the_check_ma
         "--participant",
         "lead",
     ];
-    let (code, out, err) = as_participant(&admin, &check).await;
-    assert_eq!(code, 0, "{out}\n{err}");
-    assert!(
-        out.contains(
-            "✓ the room's CRDs are installed (by the organiser), namespace \
-             math-workshop-check-lead created for the check (deleted at its end)"
-        ),
-        "{out}"
-    );
-    assert!(out.trim_end().ends_with(", 0 failed"), "{out}");
-    // What the check made, it deleted (a namespace being deleted has a deletionTimestamp).
-    let left = server.object("", "namespaces", None, "math-workshop-check-lead");
-    assert!(
-        left.as_ref()
-            .is_none_or(|ns| !ns["metadata"]["deletionTimestamp"].is_null()),
-        "{left:?}"
-    );
+    for round in ["fresh", "over a leftover"] {
+        if round == "over a leftover" {
+            leave_an_interrupted_checks_namespace(&server).await;
+        }
+        let (code, out, err) = as_participant(&admin, &check).await;
+        assert_eq!(code, 0, "{round}: {out}\n{err}");
+        assert!(
+            out.contains(
+                "✓ the room's CRDs are installed (by the organiser), namespace \
+                 math-workshop-check-lead created for the check (deleted at its end)"
+            ),
+            "{round}: {out}"
+        );
+        assert!(out.trim_end().ends_with(", 0 failed"), "{round}: {out}");
+        // What the check made, it deleted (a namespace being deleted has a deletionTimestamp).
+        let left = server.object("", "namespaces", None, "math-workshop-check-lead");
+        assert!(
+            left.as_ref()
+                .is_none_or(|ns| !ns["metadata"]["deletionTimestamp"].is_null()),
+            "{round}: {left:?}"
+        );
+    }
     // The room's own namespaces are as the organiser left them.
     for ns in ["math-workshop-alice", "math-workshop-check-alice"] {
         assert!(namespaces(&server).contains(&ns.to_string()), "{ns}");
     }
     server.shutdown().await;
+}
+
+/// `math-workshop-check-lead` as a check interrupted by Ctrl-C leaves it: marked as lead's and
+/// as a check's, with a Number in it (once the previous one is gone).
+async fn leave_an_interrupted_checks_namespace(server: &TestServer) {
+    use kube::api::PostParams;
+    let name = "math-workshop-check-lead";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.object("", "namespaces", None, name).is_some() {
+        assert!(std::time::Instant::now() < deadline, "{name} never went");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let namespace = serde_json::from_value(json!({"metadata": {"name": name, "annotations": {
+        "math.example.com/workshop-participant": "lead",
+        "math.example.com/workshop-check": "true",
+    }}}))
+    .expect("a Namespace");
+    kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(server.client())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("the leftover namespace");
+    let number = serde_json::from_value(json!({
+        "apiVersion": "math.example.com/v1beta1", "kind": "Number",
+        "metadata": {"name": "left-over"}, "spec": {"value": 4},
+    }))
+    .expect("a Number");
+    api(&server.client(), name, "numbers")
+        .create(&PostParams::default(), &number)
+        .await
+        .expect("a leftover Number");
 }
 
 /// The kubeconfig of a user who may read everything (kube-apiserver's `view` ClusterRole,

@@ -25,6 +25,9 @@ use crate::t;
 
 /// How long a check waits for an earlier check's namespace, or its objects, to go.
 const PATIENCE: Duration = Duration::from_secs(120);
+/// On a namespace a check created (not the organiser): a later check may delete it, in a room
+/// too, when an earlier one ended without doing so (Ctrl-C).
+pub(crate) const MADE_BY_A_CHECK: &str = "math.example.com/workshop-check";
 
 /// What reading the check's namespace answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,9 +38,11 @@ pub(crate) enum Answer {
     Forbidden,
     /// Any other failure, in the server's words.
     Failed(String),
-    /// It exists: whose it is (its [`PARTICIPANT`] annotation), and whether it is being deleted.
+    /// It exists: whose it is (its [`PARTICIPANT`] annotation), whether a check made it
+    /// ([`MADE_BY_A_CHECK`]), and whether it is being deleted.
     Found {
         owner: Option<String>,
+        made_by_a_check: bool,
         terminating: bool,
     },
 }
@@ -49,7 +54,8 @@ pub(crate) enum Step {
     Create,
     /// The participant's, being deleted: read it again in a moment.
     Wait,
-    /// The participant's earlier check's, on a cluster of their own: delete it, then wait.
+    /// The participant's earlier check's (any on a cluster of their own; in a room, one a
+    /// check made): delete it, then wait.
     DeleteEarlier,
     /// The participant's, in a room: the organiser's; empty it, keep it.
     Empty,
@@ -88,7 +94,10 @@ pub(crate) fn step(answer: Answer, in_a_room: bool, name: &str, participant: &st
         Answer::Found {
             terminating: true, ..
         } => Step::Wait,
-        Answer::Found { .. } if in_a_room => Step::Empty,
+        Answer::Found {
+            made_by_a_check: false,
+            ..
+        } if in_a_room => Step::Empty,
         Answer::Found { .. } => Step::DeleteEarlier,
     }
 }
@@ -120,7 +129,7 @@ pub(crate) async fn claim(
     loop {
         match step(read(&api, name).await, in_a_room, name, participant) {
             Step::Create => match api
-                .create(&PostParams::default(), &marked_namespace(name, participant))
+                .create(&PostParams::default(), &made(name, participant))
                 .await
             {
                 Ok(_) => return Ok(Claimed::Made),
@@ -173,18 +182,28 @@ pub(crate) async fn release(
 async fn read(api: &Api<Namespace>, name: &str) -> Answer {
     match api.get_opt(name).await {
         Ok(None) => Answer::Missing,
-        Ok(Some(namespace)) => Answer::Found {
-            owner: namespace
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(PARTICIPANT))
-                .cloned(),
-            terminating: namespace.metadata.deletion_timestamp.is_some(),
-        },
+        Ok(Some(namespace)) => {
+            let annotations = namespace.metadata.annotations.unwrap_or_default();
+            Answer::Found {
+                owner: annotations.get(PARTICIPANT).cloned(),
+                made_by_a_check: annotations.contains_key(MADE_BY_A_CHECK),
+                terminating: namespace.metadata.deletion_timestamp.is_some(),
+            }
+        }
         Err(kube::Error::Api(status)) if status.code == 403 => Answer::Forbidden,
         Err(e) => Answer::Failed(said(&e)),
     }
+}
+
+/// The namespace a check creates: the participant's ([`marked_namespace`]), made by a check.
+fn made(name: &str, participant: &str) -> Namespace {
+    let mut namespace = marked_namespace(name, participant);
+    namespace
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(MADE_BY_A_CHECK.to_string(), "true".to_string());
+    namespace
 }
 
 fn code_of(e: &kube::Error) -> Option<u16> {
@@ -246,6 +265,7 @@ mod tests {
     fn found(owner: Option<&str>, terminating: bool) -> Answer {
         Answer::Found {
             owner: owner.map(str::to_string),
+            made_by_a_check: false,
             terminating,
         }
     }
@@ -264,6 +284,14 @@ mod tests {
         let mine = || found(Some("lead"), false);
         assert_eq!(step(mine(), true, NS, "lead"), Step::Empty);
         assert_eq!(step(mine(), false, NS, "lead"), Step::DeleteEarlier);
+        // In a room, one an earlier check made and did not delete (Ctrl-C) is not the
+        // organiser's: deleted, as on a cluster of one's own.
+        let left_over = Answer::Found {
+            owner: Some("lead".into()),
+            made_by_a_check: true,
+            terminating: false,
+        };
+        assert_eq!(step(left_over, true, NS, "lead"), Step::DeleteEarlier);
         for in_a_room in [true, false] {
             let going = found(Some("lead"), true);
             assert_eq!(step(going, in_a_room, NS, "lead"), Step::Wait);
