@@ -7,8 +7,10 @@
 //! room ([`crate::organiser`]) the organiser made it, and a participant, who may not create or
 //! delete namespaces, empties it at the start and the end instead. An administrator in a room
 //! checking as a name the room was not set up for finds none: kube-apiserver answers the read
-//! 404, and the check creates it as on a cluster of one's own. A kubeconfig that may neither
-//! read nor create it (a participant's, for another name) gets one line saying what to do.
+//! 404, and the check creates it as on a cluster of one's own, marked as a check's
+//! ([`MADE_BY_A_CHECK`]) so that what an interrupted check leaves is not taken for the
+//! organiser's. A kubeconfig that may neither read nor create it (a participant's, for another
+//! name) gets one line saying what to do.
 //!
 //! The decisions ([`step`], [`refused`]) are pure, beside their tests; [`claim`] sends the
 //! requests.
