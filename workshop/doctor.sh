@@ -25,7 +25,7 @@ for value in "${LC_ALL:-}" "${LC_MESSAGES:-}" "${LANG:-}"; do
     fi
 done
 
-# msg KEY: the template of a message in the chosen language (workshop/kit/src/messages.rs).
+# msg KEY: the template of a message in the chosen language (workshop/kit/src/messages/doctor.rs).
 msg() {
     case $lang:$1 in
     en:OK) echo 'workshop-doctor: ✓ {tools}: everything the workshop builds with is here' ;;
