@@ -384,3 +384,81 @@ async fn a_room_kubeconfig_for_another_name_says_what_to_do_and_creates_nothing(
     assert_eq!(namespaces(&server), before);
     server.shutdown().await;
 }
+
+/// `math-workshop ARGS` with `file` as the kubeconfig, in `lang`: (exit code, stdout, stderr);
+/// killed after 60 s (a runner that started would run until stopped).
+async fn with_kubeconfig(file: &Path, lang: &str, args: &[&str]) -> (i32, String, String) {
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_math-workshop"))
+        .env("LC_ALL", "C.UTF-8")
+        .env("KUBECONFIG", file)
+        .env_remove("RUST_LOG")
+        .args(["--lang", lang])
+        .args(args)
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(std::time::Duration::from_secs(60), child)
+        .await
+        .unwrap_or_else(|_| panic!("{args:?} still running after 60 s"))
+        .expect("math-workshop runs");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// `make workshop-install` and `make workshop-run` create the participant's own namespace
+/// when it is missing. A kubeconfig that may read the cluster but not create namespaces (here
+/// a cluster that is not a room, its CRDs installed by its admin, the namespace of the
+/// kubeconfig's context missing) gets the check's one line about it, in English and in
+/// Japanese, not the bare "cannot create namespace"; both exit non-zero and create nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn install_and_run_without_the_right_to_create_their_namespace_say_what_to_do() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let dir = tempfile::tempdir().expect("a directory");
+    let server = TestServer::start()
+        .await
+        .expect("the test API server starts");
+    let crds = kube::Api::<CustomResourceDefinition>::all(server.client());
+    for crd in crds::generate(&solutions::track()) {
+        crds.create(&kube::api::PostParams::default(), &crd)
+            .await
+            .expect("the admin installs the CRDs");
+    }
+    server.enforce_rbac();
+    let reader = a_readers_kubeconfig(&server, dir.path()).await;
+    let before = namespaces(&server);
+    let english = "error: your kubeconfig has no rights to create namespace \
+                   math-workshop-reader on this cluster (403): the organiser runs `make \
+                   workshop-room PARTICIPANTS=reader` first (then PARTICIPANT=reader uses \
+                   workshop/room/reader.kubeconfig), or use the kubeconfig the organiser gave \
+                   you (export PARTICIPANT=<your name>)";
+    let japanese = "エラー: この kubeconfig には、このクラスターで Namespace \
+                    math-workshop-reader を作る権限がありません (403)。主催者が先に `make \
+                    workshop-room PARTICIPANTS=reader` を実行するか (その後は \
+                    PARTICIPANT=reader で workshop/room/reader.kubeconfig が使われます)、\
+                    主催者から受け取った自分の kubeconfig を使ってください (export \
+                    PARTICIPANT=<自分の名前>)";
+    let install = ["install", "--solution", "--participant", "reader"];
+    let run = ["run", "--solution", "--participant", "reader"];
+    for (args, lang, line) in [
+        (&install, "en", english),
+        (&run, "en", english),
+        (&install, "ja", japanese),
+        (&run, "ja", japanese),
+    ] {
+        server.reset_requests();
+        let (code, out, err) = with_kubeconfig(&reader, lang, args).await;
+        assert_ne!(code, 0, "{args:?}: {out}\n{err}");
+        assert_eq!(err.trim_end(), line, "{args:?} --lang {lang}:\n{out}");
+        let written: Vec<String> = server
+            .requests()
+            .into_iter()
+            .filter(|r| r.verb.is_write() && r.status < 400)
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect();
+        assert!(written.is_empty(), "{args:?}: {written:?}");
+    }
+    assert_eq!(namespaces(&server), before);
+    server.shutdown().await;
+}

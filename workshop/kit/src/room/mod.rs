@@ -85,17 +85,22 @@ pub fn your_namespace(explicit: Option<&str>, context: Option<&str>) -> String {
 }
 
 /// Creates `name` for `participant` (marked as theirs, as a check's) when it does not exist;
-/// one that exists is used as it is, and never deleted: it holds the participant's work.
+/// one that exists is used as it is, and never deleted: it holds the participant's work. A
+/// kubeconfig that may not read or create it gets one line saying what to do
+/// ([`namespace_refused`]).
 pub async fn ensure_namespace(
     client: &kube::Client,
     name: &str,
     participant: &str,
 ) -> Result<(), String> {
     let api = Api::<Namespace>::all(client.clone());
+    let refused = |failure, e: kube::Error| {
+        namespace_refused(code(&e), failure, &said(&e), name, participant)
+    };
     let existing = api
         .get_opt(name)
         .await
-        .map_err(|e| t!(m::CANNOT_READ_NAMESPACE, name = name, said = said(&e)))?;
+        .map_err(|e| refused(m::CANNOT_READ_NAMESPACE, e))?;
     if existing.is_some() {
         return Ok(());
     }
@@ -106,7 +111,36 @@ pub async fn ensure_namespace(
         Ok(_) => Ok(()),
         // Created at the same moment by the participant's other tool.
         Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-        Err(e) => Err(t!(m::CANNOT_CREATE_NAMESPACE, name = name, said = said(&e))),
+        Err(e) => Err(refused(m::CANNOT_CREATE_NAMESPACE, e)),
+    }
+}
+
+/// Why reading or creating namespace `name` failed with `code` (the server's words `said`,
+/// put in the `failure` message): a 403 is a kubeconfig without the right, and the line says
+/// what to do about it, as a `CLUSTER=1` check's does: the bare error leaves a participant with
+/// the wrong kubeconfig, or a name the room was not set up for, nowhere to go.
+pub(crate) fn namespace_refused(
+    code: Option<u16>,
+    failure: m::Msg,
+    said: &str,
+    name: &str,
+    participant: &str,
+) -> String {
+    match code {
+        Some(403) => t!(
+            m::NO_RIGHTS_FOR_YOUR_NAMESPACE,
+            name = name,
+            participant = participant
+        ),
+        _ => t!(failure, name = name, said = said),
+    }
+}
+
+/// The HTTP status of an API error, if the server answered.
+fn code(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(status) => Some(status.code),
+        _ => None,
     }
 }
 
@@ -182,6 +216,30 @@ mod tests {
         assert_eq!(participant(Some(&long)).len(), 40);
         assert_eq!(check_namespace("alice"), "math-workshop-check-alice");
         assert!(check_namespace(&participant(None)).len() <= 63);
+    }
+
+    #[test]
+    fn without_the_right_to_its_namespace_one_line_says_what_to_do() {
+        let no_rights = "your kubeconfig has no rights to create namespace math-workshop-lead \
+                         on this cluster (403): the organiser runs `make workshop-room \
+                         PARTICIPANTS=lead` first (then PARTICIPANT=lead uses \
+                         workshop/room/lead.kubeconfig), or use the kubeconfig the organiser \
+                         gave you (export PARTICIPANT=<your name>)";
+        let ns = "math-workshop-lead";
+        for failure in [m::CANNOT_READ_NAMESPACE, m::CANNOT_CREATE_NAMESPACE] {
+            assert_eq!(
+                namespace_refused(Some(403), failure, "forbidden", ns, "lead"),
+                no_rights
+            );
+        }
+        assert_eq!(
+            namespace_refused(Some(422), m::CANNOT_CREATE_NAMESPACE, "invalid", ns, "lead"),
+            "cannot create namespace math-workshop-lead: invalid"
+        );
+        assert_eq!(
+            namespace_refused(None, m::CANNOT_READ_NAMESPACE, "timed out", ns, "lead"),
+            "cannot read namespace math-workshop-lead: timed out"
+        );
     }
 
     #[test]
