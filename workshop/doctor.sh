@@ -6,7 +6,7 @@
 # A POSIX shell script and not a Rust program: it must answer on the laptop that cannot build
 # one yet (no C compiler, no Rust, a rustc too old for edition 2024). It runs nothing but
 # shell built-ins, `uname` and the tools it checks, so that a test can run it with a PATH of
-# fake tools (workshop/tests/doctor.rs). Its sentences are those of workshop/kit/src/messages.rs
+# fake tools (workshop/tests/doctor.rs). Its sentences are those of workshop/kit/src/messages/doctor.rs
 # (DOCTOR_*), which that test compares with what it prints.
 
 set -f
@@ -25,7 +25,7 @@ for value in "${LC_ALL:-}" "${LC_MESSAGES:-}" "${LANG:-}"; do
     fi
 done
 
-# msg KEY: the template of a message in the chosen language (workshop/kit/src/messages.rs).
+# msg KEY: the template of a message in the chosen language (workshop/kit/src/messages/doctor.rs).
 msg() {
     case $lang:$1 in
     en:OK) echo 'workshop-doctor: ✓ {tools}: everything the workshop builds with is here' ;;

@@ -2,7 +2,7 @@
 //! that holds only fake tools (each answers its version, as the real one would), one missing at
 //! a time, on a fake Linux (Debian, Fedora), WSL2 or macOS, amd64 or arm64 (a fake `uname`).
 //! Each missing tool is one line that names it and the command that installs it there, in
-//! the words of workshop/kit/src/messages.rs; the exit code says whether the build can start.
+//! the words of workshop/kit/src/messages/doctor.rs; the exit code says whether the build can start.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -421,7 +421,7 @@ fn the_script_speaks_the_catalogues_words() {
     }
     assert!(
         wrong.is_empty(),
-        "workshop/doctor.sh says these otherwise than workshop/kit/src/messages.rs: {}",
+        "workshop/doctor.sh says these otherwise than workshop/kit/src/messages/doctor.rs: {}",
         wrong.join(", ")
     );
 }

@@ -84,7 +84,13 @@ fn the_guides_and_the_tools_tell_the_participant_the_workshop_profile() {
         "workshop/README.ja.md",
         "workshop/CHEATSHEET.md",
         "workshop/CHEATSHEET.ja.md",
-        "workshop/kit/src/messages.rs",
+        "workshop/kit/src/messages/check.rs",
+        "workshop/kit/src/messages/run.rs",
+        "workshop/kit/src/messages/room.rs",
+        "workshop/kit/src/messages/cluster.rs",
+        "workshop/kit/src/messages/tools.rs",
+        "workshop/kit/src/messages/cli.rs",
+        "workshop/kit/src/messages/doctor.rs",
         "workshop/kit/src/cluster.rs",
     ] {
         let text = std::fs::read_to_string(repository().join(file)).unwrap_or_default();

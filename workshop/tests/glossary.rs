@@ -1,5 +1,5 @@
 //! One term per concept for a Japanese reader: the guide (README.ja.md), the cheat sheet
-//! (CHEATSHEET.ja.md) and what the tools say (workshop/kit/src/messages.rs, its Japanese texts)
+//! (CHEATSHEET.ja.md) and what the tools say (workshop/kit/src/messages/, its Japanese texts)
 //! use the words the Japanese Kubernetes community uses, and the same word each time. A reader
 //! who meets 署名 in one place and フィールドマネージャー in another wonders whether they are two
 //! things; kubectl itself says 現在のコンテキスト. And every page the Japanese guide links to is

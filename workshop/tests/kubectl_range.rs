@@ -1,5 +1,5 @@
 //! Which kubectl the guides were run with, and which they say is tested: the same range as
-//! `make workshop-doctor` warns outside of (workshop/doctor.sh, its words in messages.rs), and
+//! `make workshop-doctor` warns outside of (workshop/doctor.sh, its words in messages/doctor.rs), and
 //! a version inside it. kubectl 1.34 and later print `… deleted from <ns> namespace` where the
 //! guides show `… deleted`; the guides say so beside the version.
 

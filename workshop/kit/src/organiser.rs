@@ -218,67 +218,6 @@ pub async fn is_a_room(client: &kube::Client) -> bool {
         .is_some_and(|a| a.contains_key(ROOM_CRD))
 }
 
-/// A `CLUSTER=1` check in a room: the participant may not create or delete namespaces, so the
-/// organiser made the check's namespace ([`participant_objects`]) and a check empties it, at
-/// its start and its end, instead: every object of the track's kinds, the parents first (the
-/// garbage collector takes their children), waiting (two minutes at most) until they are gone.
-pub async fn empty_namespace(
-    client: &kube::Client,
-    crds: &[CustomResourceDefinition],
-    namespace: &str,
-    participant: &str,
-) -> Result<(), String> {
-    use crate::messages as m;
-    use crate::room::{resource_of, said};
-    use crate::t;
-    use kube::api::{DeleteParams, DynamicObject, ListParams};
-    let mine = Api::<Namespace>::all(client.clone())
-        .get(namespace)
-        .await
-        .map_err(|e| t!(m::CANNOT_READ_NAMESPACE, name = namespace, said = said(&e)))?;
-    let owner = mine
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(PARTICIPANT));
-    if owner.map(String::as_str) != Some(participant) {
-        return Err(t!(m::NAMESPACE_NOT_A_CHECKS, name = namespace));
-    }
-    let apis: Vec<_> = crds
-        .iter()
-        .rev()
-        .map(|crd| {
-            Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &resource_of(crd))
-        })
-        .collect();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    loop {
-        let mut left = 0;
-        for api in &apis {
-            match api.list_metadata(&ListParams::default()).await {
-                Ok(list) => left += list.items.len(),
-                Err(kube::Error::Api(status)) if status.code == 404 => continue,
-                Err(e) => return Err(said(&e)),
-            }
-            match api
-                .delete_collection(&DeleteParams::default(), &ListParams::default())
-                .await
-            {
-                Ok(_) => {}
-                Err(kube::Error::Api(status)) if status.code == 404 => {}
-                Err(e) => return Err(said(&e)),
-            }
-        }
-        if left == 0 {
-            return Ok(());
-        }
-        if std::time::Instant::now() > deadline {
-            return Err(t!(m::EARLIER_STILL_DELETING, name = namespace));
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    }
-}
-
 /// Writes a file only its owner can read (it holds a token).
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     std::fs::write(path, text)?;

@@ -4,9 +4,10 @@
 //! `math-workshop` crate on purpose: a participant who is stuck often has code that does not
 //! build, and these are the tools they need then.
 
-// The learner track's one message catalogue, shared with the math-workshop-kit crate.
-#[allow(dead_code)]
-#[path = "../../kit/src/messages.rs"]
+// The learner track's one message catalogue, shared with the math-workshop-kit crate (the
+// tools print some of its tables only).
+#[allow(dead_code, unused_imports)]
+#[path = "../../kit/src/messages/mod.rs"]
 mod messages;
 // clap in the participant's language, shared with the math-workshop-kit crate.
 #[path = "../../kit/src/cli.rs"]

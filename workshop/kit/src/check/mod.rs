@@ -3,6 +3,7 @@
 //! line per expectation, ✓ or ✗ with a hint.
 
 mod kubectl;
+mod namespace;
 mod stages;
 
 use std::collections::BTreeMap;
@@ -41,8 +42,8 @@ pub struct Options {
     pub timeout: Duration,
     /// Who checks: the owner of [`Options::namespace`] on a shared cluster.
     pub participant: String,
-    /// The namespace the stage's objects are created in: the participant's own, created fresh
-    /// and deleted at the end ([`room::claim_namespace`]).
+    /// The namespace the stage's objects are created in: the participant's own, fresh for
+    /// every check (created and deleted, or in a room emptied: `namespace::claim`).
     pub namespace: String,
     /// Install the CRDs even over different ones that objects in other namespaces use.
     pub force: bool,
@@ -187,67 +188,13 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
         Target::TestServer => Some(TestServer::start().await?),
         Target::Cluster => None,
     };
-    let client = match &server {
-        Some(server) => server.client(),
-        None => {
-            let instead = m::CHECK_WITHOUT_CLUSTER.text();
-            cluster::connect_as(&instead, Some(&opts.participant))
-                .await?
-                .client
-        }
-    };
-    let kubeconfig = server.as_ref().map(TestServer::kubeconfig_path);
-    let mut kubectl = Kubectl::new(kubeconfig.as_deref(), &opts.namespace)?;
-    if let Ok(version) = client.apiserver_version().await
-        && kubectl::validates_by_download(&version.major, &version.minor)
-    {
-        kubectl.apply_unvalidated();
-    }
-    // The controllers look after the check's namespace only: on a shared cluster, everyone
-    // else's objects are not theirs to reconcile.
-    let ctx = Context::new(client.clone(), Some(opts.namespace.clone()));
-    let mut session = Session {
-        kubectl,
-        reader: Reader {
-            client,
-            namespace: opts.namespace.clone(),
-        },
-        ctx: ctx.clone(),
-        track: track.clone(),
-        controllers: None,
-        opts: opts.clone(),
-        outcome: Outcome::default(),
-        not_back: BTreeMap::new(),
-        in_a_room: false,
-    };
-    if server.is_none() {
-        session.in_a_room = crate::organiser::is_a_room(&session.reader.client).await;
-    }
-    let kind = Kind::ALL[usize::from(opts.stage - 1)];
+    let mut session = Session::open(track, opts, server.as_ref()).await?;
     if opts.print {
-        let on = match opts.target {
-            Target::TestServer => m::ON_TEST_SERVER.text(),
-            Target::Cluster => t!(
-                m::ON_CLUSTER,
-                namespace = opts.namespace,
-                participant = opts.participant
-            ),
-        };
-        println!(
-            "{}",
-            t!(
-                m::STAGE_HEADER,
-                stage = opts.stage,
-                kind = kind.name(),
-                track = track.called(),
-                file = track.file(kind),
-                on = on
-            )
-        );
+        println!("{}", header(track, opts));
     }
     let claimed = session.install().await;
-    if claimed {
-        session.controllers = Some(Controllers::start(track, opts.stage, &ctx));
+    if claimed.is_some() {
+        session.controllers = Some(Controllers::start(track, opts.stage, &session.ctx));
         match opts.stage {
             1 => stages::number(&mut session).await,
             2 => stages::tuple(&mut session).await,
@@ -257,16 +204,9 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
     if let Some(controllers) = session.controllers.take() {
         controllers.stop();
     }
-    if claimed && session.in_a_room {
+    if let Some(claimed) = claimed.filter(|_| opts.target == Target::Cluster) {
         let crds = crate::crds::generate(track);
-        let client = &session.reader.client;
-        let emptied =
-            crate::organiser::empty_namespace(client, &crds, &opts.namespace, &opts.participant);
-        if let Err(why) = emptied.await {
-            tracing::warn!(target: "math_workshop::room", namespace = %opts.namespace, %why, "{}", m::NAMESPACE_NOT_DELETED.text());
-        }
-    } else if claimed && opts.target == Target::Cluster {
-        room::release_namespace(&session.reader.client, &opts.namespace).await;
+        namespace::release(&session.reader.client, &crds, &opts.namespace, claimed).await;
     }
     if let Some(server) = server {
         server.shutdown().await;
@@ -275,6 +215,27 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
         println!("{}", session.outcome.summary());
     }
     Ok(session.outcome)
+}
+
+/// The check's first line: the stage, the code checked, and where.
+fn header(track: &Track, opts: &Options) -> String {
+    let kind = Kind::ALL[usize::from(opts.stage - 1)];
+    let on = match opts.target {
+        Target::TestServer => m::ON_TEST_SERVER.text(),
+        Target::Cluster => t!(
+            m::ON_CLUSTER,
+            namespace = opts.namespace,
+            participant = opts.participant
+        ),
+    };
+    t!(
+        m::STAGE_HEADER,
+        stage = opts.stage,
+        kind = kind.name(),
+        track = track.called(),
+        file = track.file(kind),
+        on = on
+    )
 }
 
 /// One check in progress.
@@ -289,12 +250,54 @@ pub(crate) struct Session {
     /// Objects the check deleted that did not come back, with the hint of that step: a later
     /// step that needs them names that cause, not "never appeared".
     not_back: BTreeMap<(String, String), String>,
-    /// On a room's shared cluster ([`crate::organiser`]): the check's namespace is the
-    /// organiser's, emptied instead of created and deleted.
+    /// On a room's shared cluster ([`crate::organiser`]): the CRDs are the organiser's, and so
+    /// is the check's namespace if the room was set up for the participant.
     in_a_room: bool,
 }
 
 impl Session {
+    /// A check's session on `server` (the private test API server), else on the cluster of
+    /// the current kubeconfig: its client, kubectl, and whether the cluster is a room's.
+    async fn open(
+        track: &Track,
+        opts: &Options,
+        server: Option<&TestServer>,
+    ) -> anyhow::Result<Session> {
+        let client = match server {
+            Some(server) => server.client(),
+            None => {
+                let instead = m::CHECK_WITHOUT_CLUSTER.text();
+                cluster::connect_as(&instead, Some(&opts.participant))
+                    .await?
+                    .client
+            }
+        };
+        let kubeconfig = server.map(TestServer::kubeconfig_path);
+        let mut kubectl = Kubectl::new(kubeconfig.as_deref(), &opts.namespace)?;
+        if let Ok(version) = client.apiserver_version().await
+            && kubectl::validates_by_download(&version.major, &version.minor)
+        {
+            kubectl.apply_unvalidated();
+        }
+        let in_a_room = server.is_none() && crate::organiser::is_a_room(&client).await;
+        Ok(Session {
+            kubectl,
+            // The controllers look after the check's namespace only: on a shared cluster,
+            // everyone else's objects are not theirs to reconcile.
+            ctx: Context::new(client.clone(), Some(opts.namespace.clone())),
+            reader: Reader {
+                client,
+                namespace: opts.namespace.clone(),
+            },
+            track: track.clone(),
+            controllers: None,
+            opts: opts.clone(),
+            outcome: Outcome::default(),
+            not_back: BTreeMap::new(),
+            in_a_room,
+        })
+    }
+
     fn line(&mut self, line: Line) {
         if self.opts.print {
             println!("{line}");
@@ -448,32 +451,42 @@ impl Session {
     }
 
     /// Claims the check's namespace, then installs the CRDs generated from the track's types
-    /// with `kubectl apply` (unless they would replace different ones that others use). False
-    /// (after a ✗) when either fails: nothing else can be checked.
-    async fn install(&mut self) -> bool {
+    /// with `kubectl apply` (unless they would replace different ones that others use). Who
+    /// made the namespace, or `None` (after a ✗) when either fails: nothing else can be checked.
+    async fn install(&mut self) -> Option<namespace::Claimed> {
         let ns = self.opts.namespace.clone();
         let client = self.reader.client.clone();
         let crds = crate::crds::generate(&self.track);
         let who = &self.opts.participant;
-        let claimed = if self.in_a_room {
-            crate::organiser::empty_namespace(&client, &crds, &ns, who).await
-        } else {
-            room::claim_namespace(&client, &ns, who).await
+        let claimed = match namespace::claim(&client, &crds, &ns, who, self.in_a_room).await {
+            Ok(claimed) => claimed,
+            Err(why) => {
+                self.fail(&[], t!(m::CREATE_CHECK_NAMESPACE, namespace = ns), why);
+                return None;
+            }
         };
-        if let Err(why) = claimed {
-            self.fail(&[], t!(m::CREATE_CHECK_NAMESPACE, namespace = ns), why);
-            return false;
-        }
         if self.opts.stage == 1 {
             stages::number_crd(self);
         }
         if self.in_a_room {
             // The organiser's CRDs are the room's: a participant may not change them.
-            self.pass(t!(m::ROOM_CRDS, namespace = ns));
-            return true;
+            self.pass(match claimed {
+                namespace::Claimed::Organisers => t!(m::ROOM_CRDS, namespace = ns),
+                namespace::Claimed::Made => t!(m::ROOM_CRDS_NAMESPACE_MADE, namespace = ns),
+            });
+            return Some(claimed);
         }
+        self.install_crds(&crds).await.then_some(claimed)
+    }
+
+    /// Installs the CRDs generated from the track's types with `kubectl apply`, those missing
+    /// or different (unless they would replace different ones that others use). False (after
+    /// a ✗) when that fails.
+    async fn install_crds(&mut self, crds: &[CustomResourceDefinition]) -> bool {
+        let ns = self.opts.namespace.clone();
+        let client = self.reader.client.clone();
         let me = room::Signature::new(&self.opts.participant);
-        let install = match room::may_install(&client, &crds, &ns, &me, self.opts.force).await {
+        let install = match room::may_install(&client, crds, &ns, &me, self.opts.force).await {
             Ok(install) => install,
             Err(why) => {
                 self.fail(&[], m::INSTALL_CRDS.text(), why);
@@ -485,22 +498,13 @@ impl Session {
                 println!("  ({note})");
             }
         }
-        // Only what is missing or different: on a shared cluster, the same CRDs installed by
-        // someone else are left as they are.
-        let mut yaml = String::new();
-        for crd in &crds {
-            let name = crd.metadata.name.clone().unwrap_or_default();
-            if !install.writes.contains(&name) {
-                continue;
+        let yaml = match to_write(crds, &install.writes) {
+            Ok(yaml) => yaml,
+            Err(e) => {
+                self.fail(&[], m::GENERATE_CRDS.text(), e.to_string());
+                return false;
             }
-            match serde_yaml::to_string(crd) {
-                Ok(text) => yaml.push_str(&format!("---\n{text}")),
-                Err(e) => {
-                    self.fail(&[], m::GENERATE_CRDS.text(), e.to_string());
-                    return false;
-                }
-            }
-        }
+        };
         let ran = if yaml.is_empty() {
             None
         } else {
@@ -534,6 +538,19 @@ impl Session {
         });
         true
     }
+}
+
+/// The YAML documents of the CRDs named in `writes`. Only what is missing or different: on a
+/// shared cluster, the same CRDs installed by someone else are left as they are.
+fn to_write(crds: &[CustomResourceDefinition], writes: &[String]) -> serde_yaml::Result<String> {
+    let mut yaml = String::new();
+    for crd in crds {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        if writes.contains(&name) {
+            yaml.push_str(&format!("---\n{}", serde_yaml::to_string(crd)?));
+        }
+    }
+    Ok(yaml)
 }
 
 /// Waits (30 s at most) until every CRD of `names` is `Established`, so that the stage's first
