@@ -7,6 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
+#[path = "common/tree.rs"]
+mod tree;
+
 /// Each top-level module of the library and its layer: a module may use its own layer's
 /// files and any lower layer's, never a higher one, nor a different module of its own layer.
 const LAYERS: &[(&str, u8)] = &[
@@ -27,18 +30,9 @@ fn layer(module: &str) -> Option<u8> {
     LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
+/// Every Rust file below `dir`, sorted (the walk the docs tests share).
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    tree::files_below(dir, |name| name.ends_with(".rs"))
 }
 
 /// The top-level module a file of `src/` belongs to (`src/cluster/cache.rs` → `cluster`).
@@ -106,9 +100,7 @@ fn upward(src: &Path, files: &[PathBuf]) -> Vec<String> {
 #[test]
 fn no_module_imports_one_above_it_or_beside_it() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    files.sort();
+    let files = rust_files(&src);
     let bad = upward(&src, &files);
     assert!(
         bad.is_empty(),
@@ -182,9 +174,7 @@ fn the_manager_does_not_carry_what_only_the_plugin_runs() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml reads");
     let src = root.join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    files.sort();
+    let files = rust_files(&src);
     let found = naming(&manifest, &src, &files, NOT_THE_MANAGERS);
     assert!(
         found.is_empty(),
@@ -295,7 +285,7 @@ fn kind_in(word: &str) -> Option<&'static str> {
 fn kinds_named(src: &Path) -> Vec<String> {
     let mut files = Vec::new();
     for room in GENERIC {
-        rust_files(&src.join(room), &mut files);
+        files.extend(rust_files(&src.join(room)));
     }
     files.retain(|f| !f.ends_with("tests.rs") && !f.components().any(|c| c.as_os_str() == "tests"));
     files.sort();

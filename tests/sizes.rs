@@ -5,23 +5,17 @@
 
 use std::path::{Path, PathBuf};
 
+#[path = "common/tree.rs"]
+mod tree;
+
 /// The longest source file.
 const FILE_LINES: usize = 650;
 /// A screen: the longest function.
 const SCREEN: usize = 60;
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
+/// Every Rust file below `dir`, sorted (the walk the docs tests share).
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    tree::files_below(dir, |name| name.ends_with(".rs"))
 }
 
 /// Whether `line` starts a function (at any indentation): `fn`, with `pub`, `pub(crate)`,
@@ -76,11 +70,10 @@ fn long_functions(text: &str, limit: usize) -> Vec<(usize, usize)> {
 /// files by) and the files.
 fn sources() -> (PathBuf, Vec<PathBuf>) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
+    let mut files = rust_files(&root.join("src"));
     if let Ok(crates) = std::fs::read_dir(root.join("crates")) {
         for krate in crates.flatten() {
-            rust_files(&krate.path().join("src"), &mut files);
+            files.extend(rust_files(&krate.path().join("src")));
         }
     }
     files.sort();
