@@ -341,6 +341,12 @@ async fn an_update_owns_the_maps_it_adds_an_apply_does_not() {
 /// What follows from the `.` entries (`a merge patch`, `the same apply, forced`): a merge
 /// patch by the creator adds `b` to the map it already owns; another manager's forced apply
 /// of `a` takes `.data.a` only, and the creator keeps the map itself, `b` and the labels.
+/// The same three requests to kube-apiserver v1.36.2 (2026-11-27; `kubectl create --raw`,
+/// `kubectl patch --type=merge`, `kubectl apply --server-side --force-conflicts`) answered,
+/// after the merge patch, `diff`/Update `{"f:data":{".":{},"f:a":{},"f:b":{}},
+/// "f:metadata":{"f:labels":{".":{},"f:app":{}}}}`, and after the forced apply `other`/Apply
+/// `{"f:data":{"f:a":{}}}` beside `diff`/Update `{"f:data":{".":{},"f:b":{}},
+/// "f:metadata":{"f:labels":{".":{},"f:app":{}}}}`: what this test expects.
 #[tokio::test]
 async fn a_forced_apply_takes_the_field_and_leaves_the_map_to_its_creator() {
     let s = TestServer::start().await.expect("server starts");
