@@ -73,7 +73,7 @@ PARTICIPANTS ?=
 FORCE ?=
 ROOM_FLAGS = $(if $(PARTICIPANT),--participant $(PARTICIPANT)) $(if $(FORCE),--force)
 # Where workshop-run and workshop-install work (default: the namespace the kubeconfig's context
-# names, else math-workshop-<participant>); their first line says which.
+# names, else default, as kubectl); their first line says which.
 NAMESPACE ?=
 WHERE_FLAGS = $(if $(PARTICIPANT), --participant $(PARTICIPANT))$(if $(NAMESPACE), --namespace $(NAMESPACE))
 

@@ -248,8 +248,14 @@ elif rust=$(rustc --version 2>/dev/null); then
     minor=${2%%[!0-9]*}
     if [ "$1" = 1 ] && [ "${minor:-0}" -lt "$NEEDED_MINOR" ]; then
         missing=$((missing + 1))
-        if have rustup; then update="rustup update"; else update=$rustup_install; fi
-        fill "$(msg RUST_OLD)" version "$version" needed "1.$NEEDED_MINOR" command "$update"
+        if [ -x "$HOME/.cargo/bin/rustc" ] && [ "$(command -v rustc)" != "$HOME/.cargo/bin/rustc" ]; then
+            # rustup has just installed a new Rust, but this terminal still finds the
+            # distribution's older one first: installing again would not help.
+            msg CARGO_PATH
+        else
+            if have rustup; then update="rustup update"; else update=$rustup_install; fi
+            fill "$(msg RUST_OLD)" version "$version" needed "1.$NEEDED_MINOR" command "$update"
+        fi
     else
         found_tool "rustc $version"
     fi

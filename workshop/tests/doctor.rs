@@ -33,6 +33,8 @@ struct Laptop {
     free_kib: Option<u64>,
     /// Rust installed by rustup into `~/.cargo/bin`, which is not on the PATH.
     cargo_home_off_path: bool,
+    /// A tool in `~/.cargo/bin` (not on the PATH) besides the one of that name on the PATH.
+    in_cargo_bin_too: Option<(&'static str, &'static str)>,
 }
 
 const RUSTC: (&str, &str) = ("rustc", "rustc 1.90.0 (1159e78c4 2025-09-14)");
@@ -62,6 +64,7 @@ impl Laptop {
             clone: None,
             free_kib: None,
             cargo_home_off_path: false,
+            in_cargo_bin_too: None,
         }
     }
 
@@ -98,6 +101,10 @@ impl Laptop {
             } else {
                 fake(bin.path(), name, &said.join("\n"));
             }
+        }
+        if let Some((name, version)) = self.in_cargo_bin_too {
+            std::fs::create_dir_all(&cargo_bin).expect("mkdir ~/.cargo/bin");
+            fake(&cargo_bin, name, &format!("echo '{version}'"));
         }
         if let Some(free) = self.free_kib {
             fake(
@@ -497,6 +504,27 @@ fn rust_in_cargo_bin_off_the_path_is_named_with_how_to_load_it() {
         );
         assert_eq!(code, Some(1));
     }
+}
+
+/// rustup has just put a new Rust into ~/.cargo/bin, but this terminal's PATH still finds the
+/// distribution's old rustc: the doctor says how to load the new one, not to install Rust
+/// again (which would send the reader round in a circle, as the old rustc stays first).
+#[test]
+fn a_new_rust_behind_the_distributions_old_one_is_named_with_how_to_load_it() {
+    let mut laptop = Laptop::complete(DEBIAN, &["apt-get"]).with((
+        "rustc",
+        "rustc 1.63.0 (4b91a6ea7 2022-08-08) (built from a source tarball)",
+    ));
+    laptop.in_cargo_bin_too = Some(RUSTC);
+    let (lines, code) = laptop.doctor(ENGLISH);
+    assert_eq!(
+        lines,
+        [
+            say(&DOCTOR_CARGO_PATH, Lang::En, &[]),
+            say(&DOCTOR_SUMMARY, Lang::En, &[("count", "1")]),
+        ]
+    );
+    assert_eq!(code, Some(1));
 }
 
 /// The block after the guide's `<!-- not run: …doctor… -->` marker.

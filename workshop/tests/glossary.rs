@@ -1,9 +1,11 @@
 //! One term per concept for a Japanese reader: the guide (README.ja.md), the cheat sheet
-//! (CHEATSHEET.ja.md) and what the tools say (workshop/kit/src/messages/, its Japanese texts)
-//! use the words the Japanese Kubernetes community uses, and the same word each time. A reader
-//! who meets 署名 in one place and フィールドマネージャー in another wonders whether they are two
-//! things; kubectl itself says 現在のコンテキスト. And every page the Japanese guide links to is
-//! Japanese, or marked (英語) so that the reader knows before following it.
+//! (CHEATSHEET.ja.md), the organiser's page, the Japanese half of the exercises' comments (what
+//! a learner reads while coding) and what the tools say (workshop/kit/src/messages/, its
+//! Japanese texts) use the words the Japanese Kubernetes community uses, and the same word each
+//! time. A reader who meets 署名 in one place and フィールドマネージャー in another wonders
+//! whether they are two things; kubectl itself says 現在のコンテキスト. And every page the
+//! Japanese guide links to is Japanese, or marked (英語) so that the reader knows before
+//! following it.
 
 use std::path::{Path, PathBuf};
 
@@ -142,6 +144,41 @@ const GLOSSARY: &[Term] = &[
         word: "チューター",
         avoid: &["アシスタント"],
     },
+    Term {
+        concept: "owner reference (`ownerReferences` stays the field's name, in code)",
+        word: "オーナーリファレンス",
+        avoid: &["ownerReference"],
+    },
+    Term {
+        concept: "the current spec (what a status answers for)",
+        word: "今の spec",
+        avoid: &["現在の spec"],
+    },
+    Term {
+        concept: "the status subresource",
+        word: "ステータスサブリソース",
+        avoid: &["status サブリソース"],
+    },
+    Term {
+        concept: "a Rust import",
+        word: "`use`",
+        avoid: &["import"],
+    },
+    Term {
+        concept: "to tell, to see (分かる, as the tools' messages write it)",
+        word: "分かる",
+        avoid: &["わかる", "わかり", "わから", "わかっ"],
+    },
+    Term {
+        concept: "generation (metadata.generation: kept as Kubernetes' word)",
+        word: "generation",
+        avoid: &["世代"],
+    },
+    Term {
+        concept: "to be all there (そろう, as the doctor says it)",
+        word: "そろう",
+        avoid: &["揃"],
+    },
 ];
 
 /// Whether `text` has `avoid` (with `[^ー]`: the word not followed by a long vowel).
@@ -221,10 +258,30 @@ fn the_guide_the_cheat_sheet_and_the_tools_use_one_word_per_concept() {
         assert!(!text.is_empty(), "{file} is readable");
         wrong.extend(misworded(file, &prose(&text)));
     }
+    for (file, japanese) in exercises_in_japanese() {
+        wrong.extend(misworded(&file, &prose(&japanese)));
+    }
     for msg in ALL {
         wrong.extend(misworded(&format!("messages.rs {}", msg.key), msg.ja));
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The Japanese half of every EXERCISE comment (from its `演習` line to the block's end), by
+/// file: the instructions a Japanese learner reads at the desk.
+fn exercises_in_japanese() -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for file in ["number.rs", "tuple.rs", "fermat.rs"] {
+        let path = format!("workshop/src/exercises/{file}");
+        let source = read(&path);
+        assert!(!source.is_empty(), "{path} is readable");
+        for block in comment_blocks(&source) {
+            if let Some(at) = block.iter().position(|line| line.starts_with("演習 ")) {
+                found.push((path.clone(), block[at..].join("\n")));
+            }
+        }
+    }
+    found
 }
 
 #[test]

@@ -86,8 +86,8 @@ pub async fn reconcile(fermat: Arc<Fermat>, ctx: Arc<Context>) -> Result<Action>
 /// 演習 3a: 演習 2a と同じく、組ごとに子を 1 つ作ります。
 /// `crate::math::fermat_splits(fermat.spec.number)` の各 `(a, b)` (組 `(a, n - a)`) について、
 /// Tuple `child_name(&fermat.name_any(), a, b)` を `TupleSpec { numbers: vec![a, b] }` と、Fermat を
-/// 指す controller の ownerReference (2a と同じく `block_owner_deletion: Some(true)` 付き) で、
-/// `Patch::Apply` とフィールドマネージャーを使って apply します (上のコード。import は 2a のものに
+/// 指すコントローラーのオーナーリファレンス (2a と同じく `block_owner_deletion: Some(true)` 付き) で、
+/// `Patch::Apply` とフィールドマネージャーを使って apply します (上のコード。`use` は 2a のものに
 /// `use super::tuple::TupleSpec;` を足します)。
 pub async fn apply_children(_fermat: &Fermat, _ctx: &Context) -> Result<Vec<Tuple>> {
     todo!("EXERCISE 3a: create or update the child Tuples, in workshop/src/exercises/fermat.rs")
@@ -120,7 +120,7 @@ pub async fn delete_extras(_fermat: &Fermat, _children: &[Tuple], _ctx: &Context
 /// `json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Fermat", "status": status })`
 /// with `patch_status` (`use serde_json::json;`, `use crate::math;`).
 ///
-/// 演習 3c: すべての子 Tuple が現在の spec に対する status を持ったら (2c と同じ)、`FermatStatus`
+/// 演習 3c: すべての子 Tuple が今の spec に対する status を持ったら (2c と同じ)、`FermatStatus`
 /// を書き込みます。`decompositions` には、status が `all_squares` と言っている子 `[a, b]` ごとに、
 /// 子の順番どおり `crate::math::format_decomposition(x, y)` ("1²+4²") を入れます。`x` と `y` は
 /// `a` と `b` の平方根です。`crate::math::exact_sqrt(a)` は平方数なら `Some(x)`、そうでなければ

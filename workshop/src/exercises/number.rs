@@ -87,7 +87,7 @@ pub struct NumberStatus {}
 /// 演習 1b: `number.spec.value` から `crate::math::fizzbuzz`、`crate::math::is_square`、
 /// `crate::math::is_prime` で `NumberStatus` を作り、`observed_generation` には
 /// `number.metadata.generation.unwrap_or_default()` (`Option<i64>`。保存されたオブジェクトには
-/// 必ずあります) を入れます。それを上のコードのように *status サブリソース* に書き込みます
+/// 必ずあります) を入れます。それを上のコードのように *ステータスサブリソース* に書き込みます
 /// (オブジェクト本体への書き込みでは `status` は無視されます)。使うもの: `use kube::ResourceExt;`
 /// (`namespace()` と `name_any()`)、`use kube::api::{Patch, PatchParams};`、
 /// `use crate::context::MANAGER;`。`Ok(Action::await_change())` を返します (Number がまた

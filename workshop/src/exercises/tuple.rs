@@ -95,13 +95,13 @@ pub async fn reconcile(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Action> {
 ///
 /// 演習 2a: `tuple.spec.numbers` の要素ごとに Number `child_name(&tuple.name_any(), index)` を
 /// Tuple が所有する形で作成または修正し、API サーバーが返した子 (status 付き) を順番どおりに
-/// 返します (上のコード)。`controller_owner_ref(&())` は `controller: true` の ownerReference
+/// 返します (上のコード)。`controller_owner_ref(&())` は `controller: true` のオーナーリファレンス
 /// です (`None` になるのは uid のないオブジェクトだけ)。ガベージコレクターが Tuple と一緒に
 /// Number を削除します。`block_owner_deletion: Some(true)` (kubebuilder の
 /// `SetControllerReference` が付けるもの) があると、`kubectl delete --cascade=foreground` は
 /// Number の削除を待ちます。Server-Side Apply (`Patch::Apply` とフィールドマネージャー) は、子が
 /// なければ作り、誰かが書き換えていれば直し、正しければ何も変えません。何度実行しても安全です。
-/// import は上の英語の最後にあるとおりです。
+/// 必要な `use` は上の英語の最後にあるとおりです。
 pub async fn apply_children(_tuple: &Tuple, _ctx: &Context) -> Result<Vec<Number>> {
     todo!("EXERCISE 2a: create or update the child Numbers, in workshop/src/exercises/tuple.rs")
 }
@@ -124,7 +124,7 @@ pub async fn apply_children(_tuple: &Tuple, _ctx: &Context) -> Result<Vec<Number
 /// (`use kube::api::{DeleteParams, ListParams};`; `numbers` as in 2a.)
 ///
 /// 演習 2b: この Tuple がコントローラーになっている Number のうち、`children` にないもの
-/// (Tuple が短くなった) を削除します。Tuple の Namespace の Number を一覧し、ownerReference が
+/// (Tuple が短くなった) を削除します。Tuple の Namespace の Number を一覧し、オーナーリファレンスが
 /// Tuple の uid を指すものだけを残し (名前ではありません。同じ名前で作り直した Tuple は別の
 /// Tuple です)、望まれていない名前のものを削除します (上のコード。`numbers` は 2a と同じ)。
 pub async fn delete_extras(_tuple: &Tuple, _children: &[Number], _ctx: &Context) -> Result<()> {
@@ -139,11 +139,11 @@ pub async fn delete_extras(_tuple: &Tuple, _children: &[Number], _ctx: &Context)
 /// nothing and return `Ok(())`: when its status changes, `owns` (EXERCISE 2d) wakes this Tuple
 /// again. `all_squares` is true when every child's `status.is_square` is (true for none).
 ///
-/// 演習 2c: すべての子が現在の spec に対する status を持ったら、ステージ 1 と同じく
+/// 演習 2c: すべての子が今の spec に対する status を持ったら、ステージ 1 と同じく
 /// `patch_status` で `TupleStatus { observed_generation, all_squares }` を書き込みます。子 `n` が
-/// 現在の spec に答えたかどうかは
+/// 今の spec に答えたかどうかは
 /// `n.status.as_ref().is_some_and(|s| Some(s.observed_generation) == n.metadata.generation)`
-/// でわかります (`metadata.generation` は `Option<i64>`)。まだ答えていない子があれば何も書かずに
+/// で分かります (`metadata.generation` は `Option<i64>`)。まだ答えていない子があれば何も書かずに
 /// `Ok(())` を返します。その子の status が変わると、`owns` (演習 2d) がこの Tuple をまた起こします。
 /// `all_squares` はすべての子の `status.is_square` が true のとき true です (子がなければ true)。
 pub async fn write_status(_tuple: &Tuple, _children: &[Number], _ctx: &Context) -> Result<()> {
@@ -161,7 +161,7 @@ pub async fn run(ctx: Arc<Context>) {
         // Number's ownerReferences, with
         //     .owns(ctx.watched::<Number>(), watcher::Config::default())
         // 演習 2d: Tuple は、自分の Number が変わったり削除されたりしたときにもリコンサイル
-        // されなければなりません。Number もウォッチし、変更を Number の ownerReferences が指す
+        // されなければなりません。Number もウォッチし、変更を Number のオーナーリファレンスが指す
         // Tuple に結び付けます。上の 1 行 (.owns(...)) のコメントを外してください。
         .run(reconcile, error_policy, ctx)
         .for_each(log)

@@ -155,7 +155,7 @@ mod readme_ja_4 {
         }
         let children = apply_children(&tuple, &ctx).await?;   // 2a: 必要な子をすべて、正しい形で存在させる
         delete_extras(&tuple, &children, &ctx).await?;        // 2b: もう要らない子を消す
-        write_status(&tuple, &children, &ctx).await?;         // 2c: 子の status がすべて揃ったら報告する
+        write_status(&tuple, &children, &ctx).await?;         // 2c: 子の status がすべてそろったら報告する
         Ok(Action::await_change())
     }
 }
@@ -330,7 +330,7 @@ mod cheatsheet_ja_2 {
         // 2a: Tuple がコントロールする子。apply で、なければ作り、違えば直し、合っていれば何もしない
         let owner = OwnerReference {
             block_owner_deletion: Some(true),
-            ..tuple.controller_owner_ref(&()).ok_or(Error::Missing("uid"))? // None only without a uid
+            ..tuple.controller_owner_ref(&()).ok_or(Error::Missing("uid"))? // None になるのは uid がないときだけ
         };
         let mut number = Number::new(&child_name(&tuple.name_any(), index), NumberSpec { value });
         number.metadata.owner_references = Some(vec![owner]);

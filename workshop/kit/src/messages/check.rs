@@ -35,7 +35,7 @@ messages! {
     CRD_APPLY_HINT: "is the cluster reachable (kubectl get namespaces)? Does the CRD generate (cargo run --profile workshop -p math-workshop -- crds)?",
         "クラスターにつながりますか (kubectl get namespaces)? CRD を生成できますか (cargo run --profile workshop -p math-workshop -- crds)?";
     CRD_NOT_ESTABLISHED: "crd/{name} is not Established (the API server does not serve its kind yet)",
-        "crd/{name} が Established になっていません (API サーバーがまだその種類を扱っていません)";
+        "crd/{name} が Established になっていません (API サーバーがまだその Kind を扱っていません)";
     CRDS_INSTALLED: "installed the CRDs generated from {track} (kubectl apply), namespace {namespace}",
         "{track}から生成した CRD をインストールしました (kubectl apply)。Namespace は {namespace}";
     CRDS_ALREADY: "the CRDs generated from {track} are installed already, namespace {namespace}",

@@ -40,7 +40,7 @@ messages! {
     CLI_ROOM: "For the organiser: set a shared cluster up (CRDs; per participant a namespace, a ServiceAccount limited to it, workshop/room/<name>.kubeconfig).",
         "主催者向け: 共有クラスターをセットアップする (CRD と、参加者ごとに Namespace、その中だけに権限を限った ServiceAccount、workshop/room/<名前>.kubeconfig)";
     CLI_ROOM_PARTICIPANTS: "The participants' names (lower-case letters, digits, dashes).",
-        "参加者の名前 (英小文字、数字、ダッシュ)";
+        "参加者の名前 (英小文字、数字、ハイフン)";
     CLI_RUN_ALL_NAMESPACES: "Look after every namespace, like kubebuilder's `make run` (a cluster of your own).",
         "kubebuilder の `make run` のように、すべての Namespace を受け持つ (自分専用のクラスター向け)";
     CLI_CHECK: "Check stage N: ✓ or ✗ per expectation, with hints; exits non-zero on any ✗.",
@@ -48,14 +48,14 @@ messages! {
     CLI_CHECK_STAGE: "The stage to check (1 Number, 2 Tuple, 3 Fermat).",
         "チェックするステージ (1 Number、2 Tuple、3 Fermat)";
     CLI_CHECK_CLUSTER: "Use the cluster of the current kubeconfig instead of a fresh test API server, in the namespace math-workshop-check-<participant>.",
-        "新しいテスト用 API サーバーの代わりに現在の kubeconfig のクラスターを使う (Namespace は math-workshop-check-<participant>)";
+        "新しいテスト用 API サーバーの代わりに現在の kubeconfig のクラスターを使う (Namespace は math-workshop-check-<自分>)";
     CLI_PARTICIPANT: "Who you are, for the namespace of --cluster checks (default: user-host).",
         "自分の名前。--cluster のチェックの Namespace に使う (既定: user-host)";
     CLI_CHECK_FORCE: "With --cluster: install the CRDs even over different ones that others use.",
         "--cluster のとき: ほかの人が使う別の CRD があっても、CRD をインストールする";
     CLI_CHECK_TIMEOUT: "Seconds each expectation may take (default: 10 on the test server, 30 on a cluster).",
         "1 項目にかけてよい秒数 (既定: テスト用 API サーバーで 10、クラスターで 30)";
-    CLI_TOOLS: "Watch and skip, for the learner track.", "学習トラックのための watch と skip";
+    CLI_TOOLS: "Watch and skip, for the learner track.", "ワークショップ用の watch と skip";
     CLI_WATCH: "Build and check a stage, and again on every save of an exercise file (Rustlings-style).",
         "ステージをビルドしてチェックし、演習ファイルを保存するたびにやり直す (Rustlings 風)";
     CLI_WATCH_STAGE: "The stage to check first (1 Number, 2 Tuple, 3 Fermat); the next one once it passes.",
@@ -63,11 +63,11 @@ messages! {
     CLI_WATCH_CLUSTER: "Check on the cluster of the current kubeconfig instead of a private test API server.",
         "専用のテスト用 API サーバーの代わりに、現在の kubeconfig のクラスターでチェックする";
     CLI_WATCH_PARTICIPANT: "With --cluster: who you are (the namespace math-workshop-check-<participant>).",
-        "--cluster のとき: 自分の名前 (Namespace は math-workshop-check-<participant>)";
+        "--cluster のとき: 自分の名前 (Namespace は math-workshop-check-<自分>)";
     CLI_WATCH_TIMEOUT: "Seconds each expectation of a check may take.",
         "チェックの 1 項目にかけてよい秒数";
     CLI_SKIP: "Catch up: put the reference solution of stage N in workshop/src/exercises/ (yours is kept beside it as <file>.rs.mine), to go on with stage N+1 in your own code.",
-        "追いつく: ステージ N の模範解答を workshop/src/exercises/ に置き (自分のものは <file>.rs.mine として隣に残る)、ステージ N+1 を自分のコードで続ける";
+        "追いつく: ステージ N の模範解答を workshop/src/exercises/ に置き (自分のものは <ファイル>.rs.mine として隣に残る)、ステージ N+1 を自分のコードで続ける";
     CLI_SKIP_STAGE: "The stage to take the reference solution of (1 Number, 2 Tuple, 3 Fermat).",
         "模範解答を使うステージ (1 Number、2 Tuple、3 Fermat)";
     CLI_SNIPPETS: "For the project: write workshop/tests/snippets/generated.rs from the guides' and cheat sheets' ```rust blocks (make workshop-snippets), which a test compiles.",
