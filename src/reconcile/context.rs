@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 use kube::Client;
 
 use crate::cluster::cache::{Cache, Caches};
-use crate::cluster::events::{Publisher, Reporter};
 use crate::cluster::outage::Outage;
 use crate::cluster::watches::Witness;
 use crate::error::{Error, Result};
 use crate::kind::Kind;
 use crate::metrics::Metrics;
+use crate::reconcile::announce::{Publisher, Reporter};
 use crate::reconcile::memory::expectations::{Expectations, IN_FLIGHT_TIMEOUT};
 use crate::reconcile::memory::pace::PaceKeeper;
 use crate::reconcile::memory::refusals::Refusals;

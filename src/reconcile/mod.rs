@@ -7,8 +7,9 @@
 //!   waiting parents, progress reports), and the merge patch that carries it: the whole
 //!   status, every field named. Pure.
 //! - `writes.rs`: the creates, corrections, adoptions and deletions that carry a plan out,
-//!   and the status patch; `announce.rs`: the log lines and Events that tell of them. The
-//!   only place a reconcile writes to the API server.
+//!   and the status patch; `announce.rs`: the log lines and Events that tell of them, and how
+//!   an Event is written within kube-apiserver's limits. The only place a reconcile writes to
+//!   the API server.
 //! - `context.rs`: what every reconcile shares (the client, every kind's cache found by type,
 //!   the metrics, the request slots, the memories); it names no kind.
 //! - `gate.rs`: a kind's reconciles let in by the scheduler ([`crate::scheduler`]), each
@@ -17,7 +18,7 @@
 //!   the pace of children, refusals, replans, retries), each part of the context with its
 //!   own tests.
 //!
-//! Below this folder are the kube glue ([`crate::cluster`]: watches, caches, Events, outages),
+//! Below this folder are the kube glue ([`crate::cluster`]: watches, caches, outages),
 //! which tells the memories what it sees through its `Witness` trait, and the scheduler.
 
 pub mod announce;

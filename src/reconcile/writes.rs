@@ -126,7 +126,7 @@ fn classify(error: kube::Error) -> Failed {
 /// Carry out a plan's writes against the API server: create, correct, adopt, delete, each
 /// step whatever the others got, except the steps in `held` (refused recently: their retry
 /// waits for its backoff). Each kind of action becomes one log line and one Event on the
-/// parent (not the first children of a controller's object: [`crate::cluster::events::announces_created`]).
+/// parent (not the first children of a controller's object: [`announce::announces_created`]).
 /// What went wrong is in the answer with what went right ([`Applied`]), never instead of it.
 /// An object that vanished meanwhile (404) or a create that lost a race (409) is not an error
 /// worth reporting: the watch brings the news and the next reconcile starts from it.
