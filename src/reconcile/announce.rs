@@ -196,7 +196,8 @@ pub async fn publish<P: Kind>(
         related,
     };
     let published = ctx
-        .in_slot(ctx.events.publish(&regarding.object_ref(&()), note))
+        .requests
+        .run(ctx.events.publish(&regarding.object_ref(&()), note))
         .await;
     match published {
         Ok(true) => ctx.metrics.write(P::CONTROLLER, "Event", WriteKind::Event),

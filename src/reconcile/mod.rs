@@ -72,7 +72,7 @@ pub async fn parent<P: Parent, S: ParentStatus>(
         return Ok(Outcome::DONE);
     }
     let planning = PlanClock::start();
-    let (desired, cached) = look(ctx, parent, ctx.cache::<P::Child>()?);
+    let (desired, cached) = look(ctx, parent, ctx.caches.of::<P::Child>()?);
     let mut plan = plan_writes(parent, desired, &cached);
     let mut planned_in = planning.elapsed();
     let held = ctx.refusals.held(parent, &plan.steps(), Instant::now());

@@ -235,7 +235,8 @@ impl<'a, C: Child> Writer<'a, C> {
             .expect::<C>(namespace, &name, child.resource_version());
         let params = PatchParams::default();
         let result = ctx
-            .in_slot(self.api.patch(&name, &params, &Patch::Merge(&patch)))
+            .requests
+            .run(self.api.patch(&name, &params, &Patch::Merge(&patch)))
             .await;
         match result {
             Ok(_) => {
@@ -280,7 +281,8 @@ async fn create<C: Child>(writer: &mut Writer<'_, C>, plan: &Plan<C>) -> Vec<Str
             let name = want.name.clone();
             in_flight.push(async move {
                 let result = ctx
-                    .in_slot(api.create(&PostParams::default(), &child))
+                    .requests
+                    .run(api.create(&PostParams::default(), &child))
                     .await;
                 (name, result)
             });
@@ -402,7 +404,7 @@ async fn delete<C: Child>(writer: &mut Writer<'_, C>, plan: &Plan<C>) -> Vec<Str
             .write(writer.controller, C::KIND, WriteKind::Delete);
         ctx.expectations
             .expect::<C>(&writer.namespace, &name, child.resource_version());
-        let result = ctx.in_slot(writer.api.delete(&name, &params)).await;
+        let result = ctx.requests.run(writer.api.delete(&name, &params)).await;
         match result {
             Ok(_) => {
                 ctx.expectations.sent::<C>(&writer.namespace, &name);
@@ -456,7 +458,8 @@ pub async fn write_status<P: Kind, S: WholeStatus>(
                 .write(P::CONTROLLER, P::KIND, WriteKind::PatchStatus);
             // Remembered before it is sent: its echo may come before its answer.
             ctx.statuses.written(obj, desired);
-            ctx.in_slot(api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)))
+            ctx.requests
+                .run(api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)))
                 .await
                 .map_err(|source| {
                     ctx.statuses.forget(obj);
