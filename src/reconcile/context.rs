@@ -18,11 +18,10 @@ use crate::kind::Kind;
 use crate::metrics::Metrics;
 use crate::reconcile::announce::{Publisher, Reporter};
 use crate::reconcile::memory::expectations::{Expectations, IN_FLIGHT_TIMEOUT};
-use crate::reconcile::memory::pace::PaceKeeper;
 use crate::reconcile::memory::refusals::Refusals;
-use crate::reconcile::memory::replan::Replans;
 use crate::reconcile::memory::retry::Failures;
 use crate::reconcile::memory::statuses::WrittenStatuses;
+use crate::reconcile::memory::waiting::{PaceKeeper, Replans};
 use crate::scheduler::slots::Slots;
 
 /// The name Events are reported under (`kubectl describe` shows it as "From").

@@ -42,9 +42,8 @@ use crate::error::{Error, Result};
 use crate::kind::{Child, Desired, Kind, Parent};
 use crate::reconcile::context::Context;
 use crate::reconcile::memory::expectations::CachedChildren;
-use crate::reconcile::memory::pace::Pace;
 use crate::reconcile::memory::refusals::Held;
-use crate::reconcile::memory::replan::PlanClock;
+use crate::reconcile::memory::waiting::{Pace, PlanClock};
 use plan::Plan;
 use status::{ParentStatus, Standing};
 

@@ -6,12 +6,12 @@
 //!   expectations).
 //! - `statuses.rs`: statuses written whose echo has not come yet: the status as far as we
 //!   know, and the echo recognised as our own.
-//! - `pace.rs`: how a waiting parent's children come along (when a child of each kind last
-//!   settled, which caches relist, when a parent last reported its progress).
 //! - `refusals.rs`: writes the API server refused: their backoff, and parents in a namespace
 //!   being deleted.
-//! - `replan.rs`: how soon a parent that waits for its children is planned again (no
-//!   sooner than ten times what its last plan cost).
+//! - `waiting.rs`: a parent that waits for its children: how soon it is planned again (no
+//!   sooner than ten times what its last plan cost), and how its children come along (when
+//!   a child of each kind last settled, which caches relist, when it last reported its
+//!   progress), for whether a progress report is worth a status write.
 //! - `retry.rs`: the retry policy around every reconcile: a reconcile's outcome, exponential
 //!   backoff per object (the failures it counts), quiet 409s, fast retries while the API
 //!   server is away.
@@ -20,8 +20,7 @@
 //! goes too.
 
 pub mod expectations;
-pub mod pace;
 pub mod refusals;
-pub mod replan;
 pub mod retry;
 pub mod statuses;
+pub mod waiting;

@@ -38,7 +38,7 @@ pub struct Outcome {
     pub requeue_after: Option<Duration>,
     pub progress: Progress,
     /// The CPU the decision took (children read from the cache, plan, status), without the
-    /// writes: what planning the object again would cost ([`crate::reconcile::memory::replan`]).
+    /// writes: what planning the object again would cost ([`crate::reconcile::memory::waiting`]).
     pub planned_in: Duration,
 }
 
@@ -178,7 +178,7 @@ where
 /// request would fail, and the outage's probe tells when to try again (wait without knocking,
 /// or logging the plan again, and run within a second of its return); a parent waiting for
 /// its children that was planned a moment ago waits its turn (see
-/// `crate::reconcile::memory::replan`).
+/// `crate::reconcile::memory::waiting`).
 fn put_off(
     controller: &'static str,
     key: &str,
