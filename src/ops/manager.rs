@@ -49,9 +49,9 @@ use crate::metrics::Metrics;
 use crate::ops::client;
 use crate::ops::leader::{self, LeaderElectionConfig};
 use crate::ops::shutdown::{self, Stopped};
+use crate::reconcile::Outcome;
 use crate::reconcile::context::Context;
 use crate::reconcile::gate::{Gate, Key};
-use crate::reconcile::memory::retry::Outcome;
 use crate::scheduler::runner::Runner;
 
 /// How often every object is reconciled again, regardless of watch events (controller-runtime's
