@@ -19,8 +19,8 @@
 //!                     the API server), context.rs
 //!                     (what every reconcile shares; it names no kind), gate.rs (a kind's
 //!                     reconciles let in by the scheduler, within the retry policy), memory/
-//!                     (what the reconciles remember: expectations, statuses in flight,
-//!                     refusals, waiting parents (replans, their children's pace), retries)
+//!                     (what the reconciles remember: expectations of children and
+//!                     statuses, refusals, waiting parents, retries)
 //! cluster/            the kube glue, for any kind: watches and their fan-out, each kind's
 //!                     cache (its store and owner index, one type) found by type,
 //!                     outages, the one backoff, maps whose entries expire

@@ -1,7 +1,7 @@
 //! What every reconcile shares: the client, every kind's cache, the metrics, and the
 //! manager's memories ([`super::memory`]), each a part of its own that the reconcile asks in
 //! turn. `Context` only holds them (and the request slots) and sweeps them; what each
-//! remembers, and why, is in its own file, and a reconcile asks each part itself (no method
+//! remembers, and why, is in its part's file under `memory/`, and a reconcile asks each part itself (no method
 //! here forwards to one). It names no kind: a parent's reconcile finds the cache of its
 //! children by type ([`Caches::of`]), and the wiring (`ops/manager.rs`) says which kinds
 //! there are. It is also what the watches tell what they see ([`Witness`]).
@@ -17,10 +17,9 @@ use crate::cluster::watches::Witness;
 use crate::kind::Kind;
 use crate::metrics::Metrics;
 use crate::reconcile::announce::{Publisher, Reporter};
-use crate::reconcile::memory::expectations::{Expectations, IN_FLIGHT_TIMEOUT};
+use crate::reconcile::memory::expectations::{Expectations, IN_FLIGHT_TIMEOUT, WrittenStatuses};
 use crate::reconcile::memory::refusals::Refusals;
 use crate::reconcile::memory::retry::Failures;
-use crate::reconcile::memory::statuses::WrittenStatuses;
 use crate::reconcile::memory::waiting::{PaceKeeper, Replans};
 use crate::scheduler::slots::Slots;
 

@@ -433,7 +433,7 @@ fn spec_text<S: Serialize>(spec: &S) -> String {
 
 /// Write an object's status if [`status::decide`] says it is due; answers when to look
 /// again (`None`: on the next watch event). `current` is the status as far as we know
-/// ([`WrittenStatuses::known`](crate::reconcile::memory::statuses::WrittenStatuses::known)): it only
+/// ([`WrittenStatuses::known`](crate::reconcile::memory::expectations::WrittenStatuses::known)): it only
 /// decides whether a write is due, for the write states the whole status
 /// ([`status::whole_status`]). What we write is remembered until the cache shows it.
 /// `standing` says whether it is the answer, and if not, how the children come along.

@@ -1,11 +1,10 @@
 //! What the reconciles remember between runs, each a part of [`Context`](super::context::Context)
 //! with its own tests: the memories that let a parent write the minimum and wait well.
 //!
-//! - `expectations.rs`: children written whose echo the watch has not delivered yet, and
-//!   what a parent sees of its children through them (what controller-runtime users know as
-//!   expectations).
-//! - `statuses.rs`: statuses written whose echo has not come yet: the status as far as we
-//!   know, and the echo recognised as our own.
+//! - `expectations.rs`: the manager's writes whose echo the watch has not delivered yet
+//!   (what controller-runtime users know as expectations): to children, and what a parent
+//!   sees of its children through them; to statuses, the status as far as we know, and the
+//!   echo recognised as our own.
 //! - `refusals.rs`: writes the API server refused: their backoff, and parents in a namespace
 //!   being deleted.
 //! - `waiting.rs`: a parent that waits for its children: how soon it is planned again (no
@@ -22,5 +21,4 @@
 pub mod expectations;
 pub mod refusals;
 pub mod retry;
-pub mod statuses;
 pub mod waiting;
