@@ -15,13 +15,14 @@
 //! controller/         what each kind wants and when it is ready: number.rs, tuple.rs, fermat.rs
 //! reconcile/          how any parent gets there: mod.rs (look, plan, apply, write the status),
 //!                     plan.rs and status.rs (the pure decisions), writes.rs and announce.rs
-//!                     (the only place a reconcile writes to the API server), context.rs
+//!                     (the writes and their Events: the only place a reconcile writes to
+//!                     the API server), context.rs
 //!                     (what every reconcile shares; it names no kind), gate.rs (a kind's
 //!                     reconciles let in by the scheduler, within the retry policy), memory/
-//!                     (what the reconciles remember: expectations, statuses in flight, the
-//!                     pace of children, refusals, replans, retries)
+//!                     (what the reconciles remember: expectations of children and
+//!                     statuses, refusals, waiting parents, retries)
 //! cluster/            the kube glue, for any kind: watches and their fan-out, each kind's
-//!                     cache (its store and owner index, one type) found by type, Events,
+//!                     cache (its store and owner index, one type) found by type,
 //!                     outages, the one backoff, maps whose entries expire
 //! kind.rs scheduler/  each kind's facts, as traits every kind implements (in controller/), and
 //!                     an object's controller; beside it the one queue every reconcile waits

@@ -22,6 +22,7 @@ use std::sync::{Arc, RwLock};
 use kube::Resource;
 use kube::runtime::reflector::{ObjectRef, Store};
 
+use crate::error::{Error, Result};
 use crate::kind::{Kind, controller_uid};
 
 /// One kind's cache: its objects as the watch last saw them, and their names by the UID of
@@ -122,9 +123,13 @@ impl Caches {
         self
     }
 
-    /// The cache of kind `K`, if it was wired in.
-    pub fn of<K: Kind>(&self) -> Option<&Cache<K>> {
-        (self.kinds.iter()).find_map(|c| c.as_any().downcast_ref::<Cache<K>>())
+    /// The cache of kind `K`: a parent's reconcile reads its children there. Every kind the
+    /// manager reconciles is wired in; a kind that is not is a bug of the wiring, said as an
+    /// error of the reconcile that asked.
+    pub fn of<K: Kind>(&self) -> Result<&Cache<K>> {
+        (self.kinds.iter())
+            .find_map(|c| c.as_any().downcast_ref::<Cache<K>>())
+            .ok_or(Error::NotWired { kind: K::KIND })
     }
 
     /// Each kind and how many objects its cache holds, in the order they were wired in.
@@ -340,8 +345,11 @@ mod tests {
         use crate::api::Tuple;
         let numbers = Cache::new(Writer::<Number>::default().as_reader());
         let caches = Caches::default().with(numbers);
-        assert!(caches.of::<Number>().is_some());
-        assert!(caches.of::<Tuple>().is_none());
+        assert!(caches.of::<Number>().is_ok());
+        assert!(matches!(
+            caches.of::<Tuple>(),
+            Err(Error::NotWired { kind: "Tuple" })
+        ));
         assert_eq!(caches.sizes(), [("Number", 0)]);
     }
 }

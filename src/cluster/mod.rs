@@ -7,7 +7,6 @@
 //!   it sees is told to the reconcile's memories through [`watches::Witness`].
 //! - `cache.rs`: one kind's cache (its reflector store and its owner index, one type), and
 //!   every kind's caches found by type ([`cache::Caches`]).
-//! - `events.rs`: Events within kube-apiserver's limits (names, notes), a Warning said once.
 //! - `outage.rs`: API server outages: reported in a few log lines, fast jittered retries, a
 //!   single probe that says when it is back.
 //! - `backoff.rs`: the one exponential backoff every retry uses (first delay, cap, jitter),
@@ -16,12 +15,12 @@
 //!   memory), and how those maps name an object.
 //!
 //! What the reconciles remember (expectations, statuses, refusals, ...) is not here but beside
-//! them, in [`crate::reconcile::memory`]; the scheduler every reconcile waits in is
+//! them, in [`crate::reconcile::memory`], and the Events they write are theirs too
+//! ([`crate::reconcile::announce`]); the scheduler every reconcile waits in is
 //! [`crate::scheduler`].
 
 pub mod backoff;
 pub mod cache;
-pub mod events;
 pub mod expiring;
 pub mod outage;
 pub mod watches;

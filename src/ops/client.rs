@@ -42,7 +42,7 @@ pub const RETRY_AFTER_CAP: Duration = Duration::from_secs(1);
 /// policy tried 15 times from 5 ms doubling, with no cap on the delay: under a sustained 429
 /// (API Priority and Fairness, the manager's flow over its share) one create could sit
 /// 160–490 s in the client, holding one of the manager's request slots
-/// ([`crate::reconcile::context::Context::in_slot`]). Ten retries of at most a second each,
+/// ([`crate::reconcile::context::Context::requests`]). Ten retries of at most a second each,
 /// as client-go (`maxRetries` 10, honouring `Retry-After`), ride out a busy cluster; after
 /// them the error goes to the reconcile, whose error policy tries again later, outside any
 /// slot; between tries a write lends its slot to others ([`wait_without_slot`]). Three were too few on a real kube-apiserver v1.24 whose priority level gave the

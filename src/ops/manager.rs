@@ -49,9 +49,9 @@ use crate::metrics::Metrics;
 use crate::ops::client;
 use crate::ops::leader::{self, LeaderElectionConfig};
 use crate::ops::shutdown::{self, Stopped};
+use crate::reconcile::Outcome;
 use crate::reconcile::context::Context;
 use crate::reconcile::gate::{Gate, Key};
-use crate::reconcile::memory::retry::Outcome;
 use crate::scheduler::runner::Runner;
 
 /// How often every object is reconciled again, regardless of watch events (controller-runtime's
@@ -70,7 +70,7 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 pub const CONCURRENCY: u16 = 64;
 
 /// Write and Event requests open at once across all reconciles, by default (see
-/// [`Context::in_slot`]): as many as the reconciles of one kind, a third of
+/// [`Context::requests`]): as many as the reconciles of one kind, a third of
 /// kube-apiserver's `--max-mutating-requests-inflight`, and twice what the bench's floor
 /// needs to keep a real kube-apiserver busy.
 pub const REQUESTS_IN_FLIGHT: u16 = 64;
@@ -382,8 +382,7 @@ async fn once_synced(
 
 /// How many objects of kind `K` the cache holds.
 fn cached<K: Kind>(ctx: &Context) -> usize {
-    ctx.cache::<K>()
-        .map_or(0, |cache| cache.store.state().len())
+    (ctx.caches.of::<K>()).map_or(0, |cache| cache.store.state().len())
 }
 
 /// What the context remembers expires, so that its memory stays bounded.

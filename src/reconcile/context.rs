@@ -1,29 +1,26 @@
 //! What every reconcile shares: the client, every kind's cache, the metrics, and the
 //! manager's memories ([`super::memory`]), each a part of its own that the reconcile asks in
 //! turn. `Context` only holds them (and the request slots) and sweeps them; what each
-//! remembers, and why, is in its own file. It names no kind: a parent's reconcile finds the
-//! cache of its children by type ([`Context::cache`]), and the wiring (`ops/manager.rs`) says
-//! which kinds there are. It is also what the watches tell what they see
-//! ([`Witness`]).
+//! remembers, and why, is in its part's file under `memory/`, and a reconcile asks each part itself (no method
+//! here forwards to one). It names no kind: a parent's reconcile finds the cache of its
+//! children by type ([`Caches::of`]), and the wiring (`ops/manager.rs`) says which kinds
+//! there are. It is also what the watches tell what they see ([`Witness`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube::Client;
 
-use crate::cluster::cache::{Cache, Caches};
-use crate::cluster::events::{Publisher, Reporter};
+use crate::cluster::cache::Caches;
 use crate::cluster::outage::Outage;
 use crate::cluster::watches::Witness;
-use crate::error::{Error, Result};
 use crate::kind::Kind;
 use crate::metrics::Metrics;
-use crate::reconcile::memory::expectations::{Expectations, IN_FLIGHT_TIMEOUT};
-use crate::reconcile::memory::pace::PaceKeeper;
+use crate::reconcile::announce::{Publisher, Reporter};
+use crate::reconcile::memory::expectations::{Expectations, IN_FLIGHT_TIMEOUT, WrittenStatuses};
 use crate::reconcile::memory::refusals::Refusals;
-use crate::reconcile::memory::replan::Replans;
 use crate::reconcile::memory::retry::Failures;
-use crate::reconcile::memory::statuses::WrittenStatuses;
+use crate::reconcile::memory::waiting::{PaceKeeper, Replans};
 use crate::scheduler::slots::Slots;
 
 /// The name Events are reported under (`kubectl describe` shows it as "From").
@@ -32,13 +29,14 @@ pub const REPORTER: &str = "math-controller";
 /// What every reconcile gets. The memories are listed in the order a parent's reconcile
 /// asks them: whether its namespace is going away and which refused steps still wait
 /// (`refusals`), which children are on their way (`expectations`), the request slots of its
-/// writes ([`Context::in_slot`]), the status as far as we know (`statuses`), how its
+/// writes (`requests`), the status as far as we know (`statuses`), how its
 /// children come along (`pace`), the Events that tell of it (`events`); then the retry
 /// policy around it asks `outage`, `replans` and `failures`.
 pub struct Context {
     pub client: Client,
     /// Each kind's reflector store, and its objects by the UID of their controller (kept by
-    /// the watches), found by type ([`Context::cache`]).
+    /// the watches), found by type ([`Caches::of`]; a kind that is not wired in is a bug of
+    /// the wiring, said as an error of the reconcile that asked).
     pub caches: Caches,
     pub metrics: Metrics,
     /// Writes the API server refused, and when to try them again; parents in a namespace
@@ -58,8 +56,17 @@ pub struct Context {
     pub replans: Replans,
     /// Consecutive failures per object, for the error policy's exponential backoff.
     pub failures: Failures,
-    /// Slots for the requests the reconciles have open at once (see [`Context::in_slot`]).
-    requests: Slots,
+    /// Slots for the write and Event requests the reconciles have open at once: each is sent
+    /// with [`Slots::run`], which holds a slot until its answer is read and waits while every
+    /// slot is taken. kube-rs speaks HTTP/1.1, so each request open at once is a TLS
+    /// connection of its own (client-go multiplexes its requests over one HTTP/2
+    /// connection): without a bound, 64 reconciles and their create fan-out opened 176
+    /// connections for a Fermat 1000 on a real kube-apiserver (v1.24), a handshake each on
+    /// both sides, and could pass kube-apiserver's `--max-mutating-requests-inflight` (200) on
+    /// their own. Watches, the lease and the liveness checks of an outage take no slot. A
+    /// request the client waits to send again (a 429) lends its slot for the wait
+    /// ([`crate::scheduler::slots`]).
+    pub requests: Slots,
 }
 
 impl Context {
@@ -99,28 +106,6 @@ impl Context {
     pub fn with_requests_in_flight(mut self, limit: u16, shares: bool) -> Self {
         self.requests = Slots::observed(limit.into(), shares, &self.metrics);
         self
-    }
-
-    /// `request` (a write or an Event), sent in one of the slots and holding it until its
-    /// answer is read; waits while every slot is taken. kube-rs speaks HTTP/1.1, so each
-    /// request open at once is a TLS connection of its own (client-go multiplexes its
-    /// requests over one HTTP/2 connection): without a bound, 64 reconciles and their create
-    /// fan-out opened 176 connections for a Fermat 1000 on a real kube-apiserver (v1.24), a
-    /// handshake each on both sides, and could pass kube-apiserver's
-    /// `--max-mutating-requests-inflight` (200) on their own. Watches, the lease and the
-    /// liveness checks of an outage take no slot. (The slots are never closed; if they were,
-    /// the request would go without one.)
-    /// A request the client waits to send again (a 429) lends its slot for the wait
-    /// ([`crate::scheduler::slots`]).
-    pub async fn in_slot<T>(&self, request: impl Future<Output = T>) -> T {
-        self.requests.run(request).await
-    }
-
-    /// The cache of kind `K`: a parent's reconcile reads its children there. Every kind the
-    /// manager reconciles is wired in; a kind that is not is a bug of the wiring, said as an
-    /// error of the reconcile that asked.
-    pub fn cache<K: Kind>(&self) -> Result<&Cache<K>> {
-        (self.caches.of::<K>()).ok_or(Error::NotWired { kind: K::KIND })
     }
 
     /// Forget what outlived its time to live; run periodically by the manager (every

@@ -28,8 +28,9 @@ use tracing::debug;
 
 use crate::kind::Kind;
 use crate::metrics::Metrics;
+use crate::reconcile::Outcome;
 use crate::reconcile::context::Context;
-use crate::reconcile::memory::retry::{Outcome, error_policy, with_retry_policy};
+use crate::reconcile::memory::retry::{error_policy, with_retry_policy};
 use crate::scheduler::permits::FairSlots;
 use crate::scheduler::runner::{Runner, Scheduler};
 use crate::scheduler::slots::in_flow;

@@ -1,5 +1,6 @@
 //! How any parent gets to what it wants, the same for Tuples and Fermats: the loop
-//! ([`parent`]: look, plan, apply, write the status) and its parts.
+//! ([`parent`]: look, plan, apply, write the status), what it answers ([`Outcome`]: when to
+//! look again, whether the status is final, what the plan cost), and its parts.
 //!
 //! - `plan.rs`: the diff between the children a parent wants and the ones the cache holds,
 //!   and why a parent is not Ready yet. Pure: no client, no `Context`.
@@ -7,17 +8,17 @@
 //!   waiting parents, progress reports), and the merge patch that carries it: the whole
 //!   status, every field named. Pure.
 //! - `writes.rs`: the creates, corrections, adoptions and deletions that carry a plan out,
-//!   and the status patch; `announce.rs`: the log lines and Events that tell of them. The
-//!   only place a reconcile writes to the API server.
+//!   and the status patch; `announce.rs`: the log lines and Events that tell of them, and how
+//!   an Event is written within kube-apiserver's limits. The only place a reconcile writes to
+//!   the API server.
 //! - `context.rs`: what every reconcile shares (the client, every kind's cache found by type,
 //!   the metrics, the request slots, the memories); it names no kind.
 //! - `gate.rs`: a kind's reconciles let in by the scheduler ([`crate::scheduler`]), each
 //!   reading its object from the cache when it starts, within the retry policy.
 //! - `memory/`: what the reconciles remember between runs (expectations, statuses written,
-//!   the pace of children, refusals, replans, retries), each part of the context with its
-//!   own tests.
+//!   refusals, waiting parents, retries), each part of the context with its own tests.
 //!
-//! Below this folder are the kube glue ([`crate::cluster`]: watches, caches, Events, outages),
+//! Below this folder are the kube glue ([`crate::cluster`]: watches, caches, outages),
 //! which tells the memories what it sees through its `Witness` trait, and the scheduler.
 
 pub mod announce;
@@ -27,8 +28,6 @@ pub mod memory;
 pub mod plan;
 pub mod status;
 pub mod writes;
-
-pub use memory::retry::{Outcome, Progress};
 
 use std::time::{Duration, Instant};
 
@@ -41,11 +40,55 @@ use crate::error::{Error, Result};
 use crate::kind::{Child, Desired, Kind, Parent};
 use crate::reconcile::context::Context;
 use crate::reconcile::memory::expectations::CachedChildren;
-use crate::reconcile::memory::pace::Pace;
 use crate::reconcile::memory::refusals::Held;
-use crate::reconcile::memory::replan::PlanClock;
+use crate::reconcile::memory::waiting::{Pace, PlanClock};
 use plan::Plan;
 use status::{ParentStatus, Standing};
+
+/// Whether a computed status is an answer, or only a progress report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// The status is final for this generation: the answer.
+    Settled,
+    /// Final for now, but not an answer: blocked until someone (or something: a quota, an
+    /// admission policy) acts. Written at once, then only when what blocks it changes.
+    Blocked,
+    /// Children are still being created or computed; a later trigger will bring news.
+    Pending,
+}
+
+/// How a reconcile ended, before the retry policy ([`memory::retry`]) makes it the
+/// scheduler's `Action`: when to look again (`None`: on the next watch event), and whether
+/// the object's status is final.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub requeue_after: Option<Duration>,
+    pub progress: Progress,
+    /// The CPU the decision took (children read from the cache, plan, status), without the
+    /// writes: what planning the object again would cost ([`memory::waiting`]).
+    pub planned_in: Duration,
+}
+
+impl Outcome {
+    /// Final for now: nothing to do until a watch event brings news.
+    pub const DONE: Outcome = Outcome {
+        requeue_after: None,
+        progress: Progress::Settled,
+        planned_in: Duration::ZERO,
+    };
+
+    /// The earlier of this outcome's requeue and `after`.
+    pub fn requeue_within(self, after: Option<Duration>) -> Outcome {
+        let requeue_after = match (self.requeue_after, after) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Outcome {
+            requeue_after,
+            ..self
+        }
+    }
+}
 
 /// Reconcile a parent against the cache of its children, in four steps: look (the children
 /// the cache holds), plan (the difference), apply (its writes), write the status that
@@ -71,7 +114,7 @@ pub async fn parent<P: Parent, S: ParentStatus>(
         return Ok(Outcome::DONE);
     }
     let planning = PlanClock::start();
-    let (desired, cached) = look(ctx, parent, ctx.cache::<P::Child>()?);
+    let (desired, cached) = look(ctx, parent, ctx.caches.of::<P::Child>()?);
     let mut plan = plan_writes(parent, desired, &cached);
     let mut planned_in = planning.elapsed();
     let held = ctx.refusals.held(parent, &plan.steps(), Instant::now());
@@ -250,5 +293,33 @@ fn narrate<P: Kind, C: Child>(parent: &P, plan: &Plan<C>) {
         info!("{who} {found}");
     } else {
         debug!("{who} {found}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outcome_requeues_at_the_earlier_of_two_times() {
+        let secs = Duration::from_secs;
+        let pending = |after| Outcome {
+            requeue_after: after,
+            progress: Progress::Pending,
+            planned_in: Duration::ZERO,
+        };
+        assert_eq!(Outcome::DONE.requeue_within(None), Outcome::DONE);
+        assert_eq!(
+            Outcome::DONE.requeue_within(Some(secs(3))).requeue_after,
+            Some(secs(3))
+        );
+        assert_eq!(
+            pending(Some(secs(5))).requeue_within(Some(secs(3))),
+            pending(Some(secs(3)))
+        );
+        assert_eq!(
+            pending(Some(secs(2))).requeue_within(Some(secs(3))),
+            pending(Some(secs(2)))
+        );
     }
 }

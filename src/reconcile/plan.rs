@@ -13,8 +13,8 @@ use std::sync::Arc;
 use kube::{Resource, ResourceExt};
 
 use crate::kind::{Child, Desired, controller_ref, controller_uid};
+use crate::reconcile::Progress;
 use crate::reconcile::memory::refusals::{Refusal, Step};
-use crate::reconcile::memory::retry::Progress;
 use crate::reconcile::status::{Readiness, name_list};
 
 /// Longest object name Kubernetes accepts (a DNS subdomain).

@@ -126,7 +126,7 @@ fn classify(error: kube::Error) -> Failed {
 /// Carry out a plan's writes against the API server: create, correct, adopt, delete, each
 /// step whatever the others got, except the steps in `held` (refused recently: their retry
 /// waits for its backoff). Each kind of action becomes one log line and one Event on the
-/// parent (not the first children of a controller's object: [`crate::cluster::events::announces_created`]).
+/// parent (not the first children of a controller's object: [`announce::announces_created`]).
 /// What went wrong is in the answer with what went right ([`Applied`]), never instead of it.
 /// An object that vanished meanwhile (404) or a create that lost a race (409) is not an error
 /// worth reporting: the watch brings the news and the next reconcile starts from it.
@@ -235,7 +235,8 @@ impl<'a, C: Child> Writer<'a, C> {
             .expect::<C>(namespace, &name, child.resource_version());
         let params = PatchParams::default();
         let result = ctx
-            .in_slot(self.api.patch(&name, &params, &Patch::Merge(&patch)))
+            .requests
+            .run(self.api.patch(&name, &params, &Patch::Merge(&patch)))
             .await;
         match result {
             Ok(_) => {
@@ -280,7 +281,8 @@ async fn create<C: Child>(writer: &mut Writer<'_, C>, plan: &Plan<C>) -> Vec<Str
             let name = want.name.clone();
             in_flight.push(async move {
                 let result = ctx
-                    .in_slot(api.create(&PostParams::default(), &child))
+                    .requests
+                    .run(api.create(&PostParams::default(), &child))
                     .await;
                 (name, result)
             });
@@ -402,7 +404,7 @@ async fn delete<C: Child>(writer: &mut Writer<'_, C>, plan: &Plan<C>) -> Vec<Str
             .write(writer.controller, C::KIND, WriteKind::Delete);
         ctx.expectations
             .expect::<C>(&writer.namespace, &name, child.resource_version());
-        let result = ctx.in_slot(writer.api.delete(&name, &params)).await;
+        let result = ctx.requests.run(writer.api.delete(&name, &params)).await;
         match result {
             Ok(_) => {
                 ctx.expectations.sent::<C>(&writer.namespace, &name);
@@ -431,7 +433,7 @@ fn spec_text<S: Serialize>(spec: &S) -> String {
 
 /// Write an object's status if [`status::decide`] says it is due; answers when to look
 /// again (`None`: on the next watch event). `current` is the status as far as we know
-/// ([`WrittenStatuses::known`](crate::reconcile::memory::statuses::WrittenStatuses::known)): it only
+/// ([`WrittenStatuses::known`](crate::reconcile::memory::expectations::WrittenStatuses::known)): it only
 /// decides whether a write is due, for the write states the whole status
 /// ([`status::whole_status`]). What we write is remembered until the cache shows it.
 /// `standing` says whether it is the answer, and if not, how the children come along.
@@ -456,7 +458,8 @@ pub async fn write_status<P: Kind, S: WholeStatus>(
                 .write(P::CONTROLLER, P::KIND, WriteKind::PatchStatus);
             // Remembered before it is sent: its echo may come before its answer.
             ctx.statuses.written(obj, desired);
-            ctx.in_slot(api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)))
+            ctx.requests
+                .run(api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)))
                 .await
                 .map_err(|source| {
                     ctx.statuses.forget(obj);

@@ -1,4 +1,4 @@
-//! The request slots that writes and Events take ([`Context::in_slot`]), and giving a slot
+//! The request slots that writes and Events take ([`Context::requests`]), and giving a slot
 //! back while its request waits to be sent again.
 //!
 //! The client retries a 429 (API Priority and Fairness over the manager's share), a 503 or a
@@ -9,7 +9,7 @@
 //! [`wait_without_slot`] for its wait: the slot is freed for the wait and taken again, in
 //! turn, before the request is sent again.
 //!
-//! [`Context::in_slot`]: crate::reconcile::context::Context::in_slot
+//! [`Context::requests`]: crate::reconcile::context::Context::requests
 
 use std::future::Future;
 use std::sync::Mutex;

@@ -1,27 +1,24 @@
 //! What the reconciles remember between runs, each a part of [`Context`](super::context::Context)
 //! with its own tests: the memories that let a parent write the minimum and wait well.
 //!
-//! - `expectations.rs`: children written whose echo the watch has not delivered yet, and
-//!   what a parent sees of its children through them (what controller-runtime users know as
-//!   expectations).
-//! - `statuses.rs`: statuses written whose echo has not come yet: the status as far as we
-//!   know, and the echo recognised as our own.
-//! - `pace.rs`: how a waiting parent's children come along (when a child of each kind last
-//!   settled, which caches relist, when a parent last reported its progress).
+//! - `expectations.rs`: the manager's writes whose echo the watch has not delivered yet
+//!   (what controller-runtime users know as expectations): to children, and what a parent
+//!   sees of its children through them; to statuses, the status as far as we know, and the
+//!   echo recognised as our own.
 //! - `refusals.rs`: writes the API server refused: their backoff, and parents in a namespace
 //!   being deleted.
-//! - `replan.rs`: how soon a parent that waits for its children is planned again (no
-//!   sooner than ten times what its last plan cost).
-//! - `retry.rs`: the retry policy around every reconcile: a reconcile's outcome, exponential
-//!   backoff per object (the failures it counts), quiet 409s, fast retries while the API
-//!   server is away.
+//! - `waiting.rs`: a parent that waits for its children: how soon it is planned again (no
+//!   sooner than ten times what its last plan cost), and how its children come along (when
+//!   a child of each kind last settled, which caches relist, when it last reported its
+//!   progress), for whether a progress report is worth a status write.
+//! - `retry.rs`: the retry policy around every reconcile: a reconcile's outcome
+//!   ([`crate::reconcile::Outcome`]) made the scheduler's action, exponential backoff per
+//!   object (the failures it counts), quiet 409s, fast retries while the API server is away.
 //!
 //! Their maps expire ([`crate::cluster::expiring`]), so what a deleted object left behind
 //! goes too.
 
 pub mod expectations;
-pub mod pace;
 pub mod refusals;
-pub mod replan;
 pub mod retry;
-pub mod statuses;
+pub mod waiting;

@@ -17,51 +17,8 @@ use crate::cluster::outage;
 use crate::error::{Error, Result};
 use crate::metrics::{Metrics, ReconcileResult};
 use crate::reconcile::context::Context;
+use crate::reconcile::{Outcome, Progress};
 use crate::scheduler::runner::Action;
-
-/// Whether a computed status is an answer, or only a progress report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Progress {
-    /// The status is final for this generation: the answer.
-    Settled,
-    /// Final for now, but not an answer: blocked until someone (or something: a quota, an
-    /// admission policy) acts. Written at once, then only when what blocks it changes.
-    Blocked,
-    /// Children are still being created or computed; a later trigger will bring news.
-    Pending,
-}
-
-/// How a reconcile ended, before it becomes kube-runtime's `Action`: when to look again
-/// (`None`: on the next watch event), and whether the object's status is final.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Outcome {
-    pub requeue_after: Option<Duration>,
-    pub progress: Progress,
-    /// The CPU the decision took (children read from the cache, plan, status), without the
-    /// writes: what planning the object again would cost ([`crate::reconcile::memory::replan`]).
-    pub planned_in: Duration,
-}
-
-impl Outcome {
-    /// Final for now: nothing to do until a watch event brings news.
-    pub const DONE: Outcome = Outcome {
-        requeue_after: None,
-        progress: Progress::Settled,
-        planned_in: Duration::ZERO,
-    };
-
-    /// The earlier of this outcome's requeue and `after`.
-    pub fn requeue_within(self, after: Option<Duration>) -> Outcome {
-        let requeue_after = match (self.requeue_after, after) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        Outcome {
-            requeue_after,
-            ..self
-        }
-    }
-}
 
 /// Exponential backoff of the error policy: 100 ms, 200 ms, ... capped at 5 minutes.
 const BACKOFF_BASE: Duration = Duration::from_millis(100);
@@ -178,7 +135,7 @@ where
 /// request would fail, and the outage's probe tells when to try again (wait without knocking,
 /// or logging the plan again, and run within a second of its return); a parent waiting for
 /// its children that was planned a moment ago waits its turn (see
-/// `crate::reconcile::memory::replan`).
+/// `crate::reconcile::memory::waiting`).
 fn put_off(
     controller: &'static str,
     key: &str,
@@ -221,29 +178,6 @@ pub(crate) fn error_policy<K: Resource<DynamicType = ()>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_outcome_requeues_at_the_earlier_of_two_times() {
-        let secs = Duration::from_secs;
-        let pending = |after| Outcome {
-            requeue_after: after,
-            progress: Progress::Pending,
-            planned_in: Duration::ZERO,
-        };
-        assert_eq!(Outcome::DONE.requeue_within(None), Outcome::DONE);
-        assert_eq!(
-            Outcome::DONE.requeue_within(Some(secs(3))).requeue_after,
-            Some(secs(3))
-        );
-        assert_eq!(
-            pending(Some(secs(5))).requeue_within(Some(secs(3))),
-            pending(Some(secs(3)))
-        );
-        assert_eq!(
-            pending(Some(secs(2))).requeue_within(Some(secs(3))),
-            pending(Some(secs(2)))
-        );
-    }
 
     /// Each failure of an object counts one more (the backoff doubles with it), another
     /// object's on its own; a success starts the count again.
