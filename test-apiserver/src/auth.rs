@@ -7,8 +7,11 @@
 //! (ClusterRoles, ClusterRoleBindings, Roles, RoleBindings) the way kube-apiserver's RBAC
 //! authorizer does: allow if any rule of any role bound to the user, one of its groups or its
 //! ServiceAccount matches (resource rules are matched by `admission::rule_allows`, shared with
-//! the admission plugin); members of `system:masters` may do anything. Requests to the server
-//! itself are not authorized: every client is a superuser here.
+//! the admission plugin); members of `system:masters` may do anything. Which rules a user has
+//! is [`rules`]'s walk of the bindings, shared with SelfSubjectRulesReviews. Requests to the
+//! server itself are not authorized unless a test enforces RBAC ([`crate::rbac`]).
+
+mod rules;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -84,6 +87,7 @@ pub(crate) fn is_review(rt: &ResourceType) -> bool {
         ("authentication.k8s.io", "tokenreviews")
             | ("authorization.k8s.io", "subjectaccessreviews")
             | ("authorization.k8s.io", "selfsubjectaccessreviews")
+            | ("authorization.k8s.io", "selfsubjectrulesreviews")
     )
 }
 
@@ -109,6 +113,11 @@ pub(crate) fn review(
     let status = match rt.plural.as_str() {
         "tokenreviews" => token_review(tokens, body),
         "selfsubjectaccessreviews" => self_subject_access_review(state, body, requester),
+        "selfsubjectrulesreviews" => {
+            // kube-apiserver answers a new review, which carries no spec.
+            out.insert("spec".into(), json!({}));
+            rules::self_subject_rules_review(state, body, requester)
+        }
         _ => subject_access_review(state, body),
     };
     Some(status.map(|status| {
@@ -217,6 +226,7 @@ fn subject_access_review(state: &State, body: &Value) -> ApiResult<Value> {
         ));
     }
     Ok(match allowed_by(state, &user, &groups, &attributes) {
+        Some(reason) if reason.is_empty() => json!({"allowed": true}),
         Some(reason) => json!({"allowed": true, "reason": reason}),
         None => json!({"allowed": false}),
     })
@@ -326,7 +336,8 @@ fn rule_allows(rule: &Value, attributes: &Attributes) -> bool {
     }
 }
 
-/// The reason the user may, or `None`.
+/// The reason the user may (empty for `system:masters`, whom kube-apiserver's privileged
+/// group authorizer allows before RBAC is asked, with no reason), or `None`.
 fn allowed_by(
     state: &State,
     user: &str,
@@ -334,63 +345,16 @@ fn allowed_by(
     attributes: &Attributes,
 ) -> Option<String> {
     if groups.iter().any(|g| g == "system:masters") {
-        return Some("system:masters may do anything".to_string());
+        return Some(String::new());
     }
-    let objects = |group: &str, plural: &str, namespace: Option<&str>| -> Vec<Value> {
-        state
-            .rt_of(group, plural)
-            .map(|rt| state.scan(&rt, namespace).map(|(_, v)| v.clone()).collect())
-            .unwrap_or_default()
+    let namespace = match attributes {
+        Attributes::Resource { namespace, .. } => Some(namespace.as_str()),
+        Attributes::NonResource { .. } => None,
     };
-    let rbac = "rbac.authorization.k8s.io";
-    let role_rules = |namespace: Option<&str>, role_ref: &Value| -> Vec<Value> {
-        let name = string_at(role_ref, "/name");
-        let (plural, ns) = match role_ref.get("kind").and_then(Value::as_str) {
-            Some("ClusterRole") => ("clusterroles", None),
-            Some("Role") => ("roles", namespace),
-            _ => return vec![],
-        };
-        objects(rbac, plural, ns)
-            .into_iter()
-            .find(|r| string_at(r, "/metadata/name") == name)
-            .and_then(|r| r.get("rules").and_then(Value::as_array).cloned())
-            .unwrap_or_default()
-    };
-    let bound = |binding: &Value| {
-        binding
-            .get("subjects")
-            .and_then(Value::as_array)
-            .is_some_and(|s| s.iter().any(|s| subject_matches(s, user, groups)))
-    };
-    let permits = |binding: &Value, namespace: Option<&str>| {
-        bound(binding)
-            && binding.get("roleRef").is_some_and(|r| {
-                role_rules(namespace, r)
-                    .iter()
-                    .any(|rule| rule_allows(rule, attributes))
-            })
-    };
-    for binding in objects(rbac, "clusterrolebindings", None) {
-        if permits(&binding, None) {
-            return Some(format!(
-                "RBAC: allowed by ClusterRoleBinding {:?}",
-                string_at(&binding, "/metadata/name")
-            ));
-        }
-    }
-    if let Attributes::Resource { namespace, .. } = attributes
-        && !namespace.is_empty()
-    {
-        for binding in objects(rbac, "rolebindings", Some(namespace)) {
-            if permits(&binding, Some(namespace)) {
-                return Some(format!(
-                    "RBAC: allowed by RoleBinding {:?} in {namespace}",
-                    string_at(&binding, "/metadata/name")
-                ));
-            }
-        }
-    }
-    None
+    rules::granted(state, user, groups, namespace)
+        .into_iter()
+        .find(|granted| rule_allows(&granted.rule, attributes))
+        .map(|granted| format!("RBAC: allowed by {}", granted.source))
 }
 
 #[cfg(test)]

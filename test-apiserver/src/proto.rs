@@ -3,7 +3,9 @@
 //! `runtime.Unknown`, then `metadata` (name, generateName, namespace, labels,
 //! annotations, finalizers) and, for ConfigMaps, `data`; for (Cluster)RoleBindings
 //! (`kubectl create clusterrolebinding`), `subjects` and `roleRef`; for ResourceQuotas
-//! (`kubectl create quota`), `spec.hard` and `spec.scopes`. Other fields are ignored.
+//! (`kubectl create quota`), `spec.hard` and `spec.scopes`; for the authorization reviews
+//! (`kubectl auth can-i` sends a SelfSubjectAccessReview, `--list` a SelfSubjectRulesReview),
+//! their `spec`. Other fields are ignored.
 
 use serde_json::{Map, Value, json};
 
@@ -162,14 +164,67 @@ fn quota_spec(b: &[u8]) -> Option<Value> {
     Some(Value::Object(spec))
 }
 
-/// Decodes `k8s\0` + runtime.Unknown into JSON, or None if it is not understood.
-pub fn decode(body: &[u8]) -> Option<Value> {
-    let rest = body.strip_prefix(b"k8s\0")?;
-    let unknown = fields(rest)?;
+/// `ResourceAttributes` (authorization/v1 generated.proto, fields 1 to 7; the selectors, 8
+/// and 9, are messages and not read).
+const RESOURCE_ATTRIBUTES: &[&str] = &[
+    "namespace",
+    "verb",
+    "group",
+    "version",
+    "resource",
+    "subresource",
+    "name",
+];
+
+/// The `spec` of an authorization review (authorization/v1 generated.proto): a
+/// (Self|Local)SubjectAccessReview's `resourceAttributes` (1) and `nonResourceAttributes` (2:
+/// `path`, `verb`); a (Local)SubjectAccessReview's `user` (3), `groups` (4) and `uid` (6)
+/// (a SelfSubjectAccessReview's 3 is `authorizationOptions`); a SelfSubjectRulesReview's
+/// `namespace` (1).
+fn review_spec(b: &[u8], kind: &str) -> Option<Value> {
+    if kind == "SelfSubjectRulesReview" {
+        return strings(b, &["namespace"]);
+    }
+    let names_a_subject = kind != "SelfSubjectAccessReview";
+    let mut spec = Map::new();
+    let mut groups = vec![];
+    for (n, v) in fields(b)? {
+        match n {
+            1 => {
+                spec.insert(
+                    "resourceAttributes".into(),
+                    strings(v, RESOURCE_ATTRIBUTES)?,
+                );
+            }
+            2 => {
+                spec.insert(
+                    "nonResourceAttributes".into(),
+                    strings(v, &["path", "verb"])?,
+                );
+            }
+            3 if names_a_subject && !v.is_empty() => {
+                spec.insert("user".into(), string(v));
+            }
+            4 if names_a_subject => groups.push(string(v)),
+            6 if names_a_subject && !v.is_empty() => {
+                spec.insert("uid".into(), string(v));
+            }
+            _ => {}
+        }
+    }
+    if !groups.is_empty() {
+        spec.insert("groups".into(), Value::Array(groups));
+    }
+    Some(Value::Object(spec))
+}
+
+/// `runtime.Unknown`: `typeMeta` (1: `apiVersion`, `kind`) and `raw` (2, the object's own
+/// message); `contentEncoding` (3) and `contentType` (4) are empty from kubectl.
+fn unknown(b: &[u8]) -> Option<(String, String, &[u8])> {
     let mut api_version = String::new();
     let mut kind = String::new();
     let mut raw: &[u8] = &[];
-    for (n, v) in unknown {
+    for (n, v) in fields(b)? {
         match n {
             1 => {
                 for (tn, tv) in fields(v)? {
@@ -184,6 +239,12 @@ pub fn decode(body: &[u8]) -> Option<Value> {
             _ => {}
         }
     }
+    Some((api_version, kind, raw))
+}
+
+/// Decodes `k8s\0` + runtime.Unknown into JSON, or None if it is not understood.
+pub fn decode(body: &[u8]) -> Option<Value> {
+    let (api_version, kind, raw) = unknown(body.strip_prefix(b"k8s\0")?)?;
     let mut obj = json!({"apiVersion": api_version, "kind": kind});
     let mut data = Map::new();
     for (n, v) in fields(raw)? {
@@ -201,6 +262,13 @@ pub fn decode(body: &[u8]) -> Option<Value> {
                 }
             }
             (2, "ResourceQuota") => obj["spec"] = quota_spec(v)?,
+            (
+                2,
+                "SelfSubjectAccessReview"
+                | "SubjectAccessReview"
+                | "LocalSubjectAccessReview"
+                | "SelfSubjectRulesReview",
+            ) => obj["spec"] = review_spec(v, &kind)?,
             (3, "ClusterRoleBinding" | "RoleBinding") => {
                 obj["roleRef"] = strings(v, &["apiGroup", "kind", "name"])?;
             }
@@ -216,6 +284,61 @@ pub fn decode(body: &[u8]) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn bytes(hex: &str) -> Vec<u8> {
+        hex.split_whitespace()
+            .filter_map(|h| u8::from_str_radix(h, 16).ok())
+            .collect()
+    }
+
+    /// The body `kubectl auth can-i create configmaps` (kubectl v1.32, `-v=8`) sends, in
+    /// the namespace `default`.
+    #[test]
+    fn kubectl_auth_can_i() {
+        let body = bytes(
+            "6b 38 73 00 0a 32 0a 17 61 75 74 68 6f 72 69 7a 61 74 69 6f 6e 2e 6b 38 \
+             73 2e 69 6f 2f 76 31 12 17 53 65 6c 66 53 75 62 6a 65 63 74 41 63 63 65 \
+             73 73 52 65 76 69 65 77 12 45 0a 10 0a 00 12 00 1a 00 22 00 2a 00 32 00 \
+             38 00 42 00 12 27 0a 25 0a 07 64 65 66 61 75 6c 74 12 06 63 72 65 61 74 \
+             65 1a 00 22 00 2a 0a 63 6f 6e 66 69 67 6d 61 70 73 32 00 3a 00 1a 08 08 \
+             00 12 00 1a 00 20 00 1a 00 22 00",
+        );
+        assert_eq!(
+            decode(&body),
+            Some(
+                json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                        "metadata": {},
+                        "spec": {"resourceAttributes": {"namespace": "default", "verb": "create",
+                                                        "resource": "configmaps"}}})
+            )
+        );
+    }
+
+    /// `kubectl auth can-i get /metrics` and `kubectl auth can-i --list -n alice`.
+    #[test]
+    fn kubectl_auth_can_i_non_resource_and_list() {
+        let metrics = bytes(
+            "6b 38 73 00 0a 32 0a 17 61 75 74 68 6f 72 69 7a 61 74 69 6f 6e 2e 6b 38 \
+             73 2e 69 6f 2f 76 31 12 17 53 65 6c 66 53 75 62 6a 65 63 74 41 63 63 65 \
+             73 73 52 65 76 69 65 77 12 2f 0a 10 0a 00 12 00 1a 00 22 00 2a 00 32 00 \
+             38 00 42 00 12 11 12 0f 0a 08 2f 6d 65 74 72 69 63 73 12 03 67 65 74 1a \
+             08 08 00 12 00 1a 00 20 00 1a 00 22 00",
+        );
+        let spec = decode(&metrics).and_then(|v| v.get("spec").cloned());
+        assert_eq!(
+            spec,
+            Some(json!({"nonResourceAttributes": {"path": "/metrics", "verb": "get"}}))
+        );
+        let list = bytes(
+            "6b 38 73 00 0a 31 0a 17 61 75 74 68 6f 72 69 7a 61 74 69 6f 6e 2e 6b 38 \
+             73 2e 69 6f 2f 76 31 12 16 53 65 6c 66 53 75 62 6a 65 63 74 52 75 6c 65 \
+             73 52 65 76 69 65 77 12 21 0a 10 0a 00 12 00 1a 00 22 00 2a 00 32 00 38 \
+             00 42 00 12 07 0a 05 61 6c 69 63 65 1a 04 18 00 22 00 1a 00 22 00",
+        );
+        let v = decode(&list).expect("decodes");
+        assert_eq!(v["kind"], "SelfSubjectRulesReview");
+        assert_eq!(v["spec"], json!({"namespace": "alice"}));
+    }
 
     /// The body `kubectl create quota tq2 --hard=count/tuples.math.example.com=5,configmaps=3,count/numbers.math.example.com=10 -n s17-q`
     /// sent to kube-apiserver v1.24 (from `kubectl -v=8`).

@@ -12,9 +12,10 @@
 //! administrator (the server's own kubeconfig has none, and the tests that set a room up act
 //! as the organiser); an unknown token is 401; discovery and other non-resource paths are open
 //! to every authenticated user (kube-apiserver's default `system:discovery` and
-//! `system:public-info-viewer` bindings); `selfsubjectaccessreviews` and
-//! `selfsubjectrulesreviews` may be created by everyone (`system:basic-user`). Off by default,
-//! so that every other test keeps its superuser.
+//! `system:public-info-viewer` bindings); everyone may create `selfsubjectaccessreviews` and
+//! `selfsubjectrulesreviews` (`system:basic-user`: the bootstrap bindings are built into
+//! [`crate::auth`]'s rules, not stored). Off by default, so that every other test keeps its
+//! superuser.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -48,7 +49,7 @@ pub(crate) fn refuse(
     };
     let user = authenticated(user);
     let request = Request::of(record);
-    if request.asks_about_itself() || crate::auth::allows(&shared.state(), &user, &request) {
+    if crate::auth::allows(&shared.state(), &user, &request) {
         return None;
     }
     Some(forbidden(&user.username, &request))
@@ -119,16 +120,6 @@ impl<'a> Request<'a> {
             Some(sub) => format!("{}/{sub}", self.resource),
             None => self.resource.to_string(),
         }
-    }
-
-    /// Everyone authenticated may ask what they may do (kube-apiserver's `system:basic-user`).
-    fn asks_about_itself(&self) -> bool {
-        self.group == "authorization.k8s.io"
-            && matches!(
-                self.resource,
-                "selfsubjectaccessreviews" | "selfsubjectrulesreviews"
-            )
-            && self.verb == "create"
     }
 }
 

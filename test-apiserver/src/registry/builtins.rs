@@ -140,6 +140,7 @@ pub fn builtins() -> Vec<ResourceType> {
         of::<authn::TokenReview>(reg(&[], &[]).verbs(&["create"])),
         of::<authz::SubjectAccessReview>(reg(&[], &[]).verbs(&["create"])),
         of::<authz::SelfSubjectAccessReview>(reg(&[], &[]).verbs(&["create"])),
+        of::<authz::SelfSubjectRulesReview>(reg(&[], &[]).verbs(&["create"])),
         of::<apps::Deployment>(reg(&["deploy"], ALL).sub(&["scale"])),
         of::<apps::ReplicaSet>(reg(&["rs"], ALL).sub(&["scale"])),
         of::<apps::StatefulSet>(reg(&["sts"], ALL).sub(&["scale"])),
