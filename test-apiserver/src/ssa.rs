@@ -188,25 +188,48 @@ pub fn apply(
         return Err(conflicts);
     }
     prune(&mut obj, &entries, &applied, manager, &sub);
+    // `obj` still carries the live managedFields: it differs from `live` in its values only.
+    let changed = live != Some(&obj);
     retain_existing(&mut entries, &obj, shape);
-    if let Some(e) = entries.iter_mut().find(|e| e.is(manager, "Apply", &sub)) {
-        if e.fields != applied {
-            e.time = now();
+    record_applier(&mut entries, manager, sub, api_version, applied, changed);
+    write_entries(&mut obj, entries);
+    Ok(obj)
+}
+
+/// The applier's entry owns what it applied, also when the apply changed no value: then it
+/// co-owns those fields with their other owners (v1.36.2 records `y`'s entry for an apply of
+/// the values a ConfigMap already has, and writes it). Its time moves only with a change of
+/// value, as kube-apiserver's `managedFieldsUpdater` stamps it; a new entry of an apply that
+/// changed nothing has none, so an identical apply by the same manager changes nothing.
+fn record_applier(
+    entries: &mut Vec<Entry>,
+    manager: &str,
+    sub: String,
+    api_version: &str,
+    applied: BTreeSet<Path>,
+    changed: bool,
+) {
+    let stamp = |time: &mut String| {
+        if changed {
+            *time = now();
         }
+    };
+    if let Some(e) = entries.iter_mut().find(|e| e.is(manager, "Apply", &sub)) {
+        stamp(&mut e.time);
         e.fields = applied;
         e.api_version = api_version.into();
     } else {
+        let mut time = String::new();
+        stamp(&mut time);
         entries.push(Entry {
             manager: manager.into(),
             operation: "Apply".into(),
             subresource: sub,
             api_version: api_version.into(),
-            time: now(),
+            time,
             fields: applied,
         });
     }
-    write_entries(&mut obj, entries);
-    Ok(obj)
 }
 
 /// Removes what `manager` applied last time and no longer applies, unless another manager

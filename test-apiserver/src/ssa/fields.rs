@@ -127,19 +127,41 @@ pub(super) fn parse_entries(obj: &Value) -> Vec<Entry> {
         .collect()
 }
 
-pub(super) fn write_entries(obj: &mut Value, entries: Vec<Entry>) {
+/// Writes the entries that own something into `obj.metadata.managedFields`, in
+/// kube-apiserver's order (`sortEncodedManagedFields`): `Apply` entries before `Update`
+/// ones, then by time (to the second; no time first), manager, apiVersion and subresource.
+pub(super) fn write_entries(obj: &mut Value, mut entries: Vec<Entry>) {
+    entries.retain(|e| !e.fields.is_empty());
+    entries.sort_by(|p, q| {
+        let order = |e: &Entry| {
+            let second = crate::util::parse_time(&e.time)
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs());
+            (
+                e.operation.clone(),
+                second,
+                e.manager.clone(),
+                e.api_version.clone(),
+            )
+        };
+        order(p)
+            .cmp(&order(q))
+            .then_with(|| p.subresource.cmp(&q.subresource))
+    });
     let arr: Vec<Value> = entries
         .into_iter()
-        .filter(|e| !e.fields.is_empty())
         .map(|e| {
             let mut v = json!({
                 "manager": e.manager,
                 "operation": e.operation,
                 "apiVersion": e.api_version,
-                "time": e.time,
                 "fieldsType": "FieldsV1",
                 "fieldsV1": render_fields(&e.fields),
             });
+            // An apply that changed no value leaves a new entry without a time.
+            if !e.time.is_empty() {
+                v["time"] = json!(e.time);
+            }
             if !e.subresource.is_empty() {
                 v["subresource"] = json!(e.subresource);
             }

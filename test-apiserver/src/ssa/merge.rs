@@ -52,7 +52,8 @@ pub(super) fn merge_list(lhs: &mut Vec<Value>, patch: &Value, shape: Shape) {
             .cloned()
             .unwrap_or_else(|| json!({}));
         merge_at(&mut base, &rhs[j], shape.items(), false);
-        if kind == ListKind::Set {
+        // A set's values and atomic items (an OwnerReference) are replaced, not merged.
+        if kind == ListKind::Set || shape.items().is_atomic_map() {
             rhs[j].clone()
         } else {
             base

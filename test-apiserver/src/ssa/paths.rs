@@ -44,6 +44,10 @@ pub enum BuiltInList {
     Atomic,
     Set,
     Map(&'static str),
+    /// A map list whose items are atomic structs, each one leaf keyed by its key field:
+    /// `ownerReferences` by `uid` (OwnerReference is `+structType=atomic`; kube-apiserver
+    /// v1.36.2 records `"k:{\"uid\":\"…\"}": {}` with nothing below it).
+    MapOfAtomic(&'static str),
     /// Not a list: an atomic struct or map (`+structType=atomic`, `+mapType=atomic`), owned
     /// and replaced whole, as one leaf.
     AtomicMap,
@@ -55,6 +59,7 @@ pub enum BuiltInList {
 pub(super) fn built_in_list(name: &str) -> BuiltInList {
     match name {
         "finalizers" => BuiltInList::Set,
+        "ownerReferences" => BuiltInList::MapOfAtomic("uid"),
         n if ATOMIC_STRUCTS.contains(&n) => BuiltInList::AtomicMap,
         _ => match crate::store::merge_key(name) {
             Some(key) => BuiltInList::Map(key),
@@ -67,7 +72,8 @@ pub(super) fn built_in_list(name: &str) -> BuiltInList {
 /// by the field's name (as lists are named above): ObjectReference (an Event's `regarding`,
 /// `related`, `involvedObject`), LabelSelector (`selector` of the workloads; a Service's
 /// `selector` is an atomic map), a PodSpec's `nodeSelector`, and the key and field
-/// selectors of an environment variable's `valueFrom`.
+/// selectors of an environment variable's `valueFrom`. (OwnerReference, atomic too, is only
+/// ever an item of `ownerReferences`: [`BuiltInList::MapOfAtomic`].)
 const ATOMIC_STRUCTS: &[&str] = &[
     "regarding",
     "related",
@@ -123,6 +129,7 @@ impl<'a> Shape<'a> {
         match self {
             Shape::Schema(s) => s.get("items").map_or(Shape::Untyped, Shape::Schema),
             Shape::Untyped => Shape::Untyped,
+            Shape::BuiltIn(BuiltInList::MapOfAtomic(_)) => Shape::BuiltIn(BuiltInList::AtomicMap),
             Shape::BuiltIn(_) => Shape::BuiltIn(BuiltInList::Atomic),
         }
     }
@@ -143,7 +150,9 @@ impl<'a> Shape<'a> {
             },
             Shape::Untyped => ListKind::Atomic,
             Shape::BuiltIn(BuiltInList::Set) => ListKind::Set,
-            Shape::BuiltIn(BuiltInList::Map(k)) => ListKind::Map(vec![k.to_string()]),
+            Shape::BuiltIn(BuiltInList::Map(k) | BuiltInList::MapOfAtomic(k)) => {
+                ListKind::Map(vec![k.to_string()])
+            }
             Shape::BuiltIn(BuiltInList::Atomic | BuiltInList::AtomicMap) => ListKind::Atomic,
         }
     }

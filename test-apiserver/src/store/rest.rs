@@ -74,6 +74,23 @@ fn strip_volatile(v: &Value) -> Value {
     c
 }
 
+/// Whether a write leaves the object as it is, so that nothing is stored. An apply's
+/// managedFields count (a new co-owner is written, as kube-apiserver v1.36.2 writes it); an
+/// Update's are what its changes make them, so its values alone decide.
+fn unchanged(old: &Value, new: &Value, applied: bool) -> bool {
+    if !applied {
+        return strip_volatile(old) == strip_volatile(new);
+    }
+    let without_rv = |v: &Value| {
+        let mut c = v.clone();
+        if let Some(m) = c.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+        }
+        c
+    };
+    without_rv(old) == without_rv(new)
+}
+
 impl State {
     /// POST.
     pub fn create(
@@ -362,7 +379,7 @@ impl State {
                 Shape::root(rt.schema.as_ref()),
             );
         }
-        if strip_volatile(&old) == strip_volatile(&new) {
+        if unchanged(&old, &new, applied) {
             return Ok(old);
         }
         if opts.dry_run {
