@@ -1,7 +1,15 @@
-//! What a reader takes in: no source file of `src/` or of a workspace crate's `crates/*/src/` over [`FILE_LINES`] lines, no function over
-//! a screen ([`SCREEN`] lines from its signature to its closing brace, its doc comment not
-//! counted). A longer one is split where its steps are (a function per step, a file per
-//! question), not squeezed.
+//! What a reader takes in: no source file over [`FILE_LINES`] lines, no function over a screen
+//! ([`SCREEN`] lines from its signature to its closing brace, its doc comment not counted). A
+//! longer one is split where its steps are (a function per step, a file per question), not
+//! squeezed.
+//!
+//! Held to it: the manager's `src/`, and every crate of the folders that hold crates
+//! ([`CRATE_FOLDERS`]): `crates/*/src/`, and the learner track's `workshop/src/` and
+//! `workshop/*/src/` (the kit, the tools). The learner track's code is read by beginners, so it
+//! is held to the same rule as the manager's, not a looser one. That includes
+//! `workshop/src/exercises/`, the starter files a learner edits: what a learner is handed should
+//! look like what they are taught to write (they pass as they are). What a learner writes into
+//! them in the room is theirs; this test reads the repository as committed.
 
 use std::path::{Path, PathBuf};
 
@@ -65,16 +73,29 @@ fn long_functions(text: &str, limit: usize) -> Vec<(usize, usize)> {
     long
 }
 
-/// The manager's own sources: `src/` and every `crates/*/src/`, so a folder that leaves for
-/// a workspace crate stays held to the same sizes. Returns the repository root (to name
-/// files by) and the files.
-fn sources() -> (PathBuf, Vec<PathBuf>) {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut files = rust_files(&root.join("src"));
-    if let Ok(crates) = std::fs::read_dir(root.join("crates")) {
+/// The folders whose every child with a `src/` is a crate held to the sizes, as is a `src/` of
+/// the folder itself (the learner track's `workshop/` is a crate that holds two more).
+const CRATE_FOLDERS: [&str; 2] = ["crates", "workshop"];
+
+/// Every Rust file of `folder/src/` and of each `folder/*/src/`, so that a crate that moves into
+/// such a folder, or a new one, is held to the sizes without this test naming it.
+fn crate_sources(folder: &Path) -> Vec<PathBuf> {
+    let mut files = rust_files(&folder.join("src"));
+    if let Ok(crates) = std::fs::read_dir(folder) {
         for krate in crates.flatten() {
             files.extend(rust_files(&krate.path().join("src")));
         }
+    }
+    files
+}
+
+/// The sources held to the sizes: `src/` and the crates of [`CRATE_FOLDERS`]. Returns the
+/// repository root (to name files by) and the files.
+fn sources() -> (PathBuf, Vec<PathBuf>) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut files = rust_files(&root.join("src"));
+    for folder in CRATE_FOLDERS {
+        files.extend(crate_sources(&root.join(folder)));
     }
     files.sort();
     (root, files)
@@ -126,4 +147,19 @@ fn a_long_function_is_found_and_a_declaration_is_not_one() {
     assert_eq!(long_functions(&text, SCREEN), [(5, SCREEN + 2)]);
     assert!(starts_function("pub const fn f() {"));
     assert!(!starts_function("let fn_name = 1;"));
+}
+
+#[test]
+fn the_learner_tracks_crates_and_exercises_are_held_too() {
+    let (root, files) = sources();
+    for held in [
+        "src/main.rs",
+        "crates/kubectl-math/src/main.rs",
+        "workshop/src/lib.rs",
+        "workshop/src/exercises/number.rs",
+        "workshop/kit/src/app.rs",
+        "workshop/tools/src/watch.rs",
+    ] {
+        assert!(files.contains(&root.join(held)), "{held} is not walked");
+    }
 }

@@ -8,12 +8,14 @@ use std::time::Duration;
 
 use crate::check::{self, Target};
 use crate::cli;
-use crate::context::Context;
 use crate::messages as m;
-use crate::runner::Controllers;
 use crate::track::Track;
 use crate::{cluster, crds, organiser, panics, room, room_status, t};
 use clap::{Parser, Subcommand};
+
+mod run;
+
+use run::Scope;
 
 // The help texts are in the catalogue (both languages), set by HELP below.
 #[derive(Parser, Debug)]
@@ -124,8 +126,20 @@ fn logging(default: &str) {
 pub async fn command(exercises: fn() -> Track) -> ExitCode {
     let cli: Cli = cli::parse(HELP);
     m::choose(cli.lang.as_deref());
-    let result = match cli.command {
-        Command::Crds { dir, solution } => print_crds(&Track::select(solution, exercises), dir),
+    match execute(cli.command, exercises).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("{}", t!(m::ERROR, message = format!("{e:#}")));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Does what `command` asks. A check that ran and found a ✗ is `Ok(FAILURE)`: its lines said
+/// what is wrong, there is no error to add.
+async fn execute(command: Command, exercises: fn() -> Track) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Crds { dir, solution } => print_crds(&Track::select(solution, exercises), dir)?,
         Command::Install {
             force,
             participant,
@@ -133,13 +147,8 @@ pub async fn command(exercises: fn() -> Track) -> ExitCode {
             solution,
         } => {
             let who = room::participant(participant.as_deref());
-            install(
-                &Track::select(solution, exercises),
-                force,
-                &who,
-                namespace.as_deref(),
-            )
-            .await
+            let track = Track::select(solution, exercises);
+            install(&track, force, &who, namespace.as_deref()).await?
         }
         Command::Run {
             stage,
@@ -153,20 +162,10 @@ pub async fn command(exercises: fn() -> Track) -> ExitCode {
             logging("info,kube=warn,kube_client=off");
             // The runner reports a controller's panic once, with where it is.
             panics::install_hook(true);
-            let scope = match (namespace, all_namespaces) {
-                (_, true) => Scope::All,
-                (Some(namespace), false) => Scope::Namespace(namespace),
-                (None, false) => Scope::Context,
-            };
+            let scope = Scope::of(namespace, all_namespaces);
             let who = room::participant(participant.as_deref());
-            run(
-                &Track::select(solution, exercises),
-                stage,
-                test_server,
-                scope,
-                &who,
-            )
-            .await
+            let track = Track::select(solution, exercises);
+            run::run(&track, stage, test_server, scope, &who).await?
         }
         Command::Check {
             stage,
@@ -176,45 +175,51 @@ pub async fn command(exercises: fn() -> Track) -> ExitCode {
             solution,
             timeout,
         } => {
-            // Your controllers' logs would drown the ✓/✗ lines; RUST_LOG=info shows them.
-            logging("off");
-            panics::install_hook(true);
-            let target = if cluster {
-                Target::Cluster
-            } else {
-                Target::TestServer
-            };
-            let mut opts = check::Options::for_participant(
-                stage,
-                target,
-                &room::participant(participant.as_deref()),
-            );
-            opts.force = force;
-            if let Some(seconds) = timeout {
-                opts.timeout = Duration::from_secs(seconds);
-            }
-            match check::check(&Track::select(solution, exercises), &opts).await {
-                Ok(outcome) if outcome.failed() == 0 => Ok(()),
-                Ok(_) => return ExitCode::FAILURE,
-                Err(e) => Err(e),
-            }
+            let who = room::participant(participant.as_deref());
+            let opts = check_options(stage, cluster, &who, force, timeout);
+            return check_stage(&Track::select(solution, exercises), &opts).await;
         }
-        Command::Room { participants } => room_set_up(&participants).await,
+        Command::Room { participants } => room_set_up(&participants).await?,
         Command::RoomStatus => {
             let instead = m::ROOM_NEEDS_A_CLUSTER.text();
-            match cluster::connect(&instead).await {
-                Ok(cluster) => room_status::live(&cluster.client).await,
-                Err(e) => Err(e),
-            }
-        }
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{}", t!(m::ERROR, message = format!("{e:#}")));
-            ExitCode::FAILURE
+            let cluster = cluster::connect(&instead).await?;
+            room_status::live(&cluster.client).await?
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The options of `math-workshop check`, from its flags.
+fn check_options(
+    stage: u8,
+    cluster: bool,
+    participant: &str,
+    force: bool,
+    timeout: Option<u64>,
+) -> check::Options {
+    let target = if cluster {
+        Target::Cluster
+    } else {
+        Target::TestServer
+    };
+    let mut opts = check::Options::for_participant(stage, target, participant);
+    opts.force = force;
+    if let Some(seconds) = timeout {
+        opts.timeout = Duration::from_secs(seconds);
+    }
+    opts
+}
+
+/// `make workshop-check`: the ✓/✗ lines, and a failing exit code when one is ✗.
+async fn check_stage(track: &Track, opts: &check::Options) -> anyhow::Result<ExitCode> {
+    // Your controllers' logs would drown the ✓/✗ lines; RUST_LOG=info shows them.
+    logging("off");
+    panics::install_hook(true);
+    let outcome = check::check(track, opts).await?;
+    Ok(match outcome.failed() {
+        0 => ExitCode::SUCCESS,
+        _ => ExitCode::FAILURE,
+    })
 }
 
 fn print_crds(track: &Track, dir: Option<PathBuf>) -> anyhow::Result<()> {
@@ -253,158 +258,6 @@ async fn room_set_up(participants: &[String]) -> anyhow::Result<()> {
             count = names.len(),
             described = cluster.described
         )
-    );
-    Ok(())
-}
-
-/// Which namespaces `run` looks after.
-enum Scope {
-    /// The current kubeconfig context's namespace (where `kubectl apply` puts things).
-    Context,
-    Namespace(String),
-    All,
-}
-
-/// Runs the controllers until Ctrl-C (or until every one of them stopped, or another
-/// controller turns out to work in the same namespace).
-async fn run(
-    track: &Track,
-    stage: u8,
-    test_server: bool,
-    scope: Scope,
-    participant: &str,
-) -> anyhow::Result<()> {
-    let server = if test_server {
-        // First, as on a cluster; nothing is printed after the KUBECONFIG line, which a
-        // script may stop reading at.
-        let namespace = match &scope {
-            Scope::All => None,
-            Scope::Namespace(namespace) => Some(namespace.as_str()),
-            Scope::Context => Some("default"),
-        };
-        println!("{}", where_line(participant, namespace, "default"));
-        let server = crds::on_a_test_server(track).await?;
-        println!(
-            "{}",
-            t!(
-                m::TEST_SERVER_STARTED,
-                url = server.url(),
-                kubeconfig = server.kubeconfig_path().display()
-            )
-        );
-        Some(server)
-    } else {
-        None
-    };
-    let (client, kubectls, context_namespace) = match &server {
-        Some(server) => (server.client(), "default".to_string(), None),
-        None => {
-            let instead = m::RUN_WITHOUT_CLUSTER.text();
-            let cluster = cluster::connect_as(&instead, Some(participant)).await?;
-            (cluster.client, cluster.namespace, cluster.context_namespace)
-        }
-    };
-    let namespace = match scope {
-        Scope::Context if server.is_some() => Some(kubectls.clone()),
-        Scope::Context => Some(room::your_namespace(None, context_namespace.as_deref())),
-        Scope::Namespace(namespace) => Some(namespace),
-        Scope::All => None,
-    };
-    if server.is_none() && namespace.is_none() && organiser::is_a_room(&client).await {
-        anyhow::bail!("{}", m::ROOM_NOT_ALL_NAMESPACES.text());
-    }
-    if server.is_none() {
-        println!(
-            "{}",
-            where_line(participant, namespace.as_deref(), &kubectls)
-        );
-        crds_installed(&client, track, stage).await?;
-    }
-    if let (None, Some(namespace)) = (&server, &namespace) {
-        room::ensure_namespace(&client, namespace, participant)
-            .await
-            .map_err(|why| anyhow::anyhow!(why))?;
-        let found = others_in(&client, track, stage, namespace, participant).await?;
-        if let Some(foreign) = found {
-            anyhow::bail!(
-                "{}",
-                t!(
-                    m::RUN_LEAVES_ALONE,
-                    namespace = namespace,
-                    foreign = foreign
-                )
-            );
-        }
-    }
-    let watching = match &namespace {
-        Some(namespace) => t!(m::SCOPE_NAMESPACE, namespace = namespace),
-        None => m::SCOPE_ALL.text(),
-    };
-    let ctx = Context::new(client, namespace.clone());
-    let mut controllers = Controllers::start(track, stage, &ctx);
-    tracing::info!(
-        target: "math_workshop",
-        stage,
-        code = track.dir,
-        "{}",
-        t!(m::RUNNING, scope = watching)
-    );
-    // Another controller that starts in this namespace after us (both found it empty) shows
-    // in the statuses it writes: then ours stop, rather than fight over the same objects.
-    let lookout = match (&server, &namespace) {
-        (None, Some(namespace)) => Some(namespace.clone()),
-        _ => None,
-    };
-    let mut ticks: u32 = 0;
-    let mut others = None;
-    loop {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => break,
-            _ = tokio::time::sleep(Duration::from_millis(500)) => {
-                if !controllers.any_running() {
-                    tracing::error!(
-        target: "math_workshop","{}", m::EVERY_CONTROLLER_STOPPED.text());
-                    break;
-                }
-                ticks = ticks.wrapping_add(1);
-                if let Some(namespace) = lookout.as_deref().filter(|_| ticks % HEARTBEAT_TICKS == 1) {
-                    // The organiser's table (make workshop-room-status) shows this runner up.
-                    if let Err(e) = room_status::heartbeat(&ctx.client, namespace, participant).await {
-                        tracing::debug!(target: "math_workshop", error = %room::said(&e), "heartbeat");
-                    }
-                }
-                let Some(namespace) = lookout.as_deref().filter(|_| ticks.is_multiple_of(LOOKOUT_TICKS)) else {
-                    continue;
-                };
-                match others_in(&ctx.client, track, stage, namespace, participant).await {
-                    Ok(None) => {}
-                    Ok(Some(foreign)) => {
-                        others = Some(t!(
-                            m::RUN_STOPS_FOR_OTHERS,
-                            namespace = namespace,
-                            foreign = foreign
-                        ));
-                        break;
-                    }
-                    Err(e) => tracing::warn!(
-        target: "math_workshop","{e}"),
-                }
-            }
-        }
-    }
-    let stopped = controllers.all_stopped();
-    controllers.stop();
-    if let Some(server) = server {
-        server.shutdown().await;
-    }
-    if let Some(others) = others {
-        anyhow::bail!("{others}");
-    }
-    let names: Vec<&str> = stopped.keys().map(|kind| kind.name()).collect();
-    anyhow::ensure!(
-        stopped.is_empty(),
-        "{}",
-        t!(m::STOPPED, kinds = names.join(&m::AND.text()))
     );
     Ok(())
 }
@@ -468,46 +321,6 @@ async fn install(
     Ok(())
 }
 
-/// Fails with what to do when a CRD the stages need is not installed in the cluster (the
-/// controllers would otherwise only log watch errors), and warns when an installed one is not
-/// what the types generate now (they changed since `make workshop-install`).
-async fn crds_installed(client: &kube::Client, track: &Track, stage: u8) -> anyhow::Result<()> {
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-    let api = kube::Api::<CustomResourceDefinition>::all(client.clone());
-    for crd in crds::generate(track).into_iter().take(usize::from(stage)) {
-        let name = crd.metadata.name.clone().unwrap_or_default();
-        let Some(installed) = api
-            .get_opt(&name)
-            .await
-            .map_err(|e| anyhow::anyhow!(room::said(&e)))?
-        else {
-            anyhow::bail!("{}", t!(m::CRD_NOT_INSTALLED, name = name));
-        };
-        let digest = |crd: &CustomResourceDefinition| {
-            crd.metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(room::DIGEST))
-                .cloned()
-        };
-        if digest(&installed) != digest(&crd) {
-            tracing::warn!(
-            target: "math_workshop",
-                    "{}",
-                    t!(m::CRD_OUTDATED, name = name, track = track.called())
-                );
-        }
-    }
-    Ok(())
-}
-
-/// How many 500 ms ticks of the runner pass between two looks for another controller in its
-/// namespace (5 s: a LIST per kind, thirty runners on one cluster are 18 LISTs a second).
-const LOOKOUT_TICKS: u32 = 10;
-
-/// How many 500 ms ticks pass between two heartbeats ([`room_status::RENEW_EVERY`]).
-const HEARTBEAT_TICKS: u32 = 10;
-
 /// The first line of `run` and `install`: who, and which namespace, with the command that
 /// makes kubectl's namespace the same when it is not.
 fn where_line(participant: &str, namespace: Option<&str>, kubectls: &str) -> String {
@@ -525,31 +338,19 @@ fn where_line(participant: &str, namespace: Option<&str>, kubectls: &str) -> Str
     }
 }
 
-/// What says that a controller other than the participant's looks after objects of the
-/// stages' kinds in `namespace` ([`room::describe_foreign`]), if one does.
-async fn others_in(
-    client: &kube::Client,
-    track: &Track,
-    stage: u8,
-    namespace: &str,
-    participant: &str,
-) -> anyhow::Result<Option<String>> {
-    let crds: Vec<_> = crds::generate(track)
-        .into_iter()
-        .take(usize::from(stage))
-        .collect();
-    let found =
-        room::others_controllers(client, &crds, namespace, &room::Signature::new(participant))
-            .await
-            .map_err(|said| {
-                anyhow::anyhow!(
-                    "{}",
-                    t!(
-                        m::CANNOT_LOOK_FOR_OTHERS,
-                        namespace = namespace,
-                        said = said
-                    )
-                )
-            })?;
-    Ok((!found.is_empty()).then(|| room::describe_foreign(&found)))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_check_on_a_cluster_uses_the_participants_check_namespace_and_the_flags() {
+        let on_a_cluster = check_options(2, true, "alice", true, Some(5));
+        assert_eq!(on_a_cluster.namespace, room::check_namespace("alice"));
+        assert_eq!(on_a_cluster.timeout, Duration::from_secs(5));
+        assert!(on_a_cluster.force);
+        let private = check_options(2, false, "alice", false, None);
+        assert_eq!(private.namespace, "math-workshop-check");
+        assert_eq!(private.timeout, Duration::from_secs(10));
+        assert!(!private.force);
+    }
 }

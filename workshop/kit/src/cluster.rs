@@ -36,67 +36,89 @@ pub async fn connect(instead: &str) -> anyhow::Result<Cluster> {
 /// on a shared cluster, the API server's request log and the objects' managedFields then say
 /// whose controllers wrote what.
 pub async fn connect_as(instead: &str, participant: Option<&str>) -> anyhow::Result<Cluster> {
-    let kubeconfig = match Kubeconfig::read() {
-        Ok(kubeconfig) => kubeconfig,
-        Err(e) => anyhow::bail!(
+    let kubeconfig = read_kubeconfig(instead)?;
+    let context = kubeconfig.current_context.clone();
+    let context_namespace = context_namespace(&kubeconfig);
+    let config = client_config(kubeconfig, instead).await?;
+    let described = match &context {
+        Some(context) => format!("context {context}, {}", config.cluster_url),
+        None => config.cluster_url.to_string(),
+    };
+    let namespace = config.default_namespace.clone();
+    let start = what_to_start(context.as_deref(), config.cluster_url.port_u16());
+    let client = match participant {
+        Some(participant) => crate::room::Signature::new(participant).client(config),
+        None => kube::Client::try_from(config),
+    }
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "{}",
+            t!(m::NO_CLIENT, described = described, cause = root_cause(&e))
+        )
+    })?;
+    answers(&client, &described, &start, instead).await?;
+    Ok(Cluster {
+        client,
+        namespace,
+        context_namespace,
+        described,
+    })
+}
+
+/// The kubeconfig kubectl would read, or what to do when there is none.
+fn read_kubeconfig(instead: &str) -> anyhow::Result<Kubeconfig> {
+    Kubeconfig::read().map_err(|e| {
+        anyhow::anyhow!(
             "{}",
             t!(
                 m::START_A_CLUSTER,
                 missing = missing_kubeconfig(&e),
                 instead = instead
             )
-        ),
-    };
-    let context = kubeconfig.current_context.clone();
-    let context_namespace = kubeconfig
+        )
+    })
+}
+
+/// The namespace the current context names, if it names one (an empty one is none, as for
+/// kubectl).
+fn context_namespace(kubeconfig: &Kubeconfig) -> Option<String> {
+    let context = kubeconfig.current_context.as_ref()?;
+    kubeconfig
         .contexts
         .iter()
-        .find(|named| Some(&named.name) == context.as_ref())
+        .find(|named| &named.name == context)
         .and_then(|named| named.context.as_ref())
         .and_then(|c| c.namespace.clone())
-        .filter(|ns| !ns.is_empty());
-    let config = match kube::Config::from_custom_kubeconfig(
-        kubeconfig.clone(),
-        &KubeConfigOptions::default(),
-    )
-    .await
-    {
-        Ok(config) => config,
-        Err(e) => anyhow::bail!(
-            "{}",
-            t!(
-                m::KUBECONFIG_UNUSABLE,
-                paths = kubeconfig_paths(),
-                cause = root_cause(&e),
-                instead = instead
+        .filter(|ns| !ns.is_empty())
+}
+
+/// The client configuration of the current context, or why the kubeconfig cannot be used.
+async fn client_config(kubeconfig: Kubeconfig, instead: &str) -> anyhow::Result<kube::Config> {
+    kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{}",
+                t!(
+                    m::KUBECONFIG_UNUSABLE,
+                    paths = kubeconfig_paths(),
+                    cause = root_cause(&e),
+                    instead = instead
+                )
             )
-        ),
-    };
-    let described = match &context {
-        Some(context) => format!("context {context}, {}", config.cluster_url),
-        None => config.cluster_url.to_string(),
-    };
-    let namespace = config.default_namespace.clone();
-    let port = config.cluster_url.port_u16();
-    let no_client = |e: kube::Error| {
-        anyhow::anyhow!(
-            "{}",
-            t!(m::NO_CLIENT, described = described, cause = root_cause(&e))
-        )
-    };
-    let client = match participant {
-        Some(participant) => crate::room::Signature::new(participant).client(config),
-        None => kube::Client::try_from(config),
-    }
-    .map_err(no_client)?;
-    let start = what_to_start(context.as_deref(), port);
+        })
+}
+
+/// Asks the server for its version (10 s at most): `Ok` once it answered, else what is wrong
+/// and what to `start`.
+async fn answers(
+    client: &kube::Client,
+    described: &str,
+    start: &str,
+    instead: &str,
+) -> anyhow::Result<()> {
     match tokio::time::timeout(Duration::from_secs(10), client.apiserver_version()).await {
-        Ok(Ok(_)) => Ok(Cluster {
-            client,
-            namespace,
-            context_namespace,
-            described,
-        }),
+        Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => anyhow::bail!(
             "{}",
             t!(
@@ -183,5 +205,42 @@ pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
             first.to_lowercase().chain(text.chars().skip(1)).collect()
         }
         _ => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kubeconfig(yaml: &str) -> Kubeconfig {
+        Kubeconfig::from_yaml(yaml).expect("a kubeconfig")
+    }
+
+    #[test]
+    fn the_context_namespace_is_the_current_contexts_if_it_names_one() {
+        let two = "
+current-context: mine
+contexts:
+- name: other
+  context: {cluster: c, user: u, namespace: theirs}
+- name: mine
+  context: {cluster: c, user: u, namespace: alice}
+";
+        assert_eq!(
+            context_namespace(&kubeconfig(two)).as_deref(),
+            Some("alice")
+        );
+        // kind's: the context names no namespace; an empty one is none too.
+        let kind = "
+current-context: kind-kind
+contexts:
+- name: kind-kind
+  context: {cluster: kind-kind, user: kind-kind}
+";
+        assert_eq!(context_namespace(&kubeconfig(kind)), None);
+        let empty = two.replace("namespace: alice", "namespace: ''");
+        assert_eq!(context_namespace(&kubeconfig(&empty)), None);
+        let no_current = two.replace("current-context: mine", "");
+        assert_eq!(context_namespace(&kubeconfig(&no_current)), None);
     }
 }

@@ -20,56 +20,79 @@ pub fn skip(repository: &Path, stage: u8) -> anyhow::Result<String> {
     );
     let (kind, file) = STAGES[usize::from(stage - 1)];
     let exercises = repository.join("workshop/src/exercises");
-    let relative = |path: &Path| {
-        path.strip_prefix(repository)
-            .unwrap_or(path)
-            .display()
-            .to_string()
-    };
+    let relative = |path: &Path| relative_to(repository, path);
     let mine = exercises.join(file);
     let solution = repository.join("workshop/src/solutions").join(file);
-    let reference = std::fs::read_to_string(&solution).map_err(|e| {
-        anyhow::anyhow!(
-            "{}",
-            t!(m::SKIP_CANNOT_READ, path = relative(&solution), error = e)
-        )
-    })?;
-    let yours = std::fs::read_to_string(&mine).map_err(|e| {
-        anyhow::anyhow!(
-            "{}",
-            t!(m::SKIP_CANNOT_READ, path = relative(&mine), error = e)
-        )
-    })?;
-    let mut said = String::new();
-    if yours == reference {
-        said.push_str(&t!(
+    let reference = read(&solution, &relative)?;
+    let yours = read(&mine, &relative)?;
+    let mut said = if yours == reference {
+        t!(
             m::SKIP_ALREADY,
             stage = stage,
             kind = kind,
             path = relative(&mine)
-        ));
+        )
     } else {
-        let kept = free_name(&mine);
-        std::fs::write(&kept, &yours).map_err(|e| {
-            anyhow::anyhow!(
-                "{}",
-                t!(m::SKIP_CANNOT_KEEP, path = relative(&kept), error = e)
-            )
-        })?;
-        std::fs::write(&mine, &reference).map_err(|e| {
-            anyhow::anyhow!(
-                "{}",
-                t!(m::SKIP_CANNOT_WRITE, path = relative(&mine), error = e)
-            )
-        })?;
-        said.push_str(&t!(
+        let kept = take(&mine, &yours, &reference, &relative)?;
+        t!(
             m::SKIP_DONE,
             stage = stage,
             kind = kind,
             path = relative(&mine),
             kept = relative(&kept)
-        ));
-    }
+        )
+    };
+    said.push_str(&earlier_unfinished(&exercises, stage, &relative));
+    said.push_str(&next_step(&exercises, stage, &relative));
+    Ok(said)
+}
+
+/// `path` as the learner names it: below `repository`.
+fn relative_to(repository: &Path, path: &Path) -> String {
+    path.strip_prefix(repository)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// The text of `path`, or what to tell the learner when it cannot be read.
+fn read(path: &Path, relative: &impl Fn(&Path) -> String) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).map_err(|e| {
+        anyhow::anyhow!(
+            "{}",
+            t!(m::SKIP_CANNOT_READ, path = relative(path), error = e)
+        )
+    })
+}
+
+/// Keeps `yours` beside `mine` (the first free `.mine` name), then writes `reference` in its
+/// place. Returns where the learner's file is kept.
+fn take(
+    mine: &Path,
+    yours: &str,
+    reference: &str,
+    relative: &impl Fn(&Path) -> String,
+) -> anyhow::Result<PathBuf> {
+    let kept = free_name(mine);
+    std::fs::write(&kept, yours).map_err(|e| {
+        anyhow::anyhow!(
+            "{}",
+            t!(m::SKIP_CANNOT_KEEP, path = relative(&kept), error = e)
+        )
+    })?;
+    std::fs::write(mine, reference).map_err(|e| {
+        anyhow::anyhow!(
+            "{}",
+            t!(m::SKIP_CANNOT_WRITE, path = relative(mine), error = e)
+        )
+    })?;
+    Ok(kept)
+}
+
+/// A line for each stage before `stage` whose exercise file is not done: the next stage builds
+/// on it.
+fn earlier_unfinished(exercises: &Path, stage: u8, relative: &impl Fn(&Path) -> String) -> String {
+    let mut said = String::new();
     for (earlier, (kind, file)) in (1..stage).zip(STAGES) {
         let path = exercises.join(file);
         let text = std::fs::read_to_string(&path).unwrap_or_default();
@@ -83,15 +106,19 @@ pub fn skip(repository: &Path, stage: u8) -> anyhow::Result<String> {
             ));
         }
     }
+    said
+}
+
+/// What to do next: the next stage's file, or the end of the track.
+fn next_step(exercises: &Path, stage: u8, relative: &impl Fn(&Path) -> String) -> String {
     match STAGES.get(usize::from(stage)) {
-        Some((_, next)) => said.push_str(&t!(
+        Some((_, next)) => t!(
             m::SKIP_NEXT,
             next = stage + 1,
             path = relative(&exercises.join(next))
-        )),
-        None => said.push_str(&m::SKIP_LAST.text()),
+        ),
+        None => m::SKIP_LAST.text(),
     }
-    Ok(said)
 }
 
 /// Whether an exercise file has no exercise left to fill in (the starter's markers are gone).

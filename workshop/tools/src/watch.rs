@@ -9,15 +9,17 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
-
-use serde_json::Value;
 
 use crate::STAGES;
 use crate::messages as m;
 use crate::t;
+
+mod build;
+
+use build::Built;
 
 /// How to watch.
 #[derive(Debug, Clone)]
@@ -90,19 +92,9 @@ pub fn watch(opts: &Options, repository: &Path) -> ExitCode {
 
 /// One round: build, and when that works, check `stage`. Whether the check passed.
 fn round(cli: &Options, repository: &Path, stage: u8, since: Instant) -> bool {
-    if std::io::stdout().is_terminal() {
-        // Rustlings clears the screen too: each round replaces the last.
-        print!("\x1b[2J\x1b[H");
-    }
-    let (kind, file) = STAGES[usize::from(stage - 1)];
-    println!(
-        "{}",
-        t!(m::WATCH_HEADER, stage = stage, kind = kind, file = file)
-    );
-    println!("{}", m::WATCH_BUILDING.text());
-    let _ = std::io::stdout().flush();
+    header(stage);
     let build_started = Instant::now();
-    let built = match build(repository) {
+    let built = match build::build(repository) {
         Ok(built) => built,
         Err(e) => {
             println!("{}", t!(m::WATCH_NO_CARGO, error = e));
@@ -110,93 +102,13 @@ fn round(cli: &Options, repository: &Path, stage: u8, since: Instant) -> bool {
         }
     };
     let build_time = build_started.elapsed();
-    let Some(executable) = built.executable.filter(|_| built.errors.is_empty()) else {
-        let count = built.errors.len();
-        let seconds = format!("{:.1}", build_time.as_secs_f64());
-        if count == 1 {
-            println!("{}", t!(m::WATCH_NO_COMPILE_ONE, seconds = seconds));
-        } else {
-            println!(
-                "{}",
-                t!(m::WATCH_NO_COMPILE, count = count, seconds = seconds)
-            );
-        }
-        for error in built.errors.iter().take(SHOWN) {
-            println!("  {error}");
-        }
-        if count > SHOWN {
-            println!("{}", t!(m::WATCH_MORE_ERRORS, count = count - SHOWN));
-        }
-        if count == 0 {
-            // No diagnostic: cargo itself failed (a lock file, the network, …).
-            for line in built
-                .cargo_said
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .take(SHOWN)
-            {
-                println!("  {line}");
-            }
-        }
-        println!("{}", m::WATCH_FIX_IT.text());
+    let Some(executable) = built.executable.clone().filter(|_| built.errors.is_empty()) else {
+        did_not_compile(&built, build_time);
         return false;
     };
-    // What a save costs is what it recompiles: normally the workshop crate alone.
-    let compiled: Vec<&str> = built
-        .cargo_said
-        .lines()
-        .filter_map(|line| line.trim_start().strip_prefix("Compiling "))
-        .filter_map(|rest| rest.split_whitespace().next())
-        .collect();
-    let recompiled = if compiled.is_empty() {
-        m::WATCH_NOTHING_RECOMPILED.text()
-    } else {
-        t!(m::WATCH_RECOMPILED, crates = compiled.join(", "))
-    };
-    println!(
-        "{}",
-        t!(
-            m::WATCH_BUILT,
-            seconds = format!("{:.1}", build_time.as_secs_f64()),
-            recompiled = recompiled
-        )
-    );
-    for warning in built.warnings.iter().take(3) {
-        println!("  {warning}");
-    }
-    let _ = std::io::stdout().flush();
+    compiled(&built, build_time);
     let check_started = Instant::now();
-    let mut check = Command::new(&executable);
-    check
-        .arg("check")
-        .arg(stage.to_string())
-        .current_dir(repository);
-    if let Some(lang) = &cli.lang {
-        check.args(["--lang", lang]);
-    }
-    if cli.cluster {
-        check.arg("--cluster");
-    }
-    if let Some(participant) = &cli.participant {
-        check.args(["--participant", participant]);
-    }
-    if let Some(timeout) = cli.timeout {
-        check.args(["--timeout", &timeout.to_string()]);
-    }
-    let passed = match check.status() {
-        Ok(status) => status.success(),
-        Err(e) => {
-            println!(
-                "{}",
-                t!(
-                    m::WATCH_CANNOT_RUN,
-                    program = executable.display(),
-                    error = e
-                )
-            );
-            false
-        }
-    };
+    let passed = check(cli, repository, stage, &executable);
     let verdict = if passed {
         m::WATCH_PASSED
     } else {
@@ -215,119 +127,124 @@ fn round(cli: &Options, repository: &Path, stage: u8, since: Instant) -> bool {
     passed
 }
 
-/// What one `cargo build` produced.
-struct Built {
-    /// The `math-workshop` binary, when it was built.
-    executable: Option<PathBuf>,
-    /// The compile errors of the workshop crate, one line each (`file:line:col: error…`).
-    errors: Vec<String>,
-    /// Its warnings about the exercises, one line each.
-    warnings: Vec<String>,
-    /// cargo's own stderr (progress, or why it could not build at all).
-    cargo_said: String,
-}
-
-/// The cargo profile this watch was built with, from the directory it runs from
-/// (`target/<profile>/`, `debug` for dev): the workshop's builds share one, and a build of the
-/// exercises in another would compile every dependency a second time.
-fn own_profile() -> String {
-    let exe = std::env::current_exe().unwrap_or_default();
-    profile_of(&exe)
-}
-
-/// `target/workshop/math-workshop-tools` → `workshop`; `target/debug/…` → `dev`.
-fn profile_of(executable: &Path) -> String {
-    match executable
-        .parent()
-        .and_then(Path::file_name)
-        .and_then(|name| name.to_str())
-    {
-        Some("debug") | None => "dev".to_string(),
-        Some(name) => name.to_string(),
+/// A round's first lines: the stage, its file, and that the build has begun.
+fn header(stage: u8) {
+    if std::io::stdout().is_terminal() {
+        // Rustlings clears the screen too: each round replaces the last.
+        print!("\x1b[2J\x1b[H");
     }
+    let (kind, file) = STAGES[usize::from(stage - 1)];
+    println!(
+        "{}",
+        t!(m::WATCH_HEADER, stage = stage, kind = kind, file = file)
+    );
+    println!("{}", m::WATCH_BUILDING.text());
+    let _ = std::io::stdout().flush();
 }
 
-/// `cargo build --locked --profile <the watch's> -p math-workshop`, its diagnostics in one line
-/// each (`--message-format=json-diagnostic-short`) and the binary's path from its artifact
-/// message.
-fn build(repository: &Path) -> std::io::Result<Built> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(cargo);
-    for (name, _) in std::env::vars_os() {
-        if set_by_cargo_run(&name.to_string_lossy()) {
-            command.env_remove(name);
+/// The exercises do not compile: how many errors, the first [`SHOWN`] of them one line each
+/// (or cargo's own words when it failed without a diagnostic), and what to do.
+fn did_not_compile(built: &Built, build_time: Duration) {
+    let count = built.errors.len();
+    let seconds = format!("{:.1}", build_time.as_secs_f64());
+    if count == 1 {
+        println!("{}", t!(m::WATCH_NO_COMPILE_ONE, seconds = seconds));
+    } else {
+        println!(
+            "{}",
+            t!(m::WATCH_NO_COMPILE, count = count, seconds = seconds)
+        );
+    }
+    for error in built.errors.iter().take(SHOWN) {
+        println!("  {error}");
+    }
+    if count > SHOWN {
+        println!("{}", t!(m::WATCH_MORE_ERRORS, count = count - SHOWN));
+    }
+    if count == 0 {
+        // No diagnostic: cargo itself failed (a lock file, the network, …).
+        for line in built
+            .cargo_said
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .take(SHOWN)
+        {
+            println!("  {line}");
         }
     }
-    let output = command
-        .args([
-            "build",
-            "--locked",
-            "--profile",
-            &own_profile(),
-            "-p",
-            "math-workshop",
-            "--message-format=json-diagnostic-short",
-        ])
-        .current_dir(repository)
-        // make's jobserver belongs to the make that started this watch, not to this build.
-        .env_remove("MAKEFLAGS")
-        .env_remove("MFLAGS")
-        .env_remove("CARGO_MAKEFLAGS")
-        .stdin(Stdio::null())
-        .output()?;
-    let mut built = Built {
-        executable: None,
-        errors: Vec::new(),
-        warnings: Vec::new(),
-        cargo_said: String::from_utf8_lossy(&output.stderr).into_owned(),
+    println!("{}", m::WATCH_FIX_IT.text());
+}
+
+/// The build worked: how long it took, what it recompiled, and the exercises' first warnings.
+fn compiled(built: &Built, build_time: Duration) {
+    // What a save costs is what it recompiles: normally the workshop crate alone.
+    let compiled = recompiled(&built.cargo_said);
+    let recompiled = if compiled.is_empty() {
+        m::WATCH_NOTHING_RECOMPILED.text()
+    } else {
+        t!(m::WATCH_RECOMPILED, crates = compiled.join(", "))
     };
-    for line in String::from_utf8_lossy(&output.stdout).lines() {
-        let Ok(message) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        let ours = message["package_id"]
-            .as_str()
-            .is_some_and(|id| id.contains("math-workshop@") || id.ends_with("#math-workshop"));
-        match message["reason"].as_str() {
-            // The package's one binary (whatever its name).
-            Some("compiler-artifact") if ours && !message["executable"].is_null() => {
-                built.executable = message["executable"].as_str().map(PathBuf::from);
-            }
-            Some("compiler-message") if ours => {
-                let rendered = message["message"]["rendered"].as_str().unwrap_or_default();
-                let text = rendered.trim().to_string();
-                match message["message"]["level"].as_str() {
-                    Some("error") if !text.starts_with("error: aborting") => {
-                        built.errors.push(text)
-                    }
-                    Some("warning") if text.contains("workshop/src/exercises/") => {
-                        built.warnings.push(text)
-                    }
-                    _ => {}
-                }
-            }
-            _ => {}
-        }
+    println!(
+        "{}",
+        t!(
+            m::WATCH_BUILT,
+            seconds = format!("{:.1}", build_time.as_secs_f64()),
+            recompiled = recompiled
+        )
+    );
+    for warning in built.warnings.iter().take(3) {
+        println!("  {warning}");
     }
-    if !output.status.success() && built.errors.is_empty() && built.executable.is_some() {
-        // Built, yet cargo failed: say why rather than run a stale binary.
-        built.executable = None;
-    }
-    Ok(built)
+    let _ = std::io::stdout().flush();
 }
 
-/// The variables `cargo run` sets for the program it runs (this watch) that a build must not
-/// inherit: cargo compares build scripts' `rerun-if-env-changed` variables with its own
-/// environment, and ring's build script names `CARGO_PKG_NAME` and `CARGO_MANIFEST_DIR`. With
-/// this watch's values, the build rebuilt ring and everything above it (11–36 s), and the next
-/// `make workshop-check` rebuilt them back.
-pub fn set_by_cargo_run(name: &str) -> bool {
-    name.starts_with("CARGO_PKG_")
-        || name.starts_with("CARGO_MANIFEST_")
-        || matches!(
-            name,
-            "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE" | "LD_LIBRARY_PATH"
-        )
+/// The crates cargo's progress lines say it compiled (`Compiling math-workshop v0.1.0 (…)`).
+fn recompiled(cargo_said: &str) -> Vec<&str> {
+    cargo_said
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("Compiling "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .collect()
+}
+
+/// Runs the check of `stage` with the binary just built; whether it passed.
+fn check(cli: &Options, repository: &Path, stage: u8, executable: &Path) -> bool {
+    let status = Command::new(executable)
+        .args(check_args(cli, stage))
+        .current_dir(repository)
+        .status();
+    match status {
+        Ok(status) => status.success(),
+        Err(e) => {
+            println!(
+                "{}",
+                t!(
+                    m::WATCH_CANNOT_RUN,
+                    program = executable.display(),
+                    error = e
+                )
+            );
+            false
+        }
+    }
+}
+
+/// `check <stage>` and the watch's own options passed on to it.
+fn check_args(cli: &Options, stage: u8) -> Vec<String> {
+    let mut args = vec!["check".to_string(), stage.to_string()];
+    if let Some(lang) = &cli.lang {
+        args.extend(["--lang".to_string(), lang.clone()]);
+    }
+    if cli.cluster {
+        args.push("--cluster".to_string());
+    }
+    if let Some(participant) = &cli.participant {
+        args.extend(["--participant".to_string(), participant.clone()]);
+    }
+    if let Some(timeout) = cli.timeout {
+        args.extend(["--timeout".to_string(), timeout.to_string()]);
+    }
+    args
 }
 
 /// Each exercise file's modification time and size.
@@ -367,14 +284,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_watch_builds_with_the_profile_it_was_built_with() {
+    fn the_check_gets_the_watchs_options() {
+        let mut opts = Options {
+            stage: 1,
+            cluster: false,
+            participant: None,
+            timeout: None,
+            lang: None,
+        };
+        assert_eq!(check_args(&opts, 2), ["check", "2"]);
+        opts.cluster = true;
+        opts.participant = Some("alice".into());
+        opts.timeout = Some(30);
+        opts.lang = Some("ja".into());
         assert_eq!(
-            profile_of(Path::new("/repo/target/workshop/math-workshop-tools")),
-            "workshop"
+            check_args(&opts, 3),
+            [
+                "check",
+                "3",
+                "--lang",
+                "ja",
+                "--cluster",
+                "--participant",
+                "alice",
+                "--timeout",
+                "30"
+            ]
         );
-        assert_eq!(
-            profile_of(Path::new("/repo/target/debug/math-workshop-tools")),
-            "dev"
-        );
+    }
+
+    #[test]
+    fn what_a_save_recompiled_is_read_from_cargos_progress() {
+        let said = "   Compiling math-workshop-kit v0.1.0 (/r/workshop/kit)\n   \
+                    Compiling math-workshop v0.1.0 (/r/workshop)\n    Finished `workshop` profile\n";
+        assert_eq!(recompiled(said), ["math-workshop-kit", "math-workshop"]);
+        assert!(recompiled("    Finished `dev` profile\n").is_empty());
     }
 }

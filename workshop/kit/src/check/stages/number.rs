@@ -1,6 +1,6 @@
 //! Stage 1: the Number CRD from the learner's types; statuses, kept current on an edit.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{NUMBER, Seen, generation_matches};
 use crate::check::Session;
@@ -108,28 +108,23 @@ async fn number_status(
     let seen = s
         .wait(NUMBER, async || {
             let Some(number) = r.get("Number", name).await else {
-                return Err(Seen::Missing(t!(m::NOT_EXIST, kind = "Number", name = name)));
-            };
-            let status = &number["status"];
-            if status["fizzBuzz"].is_null() {
-                return Err(Seen::NoStatus);
-            }
-            let got = json!({ "fizzBuzz": status["fizzBuzz"], "isSquare": status["isSquare"], "isPrime": status["isPrime"] });
-            if got != want || number["spec"]["value"] != json!(value) {
-                return Err(Seen::Wrong(t!(m::NUMBER_SAYS, got = got, value = number["spec"]["value"])));
-            }
-            if !generation_matches(&number) {
-                return Err(Seen::Wrong(t!(
-                    m::GENERATION_BEHIND,
-                    observed = status["observedGeneration"],
-                    generation = number["metadata"]["generation"]
+                return Err(Seen::Missing(t!(
+                    m::NOT_EXIST,
+                    kind = "Number",
+                    name = name
                 )));
-            }
-            Ok(())
+            };
+            number_says(&number, value, &want)
         })
         .await;
-    let file = s.track.file(Kind::Number);
     let subject = format!("Number {name} ({value})");
+    report(s, &subject, &expected, seen);
+}
+
+/// The line for one Number's status: ✓ with what it says, or ✗ with what it says instead and
+/// where to look.
+fn report(s: &mut Session, subject: &str, expected: &str, seen: Result<(), Seen>) {
+    let file = s.track.file(Kind::Number);
     let after = s.after();
     match seen {
         Ok(()) => s.pass(format!("{subject}: {expected}")),
@@ -150,5 +145,59 @@ async fn number_status(
             ),
             t!(m::NUMBER_WRONG_HINT, file = file),
         ),
+    }
+}
+
+/// Whether `number` has the value `value` and the status `want` for its current generation;
+/// if not, what it says.
+fn number_says(number: &Value, value: i64, want: &Value) -> Result<(), Seen> {
+    let status = &number["status"];
+    if status["fizzBuzz"].is_null() {
+        return Err(Seen::NoStatus);
+    }
+    let got = json!({
+        "fizzBuzz": status["fizzBuzz"],
+        "isSquare": status["isSquare"],
+        "isPrime": status["isPrime"],
+    });
+    if &got != want || number["spec"]["value"] != json!(value) {
+        return Err(Seen::Wrong(t!(
+            m::NUMBER_SAYS,
+            got = got,
+            value = number["spec"]["value"]
+        )));
+    }
+    if !generation_matches(number) {
+        return Err(Seen::Wrong(t!(
+            m::GENERATION_BEHIND,
+            observed = status["observedGeneration"],
+            generation = number["metadata"]["generation"]
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_numbers_status_is_right_for_its_value_and_generation() {
+        let want = json!({ "fizzBuzz": "16", "isSquare": true, "isPrime": false });
+        let number = |value: i64, observed: i64| {
+            let mut status = want.clone();
+            status["observedGeneration"] = json!(observed);
+            json!({ "metadata": { "generation": 2 }, "spec": { "value": value }, "status": status })
+        };
+        assert!(number_says(&number(16, 2), 16, &want).is_ok());
+        // The status of the old value, or of the last generation.
+        let said = |result: Result<(), Seen>| match result {
+            Err(Seen::Wrong(what)) => what,
+            _ => String::new(),
+        };
+        assert!(said(number_says(&number(15, 2), 16, &want)).contains("15"));
+        assert!(!said(number_says(&number(16, 1), 16, &want)).is_empty());
+        let bare = json!({ "metadata": { "generation": 1 }, "spec": { "value": 16 } });
+        assert!(matches!(number_says(&bare, 16, &want), Err(Seen::NoStatus)));
     }
 }

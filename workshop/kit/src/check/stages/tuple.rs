@@ -13,6 +13,33 @@ use crate::track::Kind;
 /// Stage 2: a Tuple owns its Numbers, heals them, drops extras, and reports allSquares.
 pub(crate) async fn tuple(s: &mut Session) {
     let file = s.track.file(Kind::Tuple);
+    owned(s, &file).await;
+    healed(s, &file).await;
+    shrunk(s, &file).await;
+    collected(s, &file).await;
+    // Foreground deletion: the Tuple waits for its Numbers to go.
+    let hint = t!(m::TUPLE_FOREGROUND_HINT, file = file);
+    foreground(
+        s,
+        TUPLE,
+        ("Tuple", "tuple-squares"),
+        ("Number", "tuple-squares-0"),
+        &hint,
+    )
+    .await;
+}
+
+/// The Numbers a Tuple named `tuple` wants: `<tuple>-<index>` with each value.
+fn numbers(tuple: &str, values: &[i64]) -> Vec<(String, Value)> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (format!("{tuple}-{i}"), json!({ "value": v })))
+        .collect()
+}
+
+/// The samples applied: the Tuple owns its Numbers, and both Tuples say whether all are squares.
+async fn owned(s: &mut Session, file: &str) {
     for sample in ["tuple.yaml", "tuple-squares.yaml"] {
         s.kubectl(
             TUPLE,
@@ -21,29 +48,23 @@ pub(crate) async fn tuple(s: &mut Session) {
         )
         .await;
     }
-    let numbers = |tuple: &str, values: &[i64]| -> Vec<(String, Value)> {
-        values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (format!("{tuple}-{i}"), json!({ "value": v })))
-            .collect()
-    };
-    let create_hint = t!(m::TUPLE_CREATE_HINT, file = file);
-    let owner_hint = t!(m::TUPLE_OWNER_HINT, file = file);
     children(
         s,
         TUPLE,
         ("Tuple", "tuple-sample"),
         "Number",
         &numbers("tuple-sample", &[0, 1, 2]),
-        &create_hint,
-        &owner_hint,
+        &t!(m::TUPLE_CREATE_HINT, file = file),
+        &t!(m::TUPLE_OWNER_HINT, file = file),
     )
     .await;
     let status_hint = t!(m::TUPLE_STATUS_HINT, file = file);
     tuple_status(s, "tuple-sample", false, &status_hint).await;
     tuple_status(s, "tuple-squares", true, &status_hint).await;
+}
 
+/// A deleted Number comes back; an edited one is put back.
+async fn healed(s: &mut Session, file: &str) {
     let owns_hint = t!(m::TUPLE_OWNS_HINT, file = file);
     heal(s, TUPLE, "Number", "tuple-sample-1", &owns_hint).await;
     let edit = [
@@ -67,7 +88,12 @@ pub(crate) async fn tuple(s: &mut Session) {
         )
         .await;
     }
+}
 
+/// The Tuple shrinks to one number: the extra Numbers go, the one left is owned, and the
+/// status follows.
+async fn shrunk(s: &mut Session, file: &str) {
+    let create_hint = t!(m::TUPLE_CREATE_HINT, file = file);
     let shrink = [
         "patch",
         "tuple",
@@ -77,70 +103,43 @@ pub(crate) async fn tuple(s: &mut Session) {
         r#"{"spec":{"numbers":[4]}}"#,
     ];
     let extras = ["tuple-sample-1", "tuple-sample-2"];
-    if exist(
+    let step = m::STEP_SHRINK.text();
+    if !(exist(s, TUPLE, &step, "Number", &extras, &create_hint).await
+        && s.kubectl(TUPLE, &shrink, "").await)
+    {
+        return;
+    }
+    let hint = t!(m::TUPLE_EXTRAS_HINT, file = file);
+    let when = m::WHEN_SHRUNK.text();
+    gone(s, TUPLE, (&when, By::Controller), "Number", &extras, &hint).await;
+    children(
         s,
         TUPLE,
-        &m::STEP_SHRINK.text(),
+        ("Tuple", "tuple-sample"),
         "Number",
-        &extras,
+        &numbers("tuple-sample", &[4]),
         &create_hint,
+        &t!(m::TUPLE_OWNER_HINT, file = file),
     )
-    .await
-        && s.kubectl(TUPLE, &shrink, "").await
-    {
-        let hint = t!(m::TUPLE_EXTRAS_HINT, file = file);
-        let when = m::WHEN_SHRUNK.text();
-        gone(s, TUPLE, (&when, By::Controller), "Number", &extras, &hint).await;
-        children(
-            s,
-            TUPLE,
-            ("Tuple", "tuple-sample"),
-            "Number",
-            &numbers("tuple-sample", &[4]),
-            &create_hint,
-            &owner_hint,
-        )
-        .await;
-        tuple_status(s, "tuple-sample", true, &status_hint).await;
-    }
+    .await;
+    let status_hint = t!(m::TUPLE_STATUS_HINT, file = file);
+    tuple_status(s, "tuple-sample", true, &status_hint).await;
+}
 
-    // Background deletion (kubectl's default): the Tuple goes at once, the garbage collector
-    // deletes its Number after it.
+/// Background deletion (kubectl's default): the Tuple goes at once, the garbage collector
+/// deletes its Number after it.
+async fn collected(s: &mut Session, file: &str) {
     let cascade = ["delete", "tuple", "tuple-sample"];
     let names = ["tuple-sample-0"];
-    if exist(
-        s,
-        TUPLE,
-        &m::STEP_DELETE_TUPLE.text(),
-        "Number",
-        &names,
-        &create_hint,
-    )
-    .await
+    let create_hint = t!(m::TUPLE_CREATE_HINT, file = file);
+    let step = m::STEP_DELETE_TUPLE.text();
+    if exist(s, TUPLE, &step, "Number", &names, &create_hint).await
         && s.kubectl(TUPLE, &cascade, "").await
     {
         let hint = t!(m::TUPLE_GC_HINT, file = file);
-        gone(
-            s,
-            TUPLE,
-            (&m::WHEN_TUPLE_DELETED.text(), By::Collector),
-            "Number",
-            &names,
-            &hint,
-        )
-        .await;
+        let when = m::WHEN_TUPLE_DELETED.text();
+        gone(s, TUPLE, (&when, By::Collector), "Number", &names, &hint).await;
     }
-
-    // Foreground deletion: the Tuple waits for its Numbers to go.
-    let hint = t!(m::TUPLE_FOREGROUND_HINT, file = file);
-    foreground(
-        s,
-        TUPLE,
-        ("Tuple", "tuple-squares"),
-        ("Number", "tuple-squares-0"),
-        &hint,
-    )
-    .await;
 }
 
 async fn tuple_status(s: &mut Session, name: &str, all_squares: bool, hint: &str) {
@@ -196,5 +195,21 @@ async fn tuple_status(s: &mut Session, name: &str, all_squares: bool, hint: &str
             ),
             t!(m::TUPLE_WRONG_HINT, hint = hint),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tuples_numbers_are_named_by_their_index() {
+        assert_eq!(
+            numbers("t", &[4, 9]),
+            [
+                ("t-0".to_string(), json!({ "value": 4 })),
+                ("t-1".to_string(), json!({ "value": 9 })),
+            ]
+        );
     }
 }
