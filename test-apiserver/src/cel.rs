@@ -471,7 +471,10 @@ fn one_line(s: &str) -> String {
 /// note elides the fields after `Message`.
 fn go_rule(rule: &Value) -> String {
     let text = |k: &str| json!(rule.get(k).and_then(Value::as_str).unwrap_or(""));
-    let reason = rule.get("reason").and_then(Value::as_str).map_or(Value::Null, |r| json!(r));
+    let reason = rule
+        .get("reason")
+        .and_then(Value::as_str)
+        .map_or(Value::Null, |r| json!(r));
     let optional = rule
         .get("optionalOldSelf")
         .and_then(Value::as_bool)

@@ -255,7 +255,8 @@ async fn a_crd_whose_rule_does_not_compile_is_refused() {
     // exceed max",…}: compilation failed: ERROR: <input>:1:12: Syntax error: …` (the note
     // of that run elides the rest of the rule's fields and cel-go's words, so only the
     // quoted parts are asserted; the parser's words here are cel-rust's).
-    let prefix = "Invalid value: {\"Rule\":\"self.min \\u003c=\",\"Message\":\"min must not exceed max\",";
+    let prefix =
+        "Invalid value: {\"Rule\":\"self.min \\u003c=\",\"Message\":\"min must not exceed max\",";
     assert!(message.starts_with(prefix), "{message}");
     assert!(
         message.contains("}: compilation failed: ERROR: <input>:1:12: Syntax error: "),
