@@ -13,7 +13,7 @@ use crate::status::Cause;
 use kube_cel::KubeCelExt;
 use kube_cel::cel::objects::{Key, Map};
 use kube_cel::cel::{Context, ExecutionError, Program, Value as Cel};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -145,12 +145,44 @@ struct Node<'a> {
 }
 
 impl Node<'_> {
-    /// The schema's type, which kube-apiserver shows as the "value" of the field error.
+    /// The schema's type, which `Duplicate value` still shows.
     fn type_name(&self) -> &str {
         self.schema
             .get("type")
             .and_then(Value::as_str)
             .unwrap_or("")
+    }
+
+    /// The "value" of the node's field errors as kube-apiserver v1.36.2 prints it: none for
+    /// an object or a list (`spec: Invalid value: <detail>`), the value itself for a scalar
+    /// (`spec.mode: Invalid value: "slow": <detail>`), as Go's `%q` or `%v` print it.
+    fn shown_value(&self) -> Option<String> {
+        match self.value {
+            Value::Object(_) | Value::Array(_) => None,
+            Value::Null => Some("null".into()),
+            Value::String(s) => Some(format!("{s:?}")),
+            Value::Bool(b) => Some(b.to_string()),
+            Value::Number(n) => Some(go_number(n)),
+        }
+    }
+}
+
+/// Go's `%v` of a JSON number decoded as int64 or float64 (`2`, `1.5`, `1e+21`).
+fn go_number(n: &serde_json::Number) -> String {
+    if n.is_i64() || n.is_u64() {
+        return n.to_string();
+    }
+    let f = n.as_f64().unwrap_or(0.0);
+    if f.fract() == 0.0 && f.abs() < 1e21 {
+        format!("{f:.0}")
+    } else if f.abs() >= 1e21 {
+        let e = format!("{f:e}");
+        match e.split_once('e') {
+            Some((m, x)) if !x.starts_with('-') => format!("{m}e+{x:0>2}"),
+            _ => e,
+        }
+    } else {
+        f.to_string()
     }
 }
 
@@ -162,7 +194,7 @@ fn evaluate(base: &Context<'static>, node: &Node, rule: &Value) -> Option<Cause>
         Err(e) => {
             return Some(invalid(
                 node.path,
-                node.type_name(),
+                node.shown_value(),
                 &format!("rule compile error: compilation failed: {e}"),
             ));
         }
@@ -191,7 +223,7 @@ fn evaluate(base: &Context<'static>, node: &Node, rule: &Value) -> Option<Cause>
         Ok(Cel::Bool(false)) => Some(failed(&ctx, node, rule)),
         Ok(other) => Some(invalid(
             node.path,
-            node.type_name(),
+            node.shown_value(),
             &format!(
                 "rule did not evaluate to a bool ({other:?}) evaluating rule: {}",
                 error_string(rule)
@@ -199,7 +231,7 @@ fn evaluate(base: &Context<'static>, node: &Node, rule: &Value) -> Option<Cause>
         )),
         Err(e) => Some(invalid(
             node.path,
-            node.type_name(),
+            node.shown_value(),
             &format!("{} evaluating rule: {}", go_words(&e), error_string(rule)),
         )),
     }
@@ -239,7 +271,7 @@ fn failed(ctx: &Context, node: &Node, rule: &Value) -> Cause {
             &shown(&path),
             format!("Duplicate value: {type_name:?}"),
         ),
-        _ => invalid(&path, type_name, &detail),
+        _ => invalid(&path, node.shown_value(), &detail),
     }
 }
 
@@ -276,8 +308,16 @@ fn shown(path: &str) -> String {
     }
 }
 
-fn invalid(path: &str, type_name: &str, detail: &str) -> Cause {
-    Cause::invalid(&shown(path), &format!("{type_name:?}"), detail)
+/// `Invalid value: <value>: <detail>`, or `Invalid value: <detail>` with no value shown.
+fn invalid(path: &str, value: Option<String>, detail: &str) -> Cause {
+    match value {
+        Some(v) => Cause::invalid(&shown(path), &v, detail),
+        None => Cause::new(
+            "FieldValueInvalid",
+            &shown(path),
+            format!("Invalid value: {detail}"),
+        ),
+    }
 }
 
 /// cel-go's words for the runtime errors a rule meets most (`no such key: x`).
@@ -424,29 +464,50 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Go's `%#v` of an `apiextensions.ValidationRule` (pointer fields show no address here).
+/// The `ValidationRule` as kube-apiserver v1.36.2 prints it in the field error: Go's JSON of
+/// the internal type (field names as in Go, absent pointers `null`, `<`, `>` and `&`
+/// escaped as Go's encoder does), e.g. `{"Rule":"self.min \u003c=","Message":"…",…}`.
+/// The field list is the internal type's as far as this project knows it; the v1.36.2
+/// note elides the fields after `Message`.
 fn go_rule(rule: &Value) -> String {
-    let text = |k: &str| {
-        rule.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    let reason = match rule.get("reason").and_then(Value::as_str) {
-        None => "(*apiextensions.FieldValueErrorReason)(nil)".to_string(),
-        Some(r) => format!("(*apiextensions.FieldValueErrorReason)({r:?})"),
-    };
-    let optional = match rule.get("optionalOldSelf").and_then(Value::as_bool) {
-        None => "(*bool)(nil)".to_string(),
-        Some(b) => format!("(*bool)({b})"),
-    };
-    format!(
-        "apiextensions.ValidationRule{{Rule:{:?}, Message:{:?}, MessageExpression:{:?}, Reason:{reason}, FieldPath:{:?}, OptionalOldSelf:{optional}}}",
-        text("rule"),
-        text("message"),
-        text("messageExpression"),
-        text("fieldPath"),
-    )
+    let text = |k: &str| json!(rule.get(k).and_then(Value::as_str).unwrap_or(""));
+    let reason = rule
+        .get("reason")
+        .and_then(Value::as_str)
+        .map_or(Value::Null, |r| json!(r));
+    let optional = rule
+        .get("optionalOldSelf")
+        .and_then(Value::as_bool)
+        .map_or(Value::Null, Value::Bool);
+    let fields = [
+        ("Rule", text("rule")),
+        ("Message", text("message")),
+        ("MessageExpression", text("messageExpression")),
+        ("Reason", reason),
+        ("FieldPath", text("fieldPath")),
+        ("OptionalOldSelf", optional),
+    ];
+    let body: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| format!("\"{k}\":{}", go_json_escape(&v.to_string())))
+        .collect();
+    format!("{{{}}}", body.join(","))
+}
+
+/// Go's `encoding/json` escapes `<`, `>`, `&`, U+2028 and U+2029 inside strings.
+fn go_json_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -467,7 +528,7 @@ mod tests {
         assert_eq!(run(schema.clone(), json!(2), None), Vec::<String>::new());
         assert_eq!(
             run(schema, json!(1), None),
-            ["<nil>: Invalid value: \"number\": failed rule: self > 1.5"]
+            ["<nil>: Invalid value: 1: failed rule: self > 1.5"]
         );
     }
 
@@ -481,7 +542,7 @@ mod tests {
         let new = json!([{"name": "b", "v": 2}, {"name": "a", "v": 5}, {"name": "c", "v": 9}]);
         assert_eq!(
             run(schema, new, Some(old)),
-            ["[1]: Invalid value: \"object\": v is immutable"]
+            ["[1]: Invalid value: v is immutable"]
         );
     }
 
@@ -491,7 +552,7 @@ mod tests {
             json!({"type": "object", "x-kubernetes-validations": [{"rule": "self.a > 0"}]});
         assert_eq!(
             run(schema, json!({}), None),
-            ["<nil>: Invalid value: \"object\": no such key: a evaluating rule: self.a > 0"]
+            ["<nil>: Invalid value: no such key: a evaluating rule: self.a > 0"]
         );
     }
 

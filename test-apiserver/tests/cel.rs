@@ -4,11 +4,13 @@
 //! on its status subresource; transition rules (`oldSelf`) only on updates; `messageExpression`,
 //! `reason` and `fieldPath`; a rule that does not compile refuses the CRD.
 //!
-//! The words are kube-apiserver's (`schema/cel/validation.go`: `field.Invalid(fldPath,
-//! sts.Type, detail)`, the detail `failed rule: <rule>` when there is no message; a rule at the
-//! root has a nil field path, printed `<nil>`). The real v1.24 on this machine has CEL as an
-//! alpha feature, off: it accepts every object below, so these answers come from the source
-//! and kube-rs's `crd_derive_schema` example, not from a run.
+//! The words are kube-apiserver v1.36.2's, seen on 2026-11-28 with this fixture and these
+//! requests (kube-apiserver v1.36.2 + etcd 3.6 on loopback, 2 cores): a failed rule on an
+//! object (or at the root) shows no value (`spec: Invalid value: min must not exceed max`,
+//! `<nil>: Invalid value: failed rule: <rule>`), one on a scalar shows the value itself
+//! (`spec.mode: Invalid value: "slow": mode is immutable`), the detail is `failed rule:
+//! <rule>` when there is no message, and a rule at the root has a nil field path, printed
+//! `<nil>`. (v1.24 had CEL off; its source showed the schema type, `"object"`, instead.)
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
@@ -60,8 +62,8 @@ fn cause(reason: &str, field: &str, message: &str) -> (String, String, String) {
     (reason.into(), field.into(), message.into())
 }
 
-/// A failed rule on an object: 422 Invalid, the field is the object's path, the value its
-/// schema type (`"object"`), the detail the rule's message.
+/// A failed rule on an object: 422 Invalid, the field is the object's path, no value shown
+/// (v1.36.2), the detail the rule's message.
 #[tokio::test]
 async fn a_rule_on_an_object_refuses_a_create_in_kube_apiservers_words() {
     let (_s, gauges) = server_with_gauges().await;
@@ -76,14 +78,14 @@ async fn a_rule_on_an_object_refuses_a_create_in_kube_apiservers_words() {
     assert_eq!((e.code, e.reason.as_str()), (422, "Invalid"));
     assert_eq!(
         e.message,
-        "Gauge.testserver.example.com \"g\" is invalid: spec: Invalid value: \"object\": min must not exceed max"
+        "Gauge.testserver.example.com \"g\" is invalid: spec: Invalid value: min must not exceed max"
     );
     assert_eq!(
         causes(&e),
         [cause(
             "FieldValueInvalid",
             "spec",
-            "Invalid value: \"object\": min must not exceed max"
+            "Invalid value: min must not exceed max"
         )]
     );
     gauges
@@ -107,21 +109,23 @@ async fn a_rule_at_the_root_sees_the_name_and_has_no_field() {
     );
     assert_eq!(
         e.message,
-        "Gauge.testserver.example.com \"forbidden\" is invalid: <nil>: Invalid value: \"object\": failed rule: self.metadata.name != 'forbidden'"
+        "Gauge.testserver.example.com \"forbidden\" is invalid: <nil>: Invalid value: failed rule: self.metadata.name != 'forbidden'"
     );
     assert_eq!(
         causes(&e),
         [cause(
             "FieldValueInvalid",
             "<nil>",
-            "Invalid value: \"object\": failed rule: self.metadata.name != 'forbidden'"
+            "Invalid value: failed rule: self.metadata.name != 'forbidden'"
         )]
     );
 }
 
 /// `messageExpression` gives the detail, `reason` the cause's reason (Forbidden has no
 /// value); a list item's rule with `fieldPath` names the item's field; several failures
-/// are listed in brackets, in the order kube-apiserver walks the object.
+/// are listed in brackets, in the order kube-apiserver walks the object. The list item is an
+/// object, so no value is shown (v1.36.2's rule for objects; this cause's exact words were
+/// not in the note of that run).
 #[tokio::test]
 async fn message_expressions_reasons_and_field_paths() {
     let (_s, gauges) = server_with_gauges().await;
@@ -142,13 +146,13 @@ async fn message_expressions_reasons_and_field_paths() {
             cause(
                 "FieldValueInvalid",
                 "spec.points[1].weight",
-                "Invalid value: \"object\": failed rule: self.weight > 0"
+                "Invalid value: failed rule: self.weight > 0"
             ),
         ]
     );
     assert_eq!(
         e.message,
-        "Gauge.testserver.example.com \"g\" is invalid: [spec.owner: Forbidden: owner admin is reserved, spec.points[1].weight: Invalid value: \"object\": failed rule: self.weight > 0]"
+        "Gauge.testserver.example.com \"g\" is invalid: [spec.owner: Forbidden: owner admin is reserved, spec.points[1].weight: Invalid value: failed rule: self.weight > 0]"
     );
 }
 
@@ -164,7 +168,7 @@ async fn transition_rules_hold_on_update_patch_and_apply() {
         )
         .await
         .expect("created: a transition rule does not run on create");
-    let immutable = "Gauge.testserver.example.com \"g\" is invalid: spec.mode: Invalid value: \"string\": mode is immutable";
+    let immutable = "Gauge.testserver.example.com \"g\" is invalid: spec.mode: Invalid value: \"slow\": mode is immutable";
 
     let mut replaced = created.clone();
     replaced.data["spec"]["mode"] = json!("slow");
@@ -190,7 +194,7 @@ async fn transition_rules_hold_on_update_patch_and_apply() {
     let e = refusal(gauges.patch("g", &PatchParams::default(), &patch).await);
     assert_eq!(
         e.message,
-        "Gauge.testserver.example.com \"g\" is invalid: spec: Invalid value: \"object\": min must not exceed max"
+        "Gauge.testserver.example.com \"g\" is invalid: spec: Invalid value: min must not exceed max"
     );
     let patch = Patch::Merge(json!({"spec": {"max": 9}}));
     gauges
@@ -215,7 +219,7 @@ async fn rules_under_status_run_on_the_status_subresource() {
     );
     assert_eq!(
         e.message,
-        "Gauge.testserver.example.com \"g\" is invalid: status: Invalid value: \"object\": cannot have more ready than total"
+        "Gauge.testserver.example.com \"g\" is invalid: status: Invalid value: cannot have more ready than total"
     );
     let patch = Patch::Merge(json!({"status": {"ready": 2, "total": 2}}));
     gauges
@@ -225,8 +229,8 @@ async fn rules_under_status_run_on_the_status_subresource() {
 }
 
 /// A CRD whose rule does not parse is refused when it is created, at the rule's path, with
-/// the rule printed as Go prints the `ValidationRule` and `compilation failed: ` before the
-/// parser's words (which are cel-rust's, not cel-go's).
+/// the rule printed as JSON (as v1.36.2 prints the `ValidationRule`) and `compilation failed: `
+/// before the parser's words (which are cel-rust's, not cel-go's).
 #[tokio::test]
 async fn a_crd_whose_rule_does_not_compile_is_refused() {
     let s = TestServer::start().await.expect("server starts");
@@ -246,8 +250,18 @@ async fn a_crd_whose_rule_does_not_compile_is_refused() {
         panic!("one cause: {e:?}")
     };
     assert_eq!((reason.as_str(), f.as_str()), ("FieldValueInvalid", field));
-    let prefix = "Invalid value: apiextensions.ValidationRule{Rule:\"self.min <=\", Message:\"min must not exceed max\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ";
+    // kube-apiserver v1.36.2 (2026-11-28) printed the rule as JSON, `<` escaped as Go's
+    // encoder does: `Invalid value: {"Rule":"self.min \u003c=","Message":"min must not
+    // exceed max",…}: compilation failed: ERROR: <input>:1:12: Syntax error: …` (the note
+    // of that run elides the rest of the rule's fields and cel-go's words, so only the
+    // quoted parts are asserted; the parser's words here are cel-rust's).
+    let prefix =
+        "Invalid value: {\"Rule\":\"self.min \\u003c=\",\"Message\":\"min must not exceed max\",";
     assert!(message.starts_with(prefix), "{message}");
+    assert!(
+        message.contains("}: compilation failed: ERROR: <input>:1:12: Syntax error: "),
+        "{message}"
+    );
     assert!(
         e.message.starts_with(&format!(
             "CustomResourceDefinition.apiextensions.k8s.io \"gauges.testserver.example.com\" is invalid: {field}: {prefix}"

@@ -102,7 +102,7 @@ async fn a_deleted_crd_deletes_its_instances_first() {
 }
 
 /// An instance held by a finalizer holds its CRD (`InstanceDeletionInProgress`); new
-/// instances are refused meanwhile (405), and removing the finalizer lets both go.
+/// instances are refused meanwhile (403 Forbidden, as v1.36.2 answers), and removing the finalizer lets both go.
 #[tokio::test]
 async fn a_held_instance_keeps_its_crd_terminating() {
     let (s, widgets) = server_with_widgets().await;
@@ -131,15 +131,21 @@ async fn a_held_instance_keeps_its_crd_terminating() {
         .create(&PostParams::default(), &widget("new", &[]))
         .await
         .unwrap_err();
+    // kube-apiserver v1.36.2 + etcd 3.6 on loopback (2026-11-28), the same fixture and
+    // steps, answered: 403 Forbidden, reason Forbidden, `widgets.testserver.example.com
+    // "new" is forbidden: create not allowed while custom resource definition is
+    // terminating` (v1.24 had answered 405 MethodNotAllowed with the message alone).
     match refused {
         kube::Error::Api(e) => assert_eq!(
-            (e.code, e.message.as_str()),
+            (e.code, e.reason.as_str(), e.message.as_str()),
             (
-                405,
-                "create not allowed while custom resource definition is terminating"
+                403,
+                "Forbidden",
+                "widgets.testserver.example.com \"new\" is forbidden: \
+                 create not allowed while custom resource definition is terminating"
             )
         ),
-        other => panic!("expected 405, got {other:?}"),
+        other => panic!("expected 403, got {other:?}"),
     }
     assert!(crds.get_opt(CRD).await.unwrap().is_some());
 

@@ -3,8 +3,9 @@
 //! - **The CRD registry**: the first DELETE adds the `customresourcecleanup.apiextensions.k8s.io`
 //!   finalizer and the condition `Terminating` True `InstanceDeletionPending`, sets the
 //!   `deletionTimestamp` and answers 200 with the CRD, which stays.
-//! - **Custom resource creation** is refused meanwhile: 405 `create not allowed while custom
-//!   resource definition is terminating`.
+//! - **Custom resource creation** is refused meanwhile: 403 Forbidden `<plural>.<group>
+//!   "<name>" is forbidden: create not allowed while custom resource definition is
+//!   terminating` (kube-apiserver v1.36.2; v1.24 answered 405 MethodNotAllowed).
 //! - **The finalizer controller**, run by the background loop: the condition becomes
 //!   `InstanceDeletionInProgress`, every instance is deleted (Background), instances held by
 //!   their own finalizers are waited for, and once none is left the finalizer is removed,
@@ -83,18 +84,21 @@ impl State {
         new
     }
 
-    /// Refuses a create of a custom resource whose CRD is terminating.
-    pub(super) fn crd_admit_create(&self, rt: &ResourceType) -> ApiResult<()> {
-        let Some(name) = &rt.crd else { return Ok(()) };
+    /// Refuses a create of a custom resource whose CRD is terminating, as kube-apiserver
+    /// v1.36.2 answers it (403 Forbidden, `<plural>.<group> "<name>" is forbidden: create not
+    /// allowed while custom resource definition is terminating`; v1.24 answered 405).
+    pub(super) fn crd_admit_create(&self, rt: &ResourceType, name: &str) -> ApiResult<()> {
+        let Some(crd) = &rt.crd else { return Ok(()) };
         let key = Key {
             storage: CRD_STORAGE.into(),
             ns: String::new(),
-            name: name.clone(),
+            name: crd.clone(),
         };
         if self.objects.get(&key).is_some_and(util::is_deleting) {
-            return Err(ApiError::new(
-                405,
-                "MethodNotAllowed",
+            return Err(ApiError::forbidden(
+                &rt.plural,
+                &rt.group,
+                name,
                 "create not allowed while custom resource definition is terminating",
             ));
         }

@@ -138,7 +138,7 @@ impl State {
         if let Some(ns) = &ns {
             self.namespace_admit(rt, ns, &obj)?;
         }
-        self.crd_admit_create(rt)?;
+        self.crd_admit_create(rt, name_of(&obj))?;
         let mut name = name_of(&obj).to_string();
         if name.is_empty() {
             let gen_name = util::meta_str(&obj, "generateName")
