@@ -6,6 +6,7 @@ use crate::messages as m;
 use crate::t;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, ObjectMeta};
 
 /// An object of the workshop's kinds whose status another controller writes.
@@ -18,18 +19,51 @@ pub struct Foreign {
     pub controller: String,
 }
 
-/// The controller that writes an object's status, from its managedFields: the manager of the
-/// newest entry of the status subresource that is not a person's (`kubectl …`).
-pub fn status_writer(meta: &ObjectMeta) -> Option<String> {
-    meta.managed_fields
+/// The controllers that wrote an object's status most recently, from its managedFields: the
+/// managers of the status subresource's entries that are not a person's (`kubectl …`) whose
+/// `time` is the newest, each once, in the list's order.
+///
+/// By time, not by place in the list: kube-apiserver lists the `Apply` entries before the
+/// `Update` ones whatever their times (`sortEncodedManagedFields`; the test API server does
+/// the same), so a controller that applies its status (kube-rs's `Patch::Apply` on `/status`,
+/// as the reference solutions do) sits before one that merge-patched it earlier and still
+/// owns a field of it. The times are to the second: controllers that wrote in the same second
+/// are all newest, since nothing tells which came last. An entry without a time (an apply
+/// that changed no value) is older than any with one: that manager wrote nothing.
+pub fn status_writers(meta: &ObjectMeta) -> Vec<String> {
+    let controllers: Vec<&ManagedFieldsEntry> = meta
+        .managed_fields
         .iter()
         .flatten()
         .filter(|entry| entry.subresource.as_deref() == Some("status"))
-        .map(|entry| entry.manager.clone().unwrap_or_default())
-        .rfind(|manager| !manager.starts_with("kubectl"))
+        .filter(|entry| {
+            !entry
+                .manager
+                .as_deref()
+                .is_some_and(|manager| manager.starts_with("kubectl"))
+        })
+        .collect();
+    let Some(newest) = controllers.iter().map(|entry| entry.time.as_ref()).max() else {
+        return Vec::new();
+    };
+    let mut writers: Vec<String> = Vec::new();
+    for entry in controllers
+        .iter()
+        .filter(|entry| entry.time.as_ref() == newest)
+    {
+        let manager = entry.manager.clone().unwrap_or_default();
+        if !writers.contains(&manager) {
+            writers.push(manager);
+        }
+    }
+    writers
 }
 
-/// Among `objects` (kind, metadata), those whose status a controller other than `me` writes.
+/// Among `objects` (kind, metadata), those whose status a controller other than `me` writes:
+/// one of its newest writers ([`status_writers`]) is not `me`. When `me` and another
+/// controller wrote in the same second, which came last cannot be told, but two controllers
+/// are then at work on one status, the very thing a runner must not join: the other one is
+/// named.
 pub fn foreign<'a>(
     objects: impl IntoIterator<Item = (&'a str, &'a ObjectMeta)>,
     me: &Signature,
@@ -37,8 +71,10 @@ pub fn foreign<'a>(
     objects
         .into_iter()
         .filter_map(|(kind, meta)| {
-            let controller = status_writer(meta)?;
-            (controller != me.field_manager()).then(|| Foreign {
+            let controller = status_writers(meta)
+                .into_iter()
+                .find(|writer| writer != me.field_manager())?;
+            Some(Foreign {
                 object: format!("{kind}/{}", meta.name.clone().unwrap_or_default()),
                 controller,
             })
@@ -114,7 +150,6 @@ mod tests {
 
     #[test]
     fn foreign_objects_are_those_whose_status_another_controller_writes() {
-        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
         let entry = |manager: &str, sub: Option<&str>| ManagedFieldsEntry {
             manager: Some(manager.to_string()),
             subresource: sub.map(str::to_string),
@@ -170,5 +205,98 @@ mod tests {
             "another controller (a controller that gives no name (the finished manager?), \
              math-workshop-bob) looks after 2 of its objects: Number/c, Number/d"
         );
+    }
+
+    /// `(manager, operation, time)` as status entries of an object's managedFields, in the
+    /// order given (the server's: `Apply` entries first, whatever their times).
+    fn status_entries(entries: &[(&str, &str, Option<&str>)]) -> ObjectMeta {
+        let entries = entries
+            .iter()
+            .map(|(manager, operation, time)| {
+                serde_json::from_value(serde_json::json!({
+                    "manager": manager,
+                    "operation": operation,
+                    "subresource": "status",
+                    "time": time,
+                }))
+                .expect("a managedFields entry")
+            })
+            .collect();
+        ObjectMeta {
+            name: Some("n".to_string()),
+            managed_fields: Some(entries),
+            ..Default::default()
+        }
+    }
+
+    const EARLIER: Option<&str> = Some("2026-11-28T03:00:01Z");
+    const LATER: Option<&str> = Some("2026-11-28T03:00:02Z");
+
+    #[test]
+    fn the_status_writer_is_the_newest_by_time_not_the_last_listed() {
+        let alice = Signature::new("alice");
+        let whose = |entries: &[(&str, &str, Option<&str>)]| {
+            let meta = status_entries(entries);
+            let found = foreign([("Number", &meta)], &alice);
+            (
+                status_writers(&meta),
+                found.first().map(|f| f.controller.clone()),
+            )
+        };
+        let (bob, carol) = ("math-workshop-bob", "math-workshop-carol");
+        let alices = "math-workshop-alice";
+        // bob merge-patched it, then carol applied a newer status: carol's is at work.
+        assert_eq!(
+            whose(&[(carol, "Apply", LATER), (bob, "Update", EARLIER)]),
+            (vec![carol.to_string()], Some(carol.to_string()))
+        );
+        // alice merge-patched it once, bob applied since: bob's is at work beside alice's.
+        assert_eq!(
+            whose(&[(bob, "Apply", LATER), (alices, "Update", EARLIER)]),
+            (vec![bob.to_string()], Some(bob.to_string()))
+        );
+        // alice's apply is newer than bob's old merge patch: nobody else is at work.
+        assert_eq!(
+            whose(&[(alices, "Apply", LATER), (bob, "Update", EARLIER)]),
+            (vec![alices.to_string()], None)
+        );
+        // A person's newer edit is nobody's controller.
+        assert_eq!(
+            whose(&[
+                (alices, "Apply", EARLIER),
+                ("kubectl-patch", "Update", LATER)
+            ]),
+            (vec![alices.to_string()], None)
+        );
+        // An apply that changed no value has no time: older than any write.
+        assert_eq!(
+            whose(&[(bob, "Apply", None), (alices, "Update", EARLIER)]),
+            (vec![alices.to_string()], None)
+        );
+    }
+
+    #[test]
+    fn in_the_same_second_the_other_controller_is_named() {
+        let alice = Signature::new("alice");
+        let (bob, alices) = ("math-workshop-bob", "math-workshop-alice");
+        for entries in [
+            [(alices, "Apply", LATER), (bob, "Update", LATER)],
+            [(bob, "Apply", LATER), (alices, "Update", LATER)],
+        ] {
+            let meta = status_entries(&entries);
+            assert_eq!(status_writers(&meta).len(), 2, "{entries:?}");
+            assert_eq!(
+                foreign([("Number", &meta)], &alice),
+                vec![Foreign {
+                    object: "Number/n".into(),
+                    controller: bob.into()
+                }],
+                "{entries:?}"
+            );
+        }
+        // One manager with both an Apply and an Update entry is one writer.
+        let both = status_entries(&[(alices, "Apply", LATER), (alices, "Update", LATER)]);
+        assert_eq!(status_writers(&both), vec![alices.to_string()]);
+        assert!(foreign([("Number", &both)], &alice).is_empty());
     }
 }

@@ -20,7 +20,7 @@ mod install;
 mod signature;
 
 pub(crate) use foreign::resource_of;
-pub use foreign::{Foreign, describe_foreign, foreign, others_controllers, status_writer};
+pub use foreign::{Foreign, describe_foreign, foreign, others_controllers, status_writers};
 pub use install::{Install, digest, may_install};
 pub use signature::Signature;
 
