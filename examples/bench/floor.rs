@@ -7,6 +7,7 @@ use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt, TryStreamExt, stream};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, Resource};
 use math_controller::api::{Number, NumberSpec, Tuple, TupleSpec};
@@ -129,48 +130,14 @@ pub async fn run_owned(client: &Client, ns: &str, n: i64) -> anyhow::Result<Dura
         )
         .await?;
     let fermat_owner = owner_of("Fermat", &fermat)?;
-    let condition = |reason: &str, message: &str| {
-        json!([{
-            "type": "Ready", "status": "True", "reason": reason, "message": message,
-            "observedGeneration": 1, "lastTransitionTime": "2026-01-01T00:00:00Z"
-        }])
-    };
     let tuples = (1..=n / 2).map(|a| {
-        let (tuple_api, number_api) = (tuple_api.clone(), number_api.clone());
-        let owner = fermat_owner.clone();
-        let name = format!("f-{a}-and-{}", n - a);
-        let numbers = vec![a, n - a];
-        let tuple_condition = condition("Computed", "2/2 Numbers ready; not all are squares");
-        let number_condition = condition("Computed", "computed");
-        async move {
-            let mut tuple = Tuple::new(
-                &name,
-                TupleSpec {
-                    numbers: numbers.clone(),
-                },
-            );
-            tuple.metadata.owner_references = Some(vec![owner]);
-            let tuple = tuple_api.create(&PostParams::default(), &tuple).await?;
-            let tuple_owner = owner_of("Tuple", &tuple)?;
-            let number_writes = numbers.iter().enumerate().map(|(i, value)| {
-                let mut number = Number::new(&format!("{name}-{i}"), NumberSpec { value: *value });
-                number.metadata.owner_references = Some(vec![tuple_owner.clone()]);
-                let status = json!({"status": {
-                    "observedGeneration": 1, "fizzBuzz": value.to_string(), "isSquare": false,
-                    "isPrime": false, "conditions": number_condition.clone()
-                }});
-                create_with_status(number_api.clone(), number, status)
-            });
-            futures::future::try_join_all(number_writes).await?;
-            let status = json!({"status": {
-                "observedGeneration": 1, "allSquares": false, "readyNumbers": 2,
-                "desiredNumbers": 2, "conditions": tuple_condition
-            }});
-            tuple_api
-                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
-                .await?;
-            Ok::<(), anyhow::Error>(())
-        }
+        let apis = (tuple_api.clone(), number_api.clone());
+        owned_tuple(
+            apis,
+            fermat_owner.clone(),
+            format!("f-{a}-and-{}", n - a),
+            [a, n - a],
+        )
     });
     // Each Tuple's chain has at most two requests in flight, so 16 chains keep 32 in flight.
     stream::iter(tuples)
@@ -180,7 +147,7 @@ pub async fn run_owned(client: &Client, ns: &str, n: i64) -> anyhow::Result<Dura
     let status = json!({"status": {
         "observedGeneration": 1, "twoSquaresFound": false, "decompositions": [],
         "isPrime": false, "oneModFour": false, "readyTuples": n / 2, "desiredTuples": n / 2,
-        "conditions": condition("Computed", "all Tuples ready")
+        "conditions": ready_condition("Computed", "all Tuples ready")
     }});
     fermat_api
         .patch_status("f", &PatchParams::default(), &Patch::Merge(&status))
@@ -188,24 +155,65 @@ pub async fn run_owned(client: &Client, ns: &str, n: i64) -> anyhow::Result<Dura
     Ok(start.elapsed())
 }
 
+/// One Tuple's chain of the owned floor: the Tuple `name` of `numbers` owned by `owner`, once
+/// created its two Numbers (owned by it, each with its status) at once, then its status.
+async fn owned_tuple(
+    (tuple_api, number_api): (Api<Tuple>, Api<Number>),
+    owner: OwnerReference,
+    name: String,
+    numbers: [i64; 2],
+) -> anyhow::Result<()> {
+    let mut tuple = Tuple::new(
+        &name,
+        TupleSpec {
+            numbers: numbers.to_vec(),
+        },
+    );
+    tuple.metadata.owner_references = Some(vec![owner]);
+    let tuple = tuple_api.create(&PostParams::default(), &tuple).await?;
+    let tuple_owner = owner_of("Tuple", &tuple)?;
+    let number_writes = numbers.iter().enumerate().map(|(i, value)| {
+        let mut number = Number::new(&format!("{name}-{i}"), NumberSpec { value: *value });
+        number.metadata.owner_references = Some(vec![tuple_owner.clone()]);
+        let status = json!({"status": {
+            "observedGeneration": 1, "fizzBuzz": value.to_string(), "isSquare": false,
+            "isPrime": false, "conditions": ready_condition("Computed", "computed")
+        }});
+        create_with_status(number_api.clone(), number, status)
+    });
+    futures::future::try_join_all(number_writes).await?;
+    let status = json!({"status": {
+        "observedGeneration": 1, "allSquares": false, "readyNumbers": 2,
+        "desiredNumbers": 2,
+        "conditions": ready_condition("Computed", "2/2 Numbers ready; not all are squares")
+    }});
+    tuple_api
+        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
+}
+
+/// A status's conditions: Ready=True for generation 1, with `reason` and `message`.
+fn ready_condition(reason: &str, message: &str) -> Value {
+    json!([{
+        "type": "Ready", "status": "True", "reason": reason, "message": message,
+        "observedGeneration": 1, "lastTransitionTime": "2026-01-01T00:00:00Z"
+    }])
+}
+
 /// A controller ownerReference to `obj`, as the manager writes it.
-fn owner_of<K: Resource<DynamicType = ()>>(
-    kind: &str,
-    obj: &K,
-) -> anyhow::Result<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
+fn owner_of<K: Resource<DynamicType = ()>>(kind: &str, obj: &K) -> anyhow::Result<OwnerReference> {
     let uid = obj
         .meta()
         .uid
         .clone()
         .ok_or_else(|| anyhow::anyhow!("the created {kind} has no uid"))?;
-    Ok(
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
-            api_version: K::api_version(&()).to_string(),
-            kind: kind.to_string(),
-            name: obj.meta().name.clone().unwrap_or_default(),
-            uid,
-            controller: Some(true),
-            block_owner_deletion: Some(true),
-        },
-    )
+    Ok(OwnerReference {
+        api_version: K::api_version(&()).to_string(),
+        kind: kind.to_string(),
+        name: obj.meta().name.clone().unwrap_or_default(),
+        uid,
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    })
 }

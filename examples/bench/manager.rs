@@ -177,29 +177,8 @@ impl Manager {
             command.env("KUBECONFIG", path);
         }
         let mut child = command.spawn()?;
-        let log = Arc::new(Mutex::new(Vec::new()));
-        if let Some(stderr) = child.stderr.take() {
-            let sink = log.clone();
-            tokio::spawn(async move {
-                let mut lines = tokio::io::BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    if show.is_some() {
-                        eprintln!("{line}");
-                    }
-                    if let Ok(mut log) = sink.lock() {
-                        log.push(line);
-                    }
-                }
-            });
-        }
-        let start = Instant::now();
-        while get(probes, "/readyz").await.is_none() {
-            anyhow::ensure!(
-                start.elapsed() < Duration::from_secs(60),
-                "the manager did not become ready within 60 s"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        let log = collect_log(&mut child, show.is_some());
+        wait_ready(probes).await?;
         Ok(Manager {
             child,
             metrics,
@@ -289,4 +268,37 @@ impl Manager {
         anyhow::ensure!(status.success(), "the manager exited with {status}");
         Ok(())
     }
+}
+
+/// The lines of `child`'s stderr, collected as they come (and shown on ours when `show`).
+fn collect_log(child: &mut Child, show: bool) -> Arc<Mutex<Vec<String>>> {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    if let Some(stderr) = child.stderr.take() {
+        let sink = log.clone();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if show {
+                    eprintln!("{line}");
+                }
+                if let Ok(mut log) = sink.lock() {
+                    log.push(line);
+                }
+            }
+        });
+    }
+    log
+}
+
+/// Until the manager's `/readyz` on `probes` answers 200 (within 60 s).
+async fn wait_ready(probes: SocketAddr) -> anyhow::Result<()> {
+    let start = Instant::now();
+    while get(probes, "/readyz").await.is_none() {
+        anyhow::ensure!(
+            start.elapsed() < Duration::from_secs(60),
+            "the manager did not become ready within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(())
 }

@@ -140,6 +140,35 @@ impl View {
     }
 }
 
+impl View {
+    /// The live view, headless, on `conn`'s default namespace: a frame every FRAME while
+    /// anything changes. Its watch events are received and stamped by a task of their own, as
+    /// they arrive, whatever the view's loop is doing.
+    async fn start(conn: &Connection, target: Target, options: Options) -> anyhow::Result<View> {
+        let initial = load::list_all(conn, Some("default")).await?;
+        let (model, updates) = Model::start(&conn.client, Some("default"), initial);
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        tokio::spawn(updates.for_each(move |update| {
+            let _ = tx.unbounded_send((Instant::now(), update));
+            futures::future::ready(())
+        }));
+        let stamps = Rc::new(RefCell::new(Vec::new()));
+        let taken = stamps.clone();
+        let updates = rx.map(move |(at, update)| {
+            taken.borrow_mut().push(at);
+            update
+        });
+        Ok(View {
+            model,
+            updates: updates.boxed_local(),
+            stamps,
+            pacer: Pacer::new(Instant::now()),
+            target,
+            options,
+        })
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let n: i64 = std::env::args()
@@ -152,10 +181,9 @@ async fn main() -> anyhow::Result<()> {
         "kubectl math tree: Fermat n = {n} ({expected} objects), test API server on loopback\n"
     );
     let server = TestServer::start().await?;
-    let crds = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crds");
-    for entry in std::fs::read_dir(crds)? {
-        server.apply_crd_yaml(&std::fs::read_to_string(entry?.path())?)?;
-    }
+    // The CRDs as the manager generates them (what `make crds` writes), not a folder's files:
+    // this crate's folder has none.
+    server.apply_crd_yaml(&math_controller::api::crds_yaml()?)?;
     let client = server.client();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let manager = tokio::spawn(manager::run(
@@ -166,8 +194,6 @@ async fn main() -> anyhow::Result<()> {
             let _ = stopped.await;
         },
     ));
-
-    // The live view, headless: a frame every FRAME while anything changes.
     let conn = Connection {
         client: client.clone(),
         namespace: "default".into(),
@@ -182,28 +208,25 @@ async fn main() -> anyhow::Result<()> {
         max_children: MAX_CHILDREN,
         namespaces: false,
     };
-    let initial = load::list_all(&conn, Some("default")).await?;
-    let (model, updates) = Model::start(&client, Some("default"), initial);
-    // Received and stamped as they arrive, whatever the view's loop is doing.
-    let (tx, rx) = futures::channel::mpsc::unbounded();
-    tokio::spawn(updates.for_each(move |update| {
-        let _ = tx.unbounded_send((Instant::now(), update));
-        futures::future::ready(())
-    }));
-    let stamps = Rc::new(RefCell::new(Vec::new()));
-    let taken = stamps.clone();
-    let updates = rx.map(move |(at, update)| {
-        taken.borrow_mut().push(at);
-        update
-    });
-    let mut view = View {
-        model,
-        updates: updates.boxed_local(),
-        stamps,
-        pacer: Pacer::new(Instant::now()),
-        target: target.clone(),
-        options: options.clone(),
-    };
+    let mut view = View::start(&conn, target.clone(), options.clone()).await?;
+    converge(&mut view, &client, n, expected).await?;
+    a_deleted_number(&mut view, &client, n).await?;
+    for _ in 0..5 {
+        one_shot(&conn, &target, &options).await?;
+    }
+    let _ = stop.send(());
+    let _ = manager.await;
+    Ok(())
+}
+
+/// The live view following the manager's build of Fermat `f` = `n` until all `expected`
+/// objects are drawn and the Fermat is Ready, then until the last highlights fade.
+async fn converge(
+    view: &mut View,
+    client: &kube::Client,
+    n: i64,
+    expected: usize,
+) -> anyhow::Result<()> {
     let fermats: Api<Fermat> = Api::default_namespaced(client.clone());
     let start = Instant::now();
     fermats
@@ -234,8 +257,12 @@ async fn main() -> anyhow::Result<()> {
     })
     .await;
     feel.print("live view, highlights fading");
+    Ok(())
+}
 
-    // A deleted Number, from the delete request to the frame that shows it back.
+/// A deleted Number of the Fermat `n`, from the delete request to the frame that shows it
+/// back.
+async fn a_deleted_number(view: &mut View, client: &kube::Client, n: i64) -> anyhow::Result<()> {
     let numbers: Api<Number> = Api::default_namespaced(client.clone());
     let victim = format!("f-{}-and-{}-1", n / 4, n - n / 4);
     let deleted = Instant::now();
@@ -260,38 +287,37 @@ async fn main() -> anyhow::Result<()> {
         FRAME.as_millis()
     );
     feel.print("live view after the delete");
+    Ok(())
+}
 
-    // The one-shot `kubectl math tree fermat/f`: list, build, lay out, print.
-    for _ in 0..5 {
-        let t = Instant::now();
-        let objects = load::list_all(&conn, Some("default")).await?;
-        let listed = t.elapsed();
-        let t = Instant::now();
-        let roots = build(&objects, &target, "default")?;
-        let built = t.elapsed();
-        let lines = render::lines(
-            &roots,
-            &options,
-            &Marks::default(),
-            k8s_openapi::jiff::Timestamp::now(),
-        );
-        let text = render::to_text(&lines, true);
-        let rendered = t.elapsed();
-        let t = Instant::now();
-        let json = serde_json::to_string(&render::to_json(&roots, None))?;
-        let json_time = t.elapsed();
-        println!(
-            "one-shot: list {:.0} ms ({} objects); after the list: build {:.0} ms, build + text {:.0} ms ({} lines); -o json {:.0} ms ({} MB)",
-            listed.as_secs_f64() * 1e3,
-            objects.len(),
-            built.as_secs_f64() * 1e3,
-            rendered.as_secs_f64() * 1e3,
-            text.lines().count(),
-            json_time.as_secs_f64() * 1e3,
-            json.len() / 1_000_000
-        );
-    }
-    let _ = stop.send(());
-    let _ = manager.await;
+/// The one-shot `kubectl math tree fermat/f`: list, build, lay out, print, each timed.
+async fn one_shot(conn: &Connection, target: &Target, options: &Options) -> anyhow::Result<()> {
+    let t = Instant::now();
+    let objects = load::list_all(conn, Some("default")).await?;
+    let listed = t.elapsed();
+    let t = Instant::now();
+    let roots = build(&objects, target, "default")?;
+    let built = t.elapsed();
+    let lines = render::lines(
+        &roots,
+        options,
+        &Marks::default(),
+        k8s_openapi::jiff::Timestamp::now(),
+    );
+    let text = render::to_text(&lines, true);
+    let rendered = t.elapsed();
+    let t = Instant::now();
+    let json = serde_json::to_string(&render::to_json(&roots, None))?;
+    let json_time = t.elapsed();
+    println!(
+        "one-shot: list {:.0} ms ({} objects); after the list: build {:.0} ms, build + text {:.0} ms ({} lines); -o json {:.0} ms ({} MB)",
+        listed.as_secs_f64() * 1e3,
+        objects.len(),
+        built.as_secs_f64() * 1e3,
+        rendered.as_secs_f64() * 1e3,
+        text.lines().count(),
+        json_time.as_secs_f64() * 1e3,
+        json.len() / 1_000_000
+    );
     Ok(())
 }
