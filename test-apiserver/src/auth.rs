@@ -1,4 +1,4 @@
-//! TokenReview and SubjectAccessReview, so that a component which delegates authentication and
+//! TokenReview, SubjectAccessReview and SelfSubjectReview (`kubectl auth whoami`), so that a component which delegates authentication and
 //! authorization to the API server (as math-controller's `--metrics-secure` does) can be tested
 //! end to end.
 //!
@@ -12,6 +12,9 @@
 //! server itself are not authorized unless a test enforces RBAC ([`crate::rbac`]).
 
 mod rules;
+mod whoami;
+
+pub(crate) use whoami::administrator;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -84,21 +87,25 @@ pub fn service_account_user(namespace: &str, name: &str) -> UserInfo {
 pub(crate) fn is_review(rt: &ResourceType) -> bool {
     matches!(
         (rt.group.as_str(), rt.plural.as_str()),
-        ("authentication.k8s.io", "tokenreviews")
-            | ("authorization.k8s.io", "subjectaccessreviews")
+        (
+            "authentication.k8s.io",
+            "tokenreviews" | "selfsubjectreviews"
+        ) | ("authorization.k8s.io", "subjectaccessreviews")
             | ("authorization.k8s.io", "selfsubjectaccessreviews")
             | ("authorization.k8s.io", "selfsubjectrulesreviews")
     )
 }
 
 /// Answers the create of a review (`body`) by `requester` (`None`: the administrator, or
-/// anyone while RBAC is not enforced), or `None` when `rt` is no review kind.
+/// anyone while RBAC is not enforced), who authenticated as `identity`, or `None` when `rt`
+/// is no review kind.
 pub(crate) fn review(
     tokens: &Tokens,
     state: &State,
     rt: &ResourceType,
     body: &Value,
     requester: Option<&UserInfo>,
+    identity: &UserInfo,
 ) -> Option<ApiResult<Value>> {
     if !is_review(rt) {
         return None;
@@ -106,6 +113,9 @@ pub(crate) fn review(
     let Some(fields) = body.as_object() else {
         return Some(Err(ApiError::bad_request("a review must be an object")));
     };
+    if rt.plural == "selfsubjectreviews" {
+        return Some(Ok(whoami::self_subject_review(identity)));
+    }
     let mut out = fields.clone();
     out.insert("apiVersion".into(), json!(rt.api_version()));
     out.insert("kind".into(), json!(rt.kind));

@@ -12,8 +12,8 @@
 //! administrator (the server's own kubeconfig has none, and the tests that set a room up act
 //! as the organiser); an unknown token is 401; discovery and other non-resource paths are open
 //! to every authenticated user (kube-apiserver's default `system:discovery` and
-//! `system:public-info-viewer` bindings); everyone may create `selfsubjectaccessreviews` and
-//! `selfsubjectrulesreviews` (`system:basic-user`: the bootstrap bindings are built into
+//! `system:public-info-viewer` bindings); everyone may create `selfsubjectaccessreviews`,
+//! `selfsubjectrulesreviews` and `selfsubjectreviews` (`system:basic-user`: the bootstrap bindings are built into
 //! [`crate::auth`]'s rules, not stored). Off by default, so that every other test keeps its
 //! superuser.
 
@@ -63,6 +63,17 @@ pub(crate) fn requester(shared: &Shared, headers: &HeaderMap) -> Option<UserInfo
         return None;
     }
     shared.tokens.info(bearer(headers)?).map(authenticated)
+}
+
+/// Who a request's credentials say it is, whether or not RBAC is enforced (kube-apiserver
+/// authenticates before it authorizes): the user of a known bearer token, with
+/// `system:authenticated`; otherwise the administrator (no token; an unknown token is
+/// refused with 401 before this while RBAC is enforced, and is anyone's while it is not).
+pub(crate) fn identity(shared: &Shared, headers: &HeaderMap) -> UserInfo {
+    bearer(headers)
+        .and_then(|token| shared.tokens.info(token))
+        .map(authenticated)
+        .unwrap_or_else(crate::auth::administrator)
 }
 
 impl TestServer {
