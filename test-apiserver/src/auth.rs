@@ -235,11 +235,12 @@ fn subject_access_review(state: &State, body: &Value) -> ApiResult<Value> {
              \"\": at least one of user or group must be specified",
         ));
     }
-    Ok(match allowed_by(state, &user, &groups, &attributes) {
-        Some(reason) if reason.is_empty() => json!({"allowed": true}),
-        Some(reason) => json!({"allowed": true, "reason": reason}),
-        None => json!({"allowed": false}),
-    })
+    let decision = allowed_by(state, &user, &groups, &attributes);
+    let mut status = json!({"allowed": decision.allowed});
+    if !decision.reason.is_empty() {
+        status["reason"] = json!(decision.reason);
+    }
+    Ok(status)
 }
 
 /// A SelfSubjectAccessReview (`kubectl auth can-i`): the SubjectAccessReview of the user who
@@ -271,8 +272,8 @@ fn self_subject_access_review(
     subject_access_review(state, &json!({ "spec": spec }))
 }
 
-/// Does RBAC allow `user` the resource request (see [`crate::rbac`])?
-pub(crate) fn allows(state: &State, user: &UserInfo, request: &crate::rbac::Request) -> bool {
+/// Does RBAC allow `user` the resource request (see [`crate::rbac`])? With the reason.
+pub(crate) fn allows(state: &State, user: &UserInfo, request: &crate::rbac::Request) -> Decision {
     let attributes = Attributes::Resource {
         namespace: request.namespace.unwrap_or_default().to_string(),
         group: request.group.to_string(),
@@ -280,7 +281,7 @@ pub(crate) fn allows(state: &State, user: &UserInfo, request: &crate::rbac::Requ
         name: request.name.to_string(),
         verb: request.verb.to_string(),
     };
-    allowed_by(state, &user.username, &user.groups, &attributes).is_some()
+    allowed_by(state, &user.username, &user.groups, &attributes)
 }
 
 /// Does a binding's subject name this user?
@@ -346,25 +347,46 @@ fn rule_allows(rule: &Value, attributes: &Attributes) -> bool {
     }
 }
 
-/// The reason the user may (empty for `system:masters`, whom kube-apiserver's privileged
-/// group authorizer allows before RBAC is asked, with no reason), or `None`.
-fn allowed_by(
-    state: &State,
-    user: &str,
-    groups: &[String],
-    attributes: &Attributes,
-) -> Option<String> {
+/// An authorizer's answer, as kube-apiserver's RBAC authorizer gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Decision {
+    pub(crate) allowed: bool,
+    /// Allowed: `RBAC: allowed by <binding>` (empty for `system:masters`). Denied: empty, or
+    /// `RBAC: <errors>` when a binding's role could not be found (`RBACAuthorizer.Authorize`).
+    pub(crate) reason: String,
+}
+
+/// Whether the user may, and why (`system:masters` is allowed by kube-apiserver's
+/// privileged group authorizer before RBAC is asked, with no reason).
+fn allowed_by(state: &State, user: &str, groups: &[String], attributes: &Attributes) -> Decision {
     if groups.iter().any(|g| g == "system:masters") {
-        return Some(String::new());
+        return Decision {
+            allowed: true,
+            reason: String::new(),
+        };
     }
     let namespace = match attributes {
         Attributes::Resource { namespace, .. } => Some(namespace.as_str()),
         Attributes::NonResource { .. } => None,
     };
-    rules::granted(state, user, groups, namespace)
-        .into_iter()
-        .find(|granted| rule_allows(&granted.rule, attributes))
-        .map(|granted| format!("RBAC: allowed by {}", granted.source))
+    let grants = rules::granted(state, user, groups, namespace);
+    match grants
+        .rules
+        .iter()
+        .find(|g| rule_allows(&g.rule, attributes))
+    {
+        Some(granted) => Decision {
+            allowed: true,
+            reason: format!("RBAC: allowed by {}", granted.source),
+        },
+        None => Decision {
+            allowed: false,
+            reason: grants
+                .error()
+                .map(|e| format!("RBAC: {e}"))
+                .unwrap_or_default(),
+        },
+    }
 }
 
 #[cfg(test)]

@@ -49,10 +49,26 @@ pub(crate) fn refuse(
     };
     let user = authenticated(user);
     let request = Request::of(record);
-    if crate::auth::allows(&shared.state(), &user, &request) {
+    let decision = crate::auth::allows(&shared.state(), &user, &request);
+    if decision.allowed {
         return None;
     }
-    Some(forbidden(&user.username, &request))
+    Some(forbidden_because(
+        &user.username,
+        &request,
+        &decision.reason,
+    ))
+}
+
+/// [`forbidden`] with the authorizer's reason after its words, as `ForbiddenStatusError`
+/// adds it (`...in the namespace "alice": RBAC: role.rbac.authorization.k8s.io "x" not
+/// found`); none when the reason is empty.
+fn forbidden_because(user: &str, request: &Request, reason: &str) -> ApiError {
+    let mut error = forbidden(user, request);
+    if !reason.is_empty() {
+        error.message = format!("{}: {reason}", error.message);
+    }
+    error
 }
 
 /// Who makes a request, as a review of one's own access needs it: the user of a known

@@ -278,7 +278,14 @@ fn shared(data: Value) -> Value {
 #[tokio::test]
 async fn a_forced_apply_leaves_the_losers_time_as_it_was() {
     let s = TestServer::start().await.expect("server starts");
-    let (code, first) = apply(&s, CONFIGMAPS, "alpha", false, shared(json!({"a": "1", "b": "2"}))).await;
+    let (code, first) = apply(
+        &s,
+        CONFIGMAPS,
+        "alpha",
+        false,
+        shared(json!({"a": "1", "b": "2"})),
+    )
+    .await;
     assert_eq!(code, 201, "{first}");
     let alpha_time = time_of(&first, "alpha").expect("alpha's entry has a time");
     next_second().await;
@@ -298,7 +305,10 @@ async fn a_forced_apply_leaves_the_losers_time_as_it_was() {
     let (code, emptied) = apply(&s, CONFIGMAPS, "gamma", true, take_b).await;
     assert_eq!(code, 200, "{emptied}");
     assert_eq!(
-        times(&emptied).iter().map(|(m, _)| m.as_str()).collect::<Vec<_>>(),
+        times(&emptied)
+            .iter()
+            .map(|(m, _)| m.as_str())
+            .collect::<Vec<_>>(),
         ["beta", "gamma"],
         "alpha owns nothing and is gone: {emptied}"
     );
@@ -311,14 +321,24 @@ async fn a_forced_apply_leaves_the_losers_time_as_it_was() {
 #[tokio::test]
 async fn an_update_that_takes_a_field_leaves_the_losers_time_as_it_was() {
     let s = TestServer::start().await.expect("server starts");
-    let (code, first) = apply(&s, CONFIGMAPS, "alpha", false, shared(json!({"a": "1", "b": "2"}))).await;
+    let (code, first) = apply(
+        &s,
+        CONFIGMAPS,
+        "alpha",
+        false,
+        shared(json!({"a": "1", "b": "2"})),
+    )
+    .await;
     assert_eq!(code, 201, "{first}");
     next_second().await;
     let path = format!("{CONFIGMAPS}/shared?fieldManager=editor");
     let patch = json!({"data": {"a": "edited"}});
     let (code, edited) = send(&s, "PATCH", &path, "application/merge-patch+json", patch).await;
     assert_eq!(code, 200, "{edited}");
-    assert_eq!(owners(&edited)[0], json!(["alpha", "Apply", {"f:data": {"f:b": {}}}]));
+    assert_eq!(
+        owners(&edited)[0],
+        json!(["alpha", "Apply", {"f:data": {"f:b": {}}}])
+    );
     assert_eq!(time_of(&edited, "alpha"), time_of(&first, "alpha"));
     assert_ne!(time_of(&edited, "editor"), time_of(&first, "alpha"));
 }

@@ -8,14 +8,15 @@
 //! kube's client, byte for byte as kubectl encodes it. The expected answers are
 //! kube-apiserver's RBAC semantics: a Role grants only in its namespace, never a
 //! cluster-scoped kind; the administrator may do anything (kube-apiserver v1.36.2 answered
-//! its administrator `status: {allowed: true}`). `kubectl auth whoami` sends a SelfSubjectReview, answered with who
+//! its administrator `status: {allowed: true}`); a binding to a role that does not exist is
+//! named in the answers. `kubectl auth whoami` sends a SelfSubjectReview, answered with who
 //! the caller is.
 
 use std::path::Path;
 use std::process::Command;
 
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
 use kube::api::{Api, PostParams};
 use serde_json::json;
 use test_apiserver::{RequestFilter, TestServer, Verb};
@@ -430,5 +431,82 @@ async fn kubectl_auth_whoami_names_the_administrator() {
         .verb(Verb::Create)
         .resource("selfsubjectreviews");
     assert_eq!(server.count(&reviews), 2, "one review per command");
+    server.shutdown().await;
+}
+
+/// A binding of alice's ServiceAccount to a role that does not exist.
+fn binding_to_missing(kind: &str, name: &str, role: &str) -> serde_json::Value {
+    json!({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role},
+        "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": "alice"}],
+    })
+}
+
+/// A binding to a role that does not exist grants nothing, and kube-apiserver says so
+/// (v1.36.2's source: `DefaultRuleResolver.GetRoleReferenceRules` returns its lister's
+/// NotFound, `role.rbac.authorization.k8s.io "ghost" not found`; `RBACAuthorizer.RulesFor`
+/// passes the errors to the SelfSubjectRulesReview's `evaluationError`, several as
+/// `utilerrors.NewAggregate` prints them, `[a, b]`; `RBACAuthorizer.Authorize` denies with the
+/// reason `RBAC: <errors>`, which a SelfSubjectAccessReview carries in `reason` (its
+/// `evaluationError` stays empty: the authorizer returns no error) and a refused request
+/// appends to its 403 message (`ForbiddenStatusError`)). Rules that resolve still count.
+#[tokio::test]
+async fn a_binding_to_a_missing_role_is_named_in_the_answers() {
+    let server = TestServer::start().await.expect("the server starts");
+    let token = room(&server).await;
+    let pp = PostParams::default();
+    Api::<RoleBinding>::namespaced(server.client(), "alice")
+        .create(&pp, &of(binding_to_missing("Role", "haunted", "ghost")))
+        .await
+        .expect("the RoleBinding");
+    server.enforce_rbac();
+    let alice = client_with_token(&server, &token).await;
+    let list = |namespace: &str| {
+        envelope(
+            "SelfSubjectRulesReview",
+            &field(2, &field(1, namespace.as_bytes())),
+        )
+    };
+    let ghost = "role.rbac.authorization.k8s.io \"ghost\" not found";
+    let mine = post_review(&alice, "selfsubjectrulesreviews", list("alice")).await;
+    assert_eq!(mine["evaluationError"], ghost, "{mine}");
+    assert!(mine.to_string().contains("math.example.com"), "{mine}");
+    let theirs = post_review(&alice, "selfsubjectrulesreviews", list("bob")).await;
+    assert!(theirs.get("evaluationError").is_none(), "{theirs}");
+
+    let denied = access_review("alice", "delete", "", "events", "");
+    let status = post_review(&alice, "selfsubjectaccessreviews", denied).await;
+    assert_eq!(
+        status,
+        json!({"allowed": false, "reason": format!("RBAC: {ghost}")})
+    );
+    let allowed = access_review("alice", "create", "math.example.com", "numbers", "");
+    let status = post_review(&alice, "selfsubjectaccessreviews", allowed).await;
+    assert_eq!(status["allowed"], true, "{status}");
+
+    Api::<ClusterRoleBinding>::all(server.client())
+        .create(
+            &pp,
+            &of(binding_to_missing("ClusterRole", "lost", "vanished")),
+        )
+        .await
+        .expect("the ClusterRoleBinding");
+    let both = format!("[clusterrole.rbac.authorization.k8s.io \"vanished\" not found, {ghost}]");
+    let mine = post_review(&alice, "selfsubjectrulesreviews", list("alice")).await;
+    assert_eq!(mine["evaluationError"], both.as_str(), "{mine}");
+    match Api::<ConfigMap>::namespaced(alice, "alice")
+        .list(&Default::default())
+        .await
+    {
+        Err(kube::Error::Api(refused)) => assert_eq!(
+            refused.message,
+            format!(
+                "configmaps is forbidden: User \"system:serviceaccount:alice:alice\" cannot list \
+                 resource \"configmaps\" in API group \"\" in the namespace \"alice\": RBAC: {both}"
+            )
+        ),
+        other => panic!("a 403 was expected: {other:?}"),
+    }
     server.shutdown().await;
 }
