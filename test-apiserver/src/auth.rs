@@ -1,4 +1,4 @@
-//! TokenReview and SubjectAccessReview, so that a component which delegates authentication and
+//! TokenReview, SubjectAccessReview and SelfSubjectReview (`kubectl auth whoami`), so that a component which delegates authentication and
 //! authorization to the API server (as math-controller's `--metrics-secure` does) can be tested
 //! end to end.
 //!
@@ -12,6 +12,9 @@
 //! server itself are not authorized unless a test enforces RBAC ([`crate::rbac`]).
 
 mod rules;
+mod whoami;
+
+pub(crate) use whoami::administrator;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -84,21 +87,25 @@ pub fn service_account_user(namespace: &str, name: &str) -> UserInfo {
 pub(crate) fn is_review(rt: &ResourceType) -> bool {
     matches!(
         (rt.group.as_str(), rt.plural.as_str()),
-        ("authentication.k8s.io", "tokenreviews")
-            | ("authorization.k8s.io", "subjectaccessreviews")
+        (
+            "authentication.k8s.io",
+            "tokenreviews" | "selfsubjectreviews"
+        ) | ("authorization.k8s.io", "subjectaccessreviews")
             | ("authorization.k8s.io", "selfsubjectaccessreviews")
             | ("authorization.k8s.io", "selfsubjectrulesreviews")
     )
 }
 
 /// Answers the create of a review (`body`) by `requester` (`None`: the administrator, or
-/// anyone while RBAC is not enforced), or `None` when `rt` is no review kind.
+/// anyone while RBAC is not enforced), who authenticated as `identity`, or `None` when `rt`
+/// is no review kind.
 pub(crate) fn review(
     tokens: &Tokens,
     state: &State,
     rt: &ResourceType,
     body: &Value,
     requester: Option<&UserInfo>,
+    identity: &UserInfo,
 ) -> Option<ApiResult<Value>> {
     if !is_review(rt) {
         return None;
@@ -106,6 +113,9 @@ pub(crate) fn review(
     let Some(fields) = body.as_object() else {
         return Some(Err(ApiError::bad_request("a review must be an object")));
     };
+    if rt.plural == "selfsubjectreviews" {
+        return Some(Ok(whoami::self_subject_review(identity)));
+    }
     let mut out = fields.clone();
     out.insert("apiVersion".into(), json!(rt.api_version()));
     out.insert("kind".into(), json!(rt.kind));
@@ -225,11 +235,12 @@ fn subject_access_review(state: &State, body: &Value) -> ApiResult<Value> {
              \"\": at least one of user or group must be specified",
         ));
     }
-    Ok(match allowed_by(state, &user, &groups, &attributes) {
-        Some(reason) if reason.is_empty() => json!({"allowed": true}),
-        Some(reason) => json!({"allowed": true, "reason": reason}),
-        None => json!({"allowed": false}),
-    })
+    let decision = allowed_by(state, &user, &groups, &attributes);
+    let mut status = json!({"allowed": decision.allowed});
+    if !decision.reason.is_empty() {
+        status["reason"] = json!(decision.reason);
+    }
+    Ok(status)
 }
 
 /// A SelfSubjectAccessReview (`kubectl auth can-i`): the SubjectAccessReview of the user who
@@ -261,8 +272,8 @@ fn self_subject_access_review(
     subject_access_review(state, &json!({ "spec": spec }))
 }
 
-/// Does RBAC allow `user` the resource request (see [`crate::rbac`])?
-pub(crate) fn allows(state: &State, user: &UserInfo, request: &crate::rbac::Request) -> bool {
+/// Does RBAC allow `user` the resource request (see [`crate::rbac`])? With the reason.
+pub(crate) fn allows(state: &State, user: &UserInfo, request: &crate::rbac::Request) -> Decision {
     let attributes = Attributes::Resource {
         namespace: request.namespace.unwrap_or_default().to_string(),
         group: request.group.to_string(),
@@ -270,7 +281,7 @@ pub(crate) fn allows(state: &State, user: &UserInfo, request: &crate::rbac::Requ
         name: request.name.to_string(),
         verb: request.verb.to_string(),
     };
-    allowed_by(state, &user.username, &user.groups, &attributes).is_some()
+    allowed_by(state, &user.username, &user.groups, &attributes)
 }
 
 /// Does a binding's subject name this user?
@@ -336,25 +347,46 @@ fn rule_allows(rule: &Value, attributes: &Attributes) -> bool {
     }
 }
 
-/// The reason the user may (empty for `system:masters`, whom kube-apiserver's privileged
-/// group authorizer allows before RBAC is asked, with no reason), or `None`.
-fn allowed_by(
-    state: &State,
-    user: &str,
-    groups: &[String],
-    attributes: &Attributes,
-) -> Option<String> {
+/// An authorizer's answer, as kube-apiserver's RBAC authorizer gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Decision {
+    pub(crate) allowed: bool,
+    /// Allowed: `RBAC: allowed by <binding>` (empty for `system:masters`). Denied: empty, or
+    /// `RBAC: <errors>` when a binding's role could not be found (`RBACAuthorizer.Authorize`).
+    pub(crate) reason: String,
+}
+
+/// Whether the user may, and why (`system:masters` is allowed by kube-apiserver's
+/// privileged group authorizer before RBAC is asked, with no reason).
+fn allowed_by(state: &State, user: &str, groups: &[String], attributes: &Attributes) -> Decision {
     if groups.iter().any(|g| g == "system:masters") {
-        return Some(String::new());
+        return Decision {
+            allowed: true,
+            reason: String::new(),
+        };
     }
     let namespace = match attributes {
         Attributes::Resource { namespace, .. } => Some(namespace.as_str()),
         Attributes::NonResource { .. } => None,
     };
-    rules::granted(state, user, groups, namespace)
-        .into_iter()
-        .find(|granted| rule_allows(&granted.rule, attributes))
-        .map(|granted| format!("RBAC: allowed by {}", granted.source))
+    let grants = rules::granted(state, user, groups, namespace);
+    match grants
+        .rules
+        .iter()
+        .find(|g| rule_allows(&g.rule, attributes))
+    {
+        Some(granted) => Decision {
+            allowed: true,
+            reason: format!("RBAC: allowed by {}", granted.source),
+        },
+        None => Decision {
+            allowed: false,
+            reason: grants
+                .error()
+                .map(|e| format!("RBAC: {e}"))
+                .unwrap_or_default(),
+        },
+    }
 }
 
 #[cfg(test)]

@@ -12,8 +12,8 @@
 //! administrator (the server's own kubeconfig has none, and the tests that set a room up act
 //! as the organiser); an unknown token is 401; discovery and other non-resource paths are open
 //! to every authenticated user (kube-apiserver's default `system:discovery` and
-//! `system:public-info-viewer` bindings); everyone may create `selfsubjectaccessreviews` and
-//! `selfsubjectrulesreviews` (`system:basic-user`: the bootstrap bindings are built into
+//! `system:public-info-viewer` bindings); everyone may create `selfsubjectaccessreviews`,
+//! `selfsubjectrulesreviews` and `selfsubjectreviews` (`system:basic-user`: the bootstrap bindings are built into
 //! [`crate::auth`]'s rules, not stored). Off by default, so that every other test keeps its
 //! superuser.
 
@@ -49,10 +49,26 @@ pub(crate) fn refuse(
     };
     let user = authenticated(user);
     let request = Request::of(record);
-    if crate::auth::allows(&shared.state(), &user, &request) {
+    let decision = crate::auth::allows(&shared.state(), &user, &request);
+    if decision.allowed {
         return None;
     }
-    Some(forbidden(&user.username, &request))
+    Some(forbidden_because(
+        &user.username,
+        &request,
+        &decision.reason,
+    ))
+}
+
+/// [`forbidden`] with the authorizer's reason after its words, as `ForbiddenStatusError`
+/// adds it (`...in the namespace "alice": RBAC: role.rbac.authorization.k8s.io "x" not
+/// found`); none when the reason is empty.
+fn forbidden_because(user: &str, request: &Request, reason: &str) -> ApiError {
+    let mut error = forbidden(user, request);
+    if !reason.is_empty() {
+        error.message = format!("{}: {reason}", error.message);
+    }
+    error
 }
 
 /// Who makes a request, as a review of one's own access needs it: the user of a known
@@ -63,6 +79,17 @@ pub(crate) fn requester(shared: &Shared, headers: &HeaderMap) -> Option<UserInfo
         return None;
     }
     shared.tokens.info(bearer(headers)?).map(authenticated)
+}
+
+/// Who a request's credentials say it is, whether or not RBAC is enforced (kube-apiserver
+/// authenticates before it authorizes): the user of a known bearer token, with
+/// `system:authenticated`; otherwise the administrator (no token; an unknown token is
+/// refused with 401 before this while RBAC is enforced, and is anyone's while it is not).
+pub(crate) fn identity(shared: &Shared, headers: &HeaderMap) -> UserInfo {
+    bearer(headers)
+        .and_then(|token| shared.tokens.info(token))
+        .map(authenticated)
+        .unwrap_or_else(crate::auth::administrator)
 }
 
 impl TestServer {

@@ -305,8 +305,16 @@ fn serve(
             let opts = write_opts(q, manager)?;
             let b = decode_body(headers, body)?;
             let requester = crate::rbac::requester(shared, headers);
+            let identity = crate::rbac::identity(shared, headers);
             let state = shared.state();
-            let review = crate::auth::review(&shared.tokens, &state, &t.rt, &b, requester.as_ref());
+            let review = crate::auth::review(
+                &shared.tokens,
+                &state,
+                &t.rt,
+                &b,
+                requester.as_ref(),
+                &identity,
+            );
             drop(state);
             if let Some(review) = review {
                 return Ok(json_response(201, &review?, "application/json"));

@@ -17,28 +17,23 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
 /// Drops from every entry but `keep` what the write set (another manager's fields it
-/// took) and what it removed; the rest of each entry stays its owner's.
+/// took) and what it removed; the rest of each entry stays its owner's, and so does its
+/// `time`: kube-apiserver stamps the writer's entry only (apimachinery's
+/// `managedFieldsUpdater`), and `fields::write_entries` drops an entry left owning nothing,
+/// as structured-merge-diff's `Updater.update` deletes an empty manager.
 fn drop_changed(entries: &mut [Entry], c: &Comparison, keep: impl Fn(&Entry) -> bool) {
     for e in entries.iter_mut().filter(|e| !keep(e)) {
-        let before = e.fields.len();
         e.fields.retain(|q| !c.set(q) && !c.removed.contains(q));
-        if e.fields.len() != before {
-            e.time = now();
-        }
     }
 }
 
 /// Drops owned paths that no longer exist in `obj` (an owned ancestor of something that
-/// exists stays).
+/// exists stays), leaving each entry's `time` as it was (see [`drop_changed`]).
 fn retain_existing(entries: &mut [Entry], obj: &Value, shape: Shape) {
     let all = leaf_paths(obj, WHOLE, shape);
     for e in entries.iter_mut() {
-        let before = e.fields.len();
         e.fields
             .retain(|q| all.contains(q) || all.iter().any(|p| p.starts_with(q)));
-        if e.fields.len() != before {
-            e.time = now();
-        }
     }
 }
 
@@ -172,9 +167,9 @@ pub fn apply(
     for e in entries.iter_mut().filter(|e| e.manager != manager) {
         let taken: Vec<Path> = e.fields.iter().filter(|q| c.set(q)).cloned().collect();
         if force {
+            // The loser's entry keeps its time (see `drop_changed`).
             for q in &taken {
                 e.fields.remove(q);
-                e.time = now();
             }
             continue;
         }

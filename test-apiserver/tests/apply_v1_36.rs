@@ -237,3 +237,108 @@ async fn a_custom_resources_owner_reference_is_atomic_too() {
             "f:spec": {"f:tags": {"v:\"t\"": {}}}}])
     );
 }
+
+/// Each entry's `time`, by manager.
+fn times(obj: &Value) -> Vec<(String, String)> {
+    let entries = obj["metadata"]["managedFields"].as_array();
+    entries
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let text = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+            (text("manager"), text("time"))
+        })
+        .collect()
+}
+
+fn time_of(obj: &Value, manager: &str) -> Option<String> {
+    times(obj)
+        .into_iter()
+        .find(|(m, _)| m == manager)
+        .map(|(_, t)| t)
+}
+
+/// Past the next second: managedFields times have seconds, so a stamp after this differs.
+async fn next_second() {
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+}
+
+/// The ConfigMap `shared` with `data`.
+fn shared(data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "shared", "namespace": "default"}, "data": data})
+}
+
+/// A forced apply that takes a field from another manager: kube-apiserver takes it out of the
+/// loser's entry and leaves that entry's `time` as it was (only the writer's entry is stamped:
+/// `managedFieldsUpdater.Apply` in apimachinery's `util/managedfields/internal` sets
+/// `Times()[fieldManager]` alone), and drops an entry left owning nothing (structured-merge-
+/// diff's `Updater.update` deletes managers whose set is empty). Derived from v1.36.2's
+/// source, not seen on a server.
+#[tokio::test]
+async fn a_forced_apply_leaves_the_losers_time_as_it_was() {
+    let s = TestServer::start().await.expect("server starts");
+    let (code, first) = apply(
+        &s,
+        CONFIGMAPS,
+        "alpha",
+        false,
+        shared(json!({"a": "1", "b": "2"})),
+    )
+    .await;
+    assert_eq!(code, 201, "{first}");
+    let alpha_time = time_of(&first, "alpha").expect("alpha's entry has a time");
+    next_second().await;
+    let take_a = shared(json!({"a": "x"}));
+    let (code, taken) = apply(&s, CONFIGMAPS, "beta", true, take_a).await;
+    assert_eq!(code, 200, "{taken}");
+    assert_eq!(
+        owners(&taken),
+        json!([["alpha", "Apply", {"f:data": {"f:b": {}}}],
+            ["beta", "Apply", {"f:data": {"f:a": {}}}]])
+    );
+    assert_eq!(time_of(&taken, "alpha"), Some(alpha_time.clone()));
+    assert_ne!(time_of(&taken, "beta"), Some(alpha_time.clone()));
+
+    next_second().await;
+    let take_b = shared(json!({"b": "y"}));
+    let (code, emptied) = apply(&s, CONFIGMAPS, "gamma", true, take_b).await;
+    assert_eq!(code, 200, "{emptied}");
+    assert_eq!(
+        times(&emptied)
+            .iter()
+            .map(|(m, _)| m.as_str())
+            .collect::<Vec<_>>(),
+        ["beta", "gamma"],
+        "alpha owns nothing and is gone: {emptied}"
+    );
+    assert_eq!(time_of(&emptied, "beta"), time_of(&taken, "beta"));
+}
+
+/// The same for an Update (a merge patch by `editor`): the appliers whose value it changed
+/// lose the field, their times stay (`managedFieldsUpdater.Update` stamps the updater's entry
+/// only). Derived from v1.36.2's source, not seen on a server.
+#[tokio::test]
+async fn an_update_that_takes_a_field_leaves_the_losers_time_as_it_was() {
+    let s = TestServer::start().await.expect("server starts");
+    let (code, first) = apply(
+        &s,
+        CONFIGMAPS,
+        "alpha",
+        false,
+        shared(json!({"a": "1", "b": "2"})),
+    )
+    .await;
+    assert_eq!(code, 201, "{first}");
+    next_second().await;
+    let path = format!("{CONFIGMAPS}/shared?fieldManager=editor");
+    let patch = json!({"data": {"a": "edited"}});
+    let (code, edited) = send(&s, "PATCH", &path, "application/merge-patch+json", patch).await;
+    assert_eq!(code, 200, "{edited}");
+    assert_eq!(
+        owners(&edited)[0],
+        json!(["alpha", "Apply", {"f:data": {"f:b": {}}}])
+    );
+    assert_eq!(time_of(&edited, "alpha"), time_of(&first, "alpha"));
+    assert_ne!(time_of(&edited, "editor"), time_of(&first, "alpha"));
+}

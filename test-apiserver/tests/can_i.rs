@@ -8,13 +8,15 @@
 //! kube's client, byte for byte as kubectl encodes it. The expected answers are
 //! kube-apiserver's RBAC semantics: a Role grants only in its namespace, never a
 //! cluster-scoped kind; the administrator may do anything (kube-apiserver v1.36.2 answered
-//! its administrator `status: {allowed: true}`).
+//! its administrator `status: {allowed: true}`); a binding to a role that does not exist is
+//! named in the answers. `kubectl auth whoami` sends a SelfSubjectReview, answered with who
+//! the caller is.
 
 use std::path::Path;
 use std::process::Command;
 
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
 use kube::api::{Api, PostParams};
 use serde_json::json;
 use test_apiserver::{RequestFilter, TestServer, Verb};
@@ -335,4 +337,176 @@ fn row(what: &str, verbs: &[&str]) -> (String, Vec<String>) {
     let mut verbs: Vec<String> = verbs.iter().map(|v| v.to_string()).collect();
     verbs.sort();
     (what.to_string(), verbs)
+}
+
+/// The body kubectl v1.32's `kubectl auth whoami -v=9` sent (2026-11-28): `k8s\0` +
+/// runtime.Unknown{authentication.k8s.io/v1 SelfSubjectReview, an empty object}.
+const WHOAMI_BODY: &str = "6b 38 73 00 0a 2d 0a 18 61 75 74 68 65 6e 74 69 63 61 74 69 6f 6e 2e 6b \
+    38 73 2e 69 6f 2f 76 31 12 11 53 65 6c 66 53 75 62 6a 65 63 74 52 65 76 69 65 77 12 1a 0a 10 \
+    0a 00 12 00 1a 00 22 00 2a 00 32 00 38 00 42 00 12 06 0a 04 0a 00 12 00 1a 00 22 00";
+
+/// POSTs kubectl's SelfSubjectReview as kubectl does; the answer (or kube's error).
+async fn whoami(client: &kube::Client) -> Result<serde_json::Value, kube::Error> {
+    let body: Vec<u8> = WHOAMI_BODY
+        .split_whitespace()
+        .filter_map(|h| u8::from_str_radix(h, 16).ok())
+        .collect();
+    let request = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
+        .header("content-type", "application/vnd.kubernetes.protobuf")
+        .header(
+            "accept",
+            "application/vnd.kubernetes.protobuf,application/json",
+        )
+        .body(body)
+        .expect("a request");
+    client.request(request).await
+}
+
+/// `kubectl auth whoami` with a participant's token: kube-apiserver's SelfSubjectReview
+/// handler answers the authenticated user (a ServiceAccount token's: its name, the
+/// ServiceAccount's uid, its groups and `system:authenticated`), whether or not RBAC is
+/// enforced (authentication comes first); everyone authenticated may ask
+/// (`system:basic-user`). A token the server does not know is kube-apiserver's 401.
+#[tokio::test]
+async fn a_participant_is_told_who_they_are() {
+    let server = TestServer::start().await.expect("the server starts");
+    let token = room(&server).await;
+    let account = Api::<ServiceAccount>::namespaced(server.client(), "alice")
+        .get("alice")
+        .await
+        .expect("the ServiceAccount");
+    let alice = client_with_token(&server, &token).await;
+    let expected = json!({"userInfo": {
+        "username": "system:serviceaccount:alice:alice",
+        "uid": account.metadata.uid,
+        "groups": ["system:serviceaccounts", "system:serviceaccounts:alice", "system:authenticated"],
+    }});
+    let answer = whoami(&alice).await.expect("a SelfSubjectReview");
+    assert_eq!(answer["status"], expected, "{answer}");
+    assert_eq!(answer["kind"], "SelfSubjectReview");
+    assert_eq!(answer["apiVersion"], "authentication.k8s.io/v1");
+    server.enforce_rbac();
+    let answer = whoami(&alice)
+        .await
+        .expect("a SelfSubjectReview under RBAC");
+    assert_eq!(answer["status"], expected, "{answer}");
+
+    let stranger = client_with_token(&server, "not-a-token").await;
+    match whoami(&stranger).await {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!((status.code, status.reason.as_str()), (401, "Unauthorized"));
+            assert_eq!(status.message, "Unauthorized");
+        }
+        other => panic!("an unknown token must be refused with 401: {other:?}"),
+    }
+    server.shutdown().await;
+}
+
+/// The real `kubectl auth whoami` (v1.32) as the administrator (kubectl sends no credentials
+/// over plain HTTP): its table, and `-o json`'s object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_auth_whoami_names_the_administrator() {
+    let server = TestServer::start().await.expect("the server starts");
+    let dir = tempfile::tempdir().expect("a directory");
+    let (admin, cache) = (server.kubeconfig_path(), dir.path().join("cache"));
+    let (table, code) = kubectl(&admin, &cache, &["auth", "whoami"]).await;
+    assert_eq!(code, Some(0), "{table}");
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            vec!["ATTRIBUTE", "VALUE"],
+            vec!["Username", "kubernetes-admin"],
+            vec!["Groups", "[system:masters", "system:authenticated]"],
+        ]
+    );
+    let (out, code) = kubectl(&admin, &cache, &["auth", "whoami", "-o", "json"]).await;
+    assert_eq!(code, Some(0), "{out}");
+    let review: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(review["status"]["userInfo"]["username"], "kubernetes-admin");
+    let reviews = RequestFilter::new()
+        .verb(Verb::Create)
+        .resource("selfsubjectreviews");
+    assert_eq!(server.count(&reviews), 2, "one review per command");
+    server.shutdown().await;
+}
+
+/// A binding of alice's ServiceAccount to a role that does not exist.
+fn binding_to_missing(kind: &str, name: &str, role: &str) -> serde_json::Value {
+    json!({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role},
+        "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": "alice"}],
+    })
+}
+
+/// A binding to a role that does not exist grants nothing, and kube-apiserver says so
+/// (v1.36.2's source: `DefaultRuleResolver.GetRoleReferenceRules` returns its lister's
+/// NotFound, `role.rbac.authorization.k8s.io "ghost" not found`; `RBACAuthorizer.RulesFor`
+/// passes the errors to the SelfSubjectRulesReview's `evaluationError`, several as
+/// `utilerrors.NewAggregate` prints them, `[a, b]`; `RBACAuthorizer.Authorize` denies with the
+/// reason `RBAC: <errors>`, which a SelfSubjectAccessReview carries in `reason` (its
+/// `evaluationError` stays empty: the authorizer returns no error) and a refused request
+/// appends to its 403 message (`ForbiddenStatusError`)). Rules that resolve still count.
+#[tokio::test]
+async fn a_binding_to_a_missing_role_is_named_in_the_answers() {
+    let server = TestServer::start().await.expect("the server starts");
+    let token = room(&server).await;
+    let pp = PostParams::default();
+    Api::<RoleBinding>::namespaced(server.client(), "alice")
+        .create(&pp, &of(binding_to_missing("Role", "haunted", "ghost")))
+        .await
+        .expect("the RoleBinding");
+    server.enforce_rbac();
+    let alice = client_with_token(&server, &token).await;
+    let list = |namespace: &str| {
+        envelope(
+            "SelfSubjectRulesReview",
+            &field(2, &field(1, namespace.as_bytes())),
+        )
+    };
+    let ghost = "role.rbac.authorization.k8s.io \"ghost\" not found";
+    let mine = post_review(&alice, "selfsubjectrulesreviews", list("alice")).await;
+    assert_eq!(mine["evaluationError"], ghost, "{mine}");
+    assert!(mine.to_string().contains("math.example.com"), "{mine}");
+    let theirs = post_review(&alice, "selfsubjectrulesreviews", list("bob")).await;
+    assert!(theirs.get("evaluationError").is_none(), "{theirs}");
+
+    let denied = access_review("alice", "delete", "", "events", "");
+    let status = post_review(&alice, "selfsubjectaccessreviews", denied).await;
+    assert_eq!(
+        status,
+        json!({"allowed": false, "reason": format!("RBAC: {ghost}")})
+    );
+    let allowed = access_review("alice", "create", "math.example.com", "numbers", "");
+    let status = post_review(&alice, "selfsubjectaccessreviews", allowed).await;
+    assert_eq!(status["allowed"], true, "{status}");
+
+    Api::<ClusterRoleBinding>::all(server.client())
+        .create(
+            &pp,
+            &of(binding_to_missing("ClusterRole", "lost", "vanished")),
+        )
+        .await
+        .expect("the ClusterRoleBinding");
+    let both = format!("[clusterrole.rbac.authorization.k8s.io \"vanished\" not found, {ghost}]");
+    let mine = post_review(&alice, "selfsubjectrulesreviews", list("alice")).await;
+    assert_eq!(mine["evaluationError"], both.as_str(), "{mine}");
+    match Api::<ConfigMap>::namespaced(alice, "alice")
+        .list(&Default::default())
+        .await
+    {
+        Err(kube::Error::Api(refused)) => assert_eq!(
+            refused.message,
+            format!(
+                "configmaps is forbidden: User \"system:serviceaccount:alice:alice\" cannot list \
+                 resource \"configmaps\" in API group \"\" in the namespace \"alice\": RBAC: {both}"
+            )
+        ),
+        other => panic!("a 403 was expected: {other:?}"),
+    }
+    server.shutdown().await;
 }

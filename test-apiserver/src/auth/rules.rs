@@ -121,23 +121,47 @@ fn stored(state: &State, plural: &str, namespace: Option<&str>) -> Vec<Value> {
 }
 
 /// The rules of the role a binding refers to (a Role in the binding's namespace, or a
-/// ClusterRole); none when it does not exist.
-fn role_rules(state: &State, binding: &Value, namespace: Option<&str>) -> Vec<Value> {
+/// ClusterRole), or kube-apiserver's words for why there are none
+/// (`DefaultRuleResolver.GetRoleReferenceRules`: its listers' NotFound,
+/// `role.rbac.authorization.k8s.io "x" not found`).
+fn role_rules(
+    state: &State,
+    binding: &Value,
+    namespace: Option<&str>,
+) -> Result<Vec<Value>, String> {
     let name = string_at(binding, "/roleRef/name");
-    let (plural, ns) = match string_at(binding, "/roleRef/kind").as_str() {
-        "ClusterRole" => ("clusterroles", None),
-        "Role" => ("roles", namespace),
-        _ => return vec![],
+    let kind = string_at(binding, "/roleRef/kind");
+    let role = match (kind.as_str(), namespace) {
+        ("ClusterRole", _) => stored(state, "clusterroles", None),
+        ("Role", Some(ns)) => stored(state, "roles", Some(ns)),
+        // A ClusterRoleBinding's Role is looked up in no namespace: never found.
+        ("Role", None) => vec![],
+        _ => return Err(format!("unsupported role reference kind: {kind:?}")),
     };
-    stored(state, plural, ns)
+    let role = role
         .into_iter()
-        .find(|r| string_at(r, "/metadata/name") == name)
-        .and_then(|r| r.get("rules").and_then(Value::as_array).cloned())
-        .unwrap_or_default()
+        .find(|r| string_at(r, "/metadata/name") == name);
+    let Some(role) = role else {
+        let resource = kind.to_lowercase();
+        return Err(format!(
+            "{resource}.rbac.authorization.k8s.io {name:?} not found"
+        ));
+    };
+    Ok(role
+        .get("rules")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default())
 }
 
-/// The rules a stored binding grants the user, if one of its subjects is them.
-fn binding_rules(state: &State, binding: &Value, user: &str, groups: &[String]) -> Vec<Granted> {
+/// The rules a stored binding grants the user, if one of its subjects is them (none if
+/// not), or why its role gives none.
+fn binding_rules(
+    state: &State,
+    binding: &Value,
+    user: &str,
+    groups: &[String],
+) -> Result<Vec<Granted>, String> {
     let namespace = Some(string_at(binding, "/metadata/namespace")).filter(|n| !n.is_empty());
     let subjects = binding.get("subjects").and_then(Value::as_array);
     let Some(subject) = subjects
@@ -145,7 +169,7 @@ fn binding_rules(state: &State, binding: &Value, user: &str, groups: &[String]) 
         .flatten()
         .find(|s| subject_matches(s, user, groups))
     else {
-        return vec![];
+        return Ok(vec![]);
     };
     let name = string_at(binding, "/metadata/name");
     let source = match &namespace {
@@ -158,31 +182,68 @@ fn binding_rules(state: &State, binding: &Value, user: &str, groups: &[String]) 
         string_at(binding, "/roleRef/name"),
         describe_subject(subject, namespace.as_deref().unwrap_or_default())
     );
-    role_rules(state, binding, namespace.as_deref())
+    let rules = role_rules(state, binding, namespace.as_deref())?;
+    Ok(rules
         .into_iter()
         .map(|rule| Granted {
             source: source.clone(),
             rule,
         })
-        .collect()
+        .collect())
+}
+
+/// What RBAC grants a user: the rules, and the errors met on the way (a binding to a role
+/// that does not exist), as kube-apiserver's rule resolver visits both.
+#[derive(Debug, Default)]
+pub(super) struct Grants {
+    pub(super) rules: Vec<Granted>,
+    pub(super) errors: Vec<String>,
+}
+
+impl Grants {
+    fn add(&mut self, found: Result<Vec<Granted>, String>) {
+        match found {
+            Ok(rules) => self.rules.extend(rules),
+            Err(error) => self.errors.push(error),
+        }
+    }
+
+    /// The errors in kube-apiserver's words (`utilerrors.NewAggregate(...).Error()`): one
+    /// alone as it is, several (each once) as `[a, b]`; `None` without any.
+    pub(super) fn error(&self) -> Option<String> {
+        let mut unique: Vec<&str> = vec![];
+        for e in &self.errors {
+            if !unique.contains(&e.as_str()) {
+                unique.push(e);
+            }
+        }
+        match unique.as_slice() {
+            [] => None,
+            [one] => Some(one.to_string()),
+            many => Some(format!("[{}]", many.join(", "))),
+        }
+    }
 }
 
 /// Every rule RBAC grants `user` (with `groups`) for a request in `namespace` (`None`: at the
 /// cluster scope): the bootstrap's, every ClusterRoleBinding's, then the namespace's
-/// RoleBindings', in kube-apiserver's order.
+/// RoleBindings', in kube-apiserver's order (`VisitRulesFor`), with the errors met.
 pub(super) fn granted(
     state: &State,
     user: &str,
     groups: &[String],
     namespace: Option<&str>,
-) -> Vec<Granted> {
-    let mut out = bootstrap_rules(groups);
+) -> Grants {
+    let mut out = Grants {
+        rules: bootstrap_rules(groups),
+        errors: vec![],
+    };
     for binding in stored(state, "clusterrolebindings", None) {
-        out.extend(binding_rules(state, &binding, user, groups));
+        out.add(binding_rules(state, &binding, user, groups));
     }
     if let Some(namespace) = namespace.filter(|n| !n.is_empty()) {
         for binding in stored(state, "rolebindings", Some(namespace)) {
-            out.extend(binding_rules(state, &binding, user, groups));
+            out.add(binding_rules(state, &binding, user, groups));
         }
     }
     out
@@ -196,8 +257,18 @@ fn list_of(rule: &Value, key: &str) -> Option<Value> {
 
 /// A SubjectRulesReviewStatus (kube-apiserver's `RBACAuthorizer.RulesFor`): every rule with
 /// resources becomes a resource rule, every rule with non-resource URLs a non-resource rule
-/// (a rule with both, both); RBAC enumerates everything, so the list is complete.
-fn rules_status(granted: &[Granted]) -> Value {
+/// (a rule with both, both); RBAC enumerates everything, so the list is complete. The
+/// errors met become its `evaluationError` (the SelfSubjectRulesReview REST handler's).
+fn rules_status(grants: &Grants) -> Value {
+    let mut status = rules_of(&grants.rules);
+    if let Some(error) = grants.error() {
+        status["evaluationError"] = json!(error);
+    }
+    status
+}
+
+/// The resource and non-resource rules of a SubjectRulesReviewStatus.
+fn rules_of(granted: &[Granted]) -> Value {
     let mut resource_rules = vec![];
     let mut non_resource_rules = vec![];
     for Granted { rule, .. } in granted {
@@ -262,7 +333,7 @@ mod tests {
 
     #[test]
     fn rules_are_split_into_resource_and_non_resource_rules() {
-        let status = rules_status(&[
+        let status = rules_of(&[
             granted_rule(
                 json!({"apiGroups": ["math.example.com"], "resources": ["numbers"],
                                 "verbs": ["get", "list"]}),
@@ -282,6 +353,20 @@ mod tests {
                 "incomplete": false,
             })
         );
+    }
+
+    /// `utilerrors.NewAggregate(errs).Error()`: one error alone, duplicates once, several in
+    /// brackets.
+    #[test]
+    fn errors_read_as_kube_apiserver_aggregates_them() {
+        let grants = |errors: &[&str]| Grants {
+            rules: vec![],
+            errors: errors.iter().map(|e| e.to_string()).collect(),
+        };
+        assert_eq!(grants(&[]).error(), None);
+        assert_eq!(grants(&["a"]).error().as_deref(), Some("a"));
+        assert_eq!(grants(&["a", "a"]).error().as_deref(), Some("a"));
+        assert_eq!(grants(&["a", "b", "a"]).error().as_deref(), Some("[a, b]"));
     }
 
     #[test]

@@ -137,6 +137,7 @@ pub fn builtins() -> Vec<ResourceType> {
         of::<rbac::Role>(reg(&[], &[])),
         of::<rbac::RoleBinding>(reg(&[], &[])),
         // Reviews are answered, never stored (auth.rs).
+        of::<authn::SelfSubjectReview>(reg(&[], &[]).verbs(&["create"])),
         of::<authn::TokenReview>(reg(&[], &[]).verbs(&["create"])),
         of::<authz::SubjectAccessReview>(reg(&[], &[]).verbs(&["create"])),
         of::<authz::SelfSubjectAccessReview>(reg(&[], &[]).verbs(&["create"])),
