@@ -3,7 +3,8 @@
 //! longer one is split where its steps are (a function per step, a file per question), not
 //! squeezed.
 //!
-//! Held to it: the manager's `src/`, and every crate of the folders that hold crates
+//! Held to it: the manager's `src/`, the test API server's `test-apiserver/src/` (every test
+//! runs against it, so it is read as often as the manager), and every crate of the folders that hold crates
 //! ([`CRATE_FOLDERS`]): `crates/*/src/`, and the learner track's `workshop/src/` and
 //! `workshop/*/src/` (the kit, the tools). The learner track's code is read by beginners, so it
 //! is held to the same rule as the manager's, not a looser one. That includes
@@ -89,11 +90,18 @@ fn crate_sources(folder: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// The sources held to the sizes: `src/` and the crates of [`CRATE_FOLDERS`]. Returns the
-/// repository root (to name files by) and the files.
+/// The source folders held to the sizes besides those of [`CRATE_FOLDERS`]: the manager's and
+/// the test API server's, each walked whole (its `bin/` and module folders too).
+const SOURCE_FOLDERS: [&str; 2] = ["src", "test-apiserver/src"];
+
+/// The sources held to the sizes: [`SOURCE_FOLDERS`] and the crates of [`CRATE_FOLDERS`].
+/// Returns the repository root (to name files by) and the files.
 fn sources() -> (PathBuf, Vec<PathBuf>) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut files = rust_files(&root.join("src"));
+    let mut files: Vec<PathBuf> = SOURCE_FOLDERS
+        .iter()
+        .flat_map(|folder| rust_files(&root.join(folder)))
+        .collect();
     for folder in CRATE_FOLDERS {
         files.extend(crate_sources(&root.join(folder)));
     }
@@ -159,6 +167,9 @@ fn the_learner_tracks_crates_and_exercises_are_held_too() {
         "workshop/src/exercises/number.rs",
         "workshop/kit/src/app.rs",
         "workshop/tools/src/watch.rs",
+        "test-apiserver/src/lib.rs",
+        "test-apiserver/src/server/routing.rs",
+        "test-apiserver/src/bin/diff-servers.rs",
     ] {
         assert!(files.contains(&root.join(held)), "{held} is not walked");
     }
