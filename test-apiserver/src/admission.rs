@@ -212,7 +212,14 @@ impl Admission {
             ));
         };
         let sub = Some("finalizers");
-        let owner_check = question("update", &owner.group, &owner.plural, sub, namespace, field("name"));
+        let owner_check = question(
+            "update",
+            &owner.group,
+            &owner.plural,
+            sub,
+            namespace,
+            field("name"),
+        );
         if !self.authorize(owner_check) {
             return Err(forbidden(
                 rt,

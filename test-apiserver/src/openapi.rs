@@ -131,8 +131,16 @@ mod tests {
     #[test]
     fn an_objects_path_names_its_namespace_only_when_namespaced() {
         let types = crate::registry::builtins();
-        let of = |plural: &str| types.iter().find(|t| t.plural == plural).expect("a built-in");
-        assert_eq!(item_path(of("pods")), "/api/v1/namespaces/{namespace}/pods/{name}");
+        let of = |plural: &str| {
+            types
+                .iter()
+                .find(|t| t.plural == plural)
+                .expect("a built-in")
+        };
+        assert_eq!(
+            item_path(of("pods")),
+            "/api/v1/namespaces/{namespace}/pods/{name}"
+        );
         assert_eq!(
             item_path(of("clusterroles")),
             "/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}"

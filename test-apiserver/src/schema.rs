@@ -170,7 +170,8 @@ fn check_null(value: &Value, schema: &Value, path: &str, errs: &mut Vec<Cause>) 
 
 /// `x-kubernetes-int-or-string`: a string or a whole number, nothing else is checked.
 fn check_int_or_string(value: &Value, path: &str, errs: &mut Vec<Cause>) {
-    let ok = matches!(value, Value::String(_)) || value.as_i64().is_some() || value.as_u64().is_some();
+    let ok =
+        matches!(value, Value::String(_)) || value.as_i64().is_some() || value.as_u64().is_some();
     if !ok {
         errs.push(type_error(path, "integer,string", value));
     }
@@ -185,7 +186,9 @@ fn matches_type(t: &str, value: &Value) -> bool {
         "string" => value.is_string(),
         "boolean" => value.is_boolean(),
         "number" => value.is_number(),
-        "integer" => value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0),
+        "integer" => {
+            value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
         _ => true,
     }
 }
@@ -462,7 +465,10 @@ mod tests {
         assert!(!matches_type("string", &json!(3)));
         assert!(matches_type("unknown", &json!(3)));
         assert!(!integer_out_of_range("int32", &json!(i32::MAX)));
-        assert!(integer_out_of_range("int32", &json!(i64::from(i32::MAX) + 1)));
+        assert!(integer_out_of_range(
+            "int32",
+            &json!(i64::from(i32::MAX) + 1)
+        ));
         assert!(!integer_out_of_range("", &json!(i64::MAX)));
         assert!(integer_out_of_range("int64", &json!(u64::MAX)));
     }

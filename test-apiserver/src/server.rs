@@ -346,7 +346,10 @@ impl Call<'_> {
     }
 
     fn get(&self) -> ApiResult<Response> {
-        let obj = self.shared.state().get(&self.t.rt, self.ns(), self.name())?;
+        let obj = self
+            .shared
+            .state()
+            .get(&self.t.rt, self.ns(), self.name())?;
         Ok(self.one(200, &obj))
     }
 
@@ -367,10 +370,20 @@ impl Call<'_> {
             )));
         }
         let rv = q.get("resourceVersion").map(String::as_str);
-        let lagged = self.shared.misbehave.lagged_list(&t.rt, ns, rv, &lsel, &fsel);
+        let lagged = self
+            .shared
+            .misbehave
+            .lagged_list(&t.rt, ns, rv, &lsel, &fsel);
         let (items, meta) = match lagged {
             Some(list) => list,
-            None => st.list(&t.rt, ns, &lsel, &fsel, limit, q.get("continue").map(String::as_str))?,
+            None => st.list(
+                &t.rt,
+                ns,
+                &lsel,
+                &fsel,
+                limit,
+                q.get("continue").map(String::as_str),
+            )?,
         };
         drop(st);
         let v = self.list_body(items, meta);
@@ -378,7 +391,11 @@ impl Call<'_> {
     }
 
     /// A list's items in the view the client asked for.
-    fn list_body(&self, items: Vec<serde_json::Value>, meta: serde_json::Value) -> serde_json::Value {
+    fn list_body(
+        &self,
+        items: Vec<serde_json::Value>,
+        meta: serde_json::Value,
+    ) -> serde_json::Value {
         let t = self.t;
         match self.view {
             View::Full => json!({
@@ -408,13 +425,21 @@ impl Call<'_> {
         let b = decode_body(self.headers, self.body)?;
         let requester = crate::rbac::requester(self.shared, self.headers);
         let state = self.shared.state();
-        let review =
-            crate::auth::review(&self.shared.tokens, &state, &self.t.rt, &b, requester.as_ref());
+        let review = crate::auth::review(
+            &self.shared.tokens,
+            &state,
+            &self.t.rt,
+            &b,
+            requester.as_ref(),
+        );
         drop(state);
         if let Some(review) = review {
             return Ok(json_response(201, &review?, "application/json"));
         }
-        let obj = self.shared.state().create(&self.t.rt, self.ns(), b, &opts)?;
+        let obj = self
+            .shared
+            .state()
+            .create(&self.t.rt, self.ns(), b, &opts)?;
         Ok(with_warnings(self.one(201, &obj), &opts))
     }
 
@@ -464,10 +489,10 @@ impl Call<'_> {
         let t = self.t;
         let opts = delete_opts(self.headers, self.body, self.q)?;
         let (lsel, fsel) = selectors(self.q, &t.rt.plural)?;
-        let (out, meta) = self
-            .shared
-            .state()
-            .delete_collection(&t.rt, self.ns(), &lsel, &fsel, &opts)?;
+        let (out, meta) =
+            self.shared
+                .state()
+                .delete_collection(&t.rt, self.ns(), &lsel, &fsel, &opts)?;
         let v = json!({"kind": list_kind(&t.rt), "apiVersion": t.rt.api_version(),
             "metadata": meta, "items": list_items(&t.rt, out)});
         Ok(json_response(200, &v, "application/json"))

@@ -95,9 +95,9 @@ pub fn builtins() -> Vec<ResourceType> {
     use k8s_openapi::api::{
         apps::v1 as apps, authentication::v1 as authn, authorization::v1 as authz,
         batch::v1 as batch, certificates::v1 as certs, coordination::v1 as coordination,
-        discovery::v1 as discovery, events::v1 as events,
-        networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac,
-        scheduling::v1 as scheduling, storage::v1 as storage,
+        discovery::v1 as discovery, events::v1 as events, networking::v1 as networking,
+        policy::v1 as policy, rbac::v1 as rbac, scheduling::v1 as scheduling,
+        storage::v1 as storage,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
     use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;

@@ -184,9 +184,13 @@ mod tests {
             .map(|c| (c.name.as_str(), c.json_path.as_str()))
             .collect();
         assert_eq!(named, [("Age", ".metadata.creationTimestamp")]);
-        let declared = json!({"additionalPrinterColumns": [{"name": "Value", "jsonPath": ".spec.value"}]});
+        let declared =
+            json!({"additionalPrinterColumns": [{"name": "Value", "jsonPath": ".spec.value"}]});
         let columns = printer_columns(&declared);
         assert_eq!(columns.len(), 1);
-        assert_eq!((columns[0].name.as_str(), columns[0].type_.as_str()), ("Value", "string"));
+        assert_eq!(
+            (columns[0].name.as_str(), columns[0].type_.as_str()),
+            ("Value", "string")
+        );
     }
 }

@@ -218,8 +218,14 @@ mod tests {
             resource_parts(&["namespaces", "a", "status"]),
             Some((None, "namespaces", Some("a"), Some("status")))
         );
-        assert_eq!(resource_parts(&["nodes"]), Some((None, "nodes", None, None)));
-        assert_eq!(resource_parts(&["namespaces", "a", "pods", "p", "status", "x"]), None);
+        assert_eq!(
+            resource_parts(&["nodes"]),
+            Some((None, "nodes", None, None))
+        );
+        assert_eq!(
+            resource_parts(&["namespaces", "a", "pods", "p", "status", "x"]),
+            None
+        );
         assert_eq!(resource_parts(&[]), None);
     }
 }

@@ -508,7 +508,10 @@ mod gc_tests {
     fn an_unowned_dependent_is_deleted_by_the_policy_its_finalizers_name() {
         let fins = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(deletion_policy(&fins(&["a", "orphan"])), "Orphan");
-        assert_eq!(deletion_policy(&fins(&["foregroundDeletion"])), "Foreground");
+        assert_eq!(
+            deletion_policy(&fins(&["foregroundDeletion"])),
+            "Foreground"
+        );
         assert_eq!(deletion_policy(&fins(&["a"])), "Background");
     }
 
@@ -591,7 +594,13 @@ mod gc_tests {
             }
             2 => {
                 let refs = if nrefs == 0 { json!(null) } else { json!(refs) };
-                merge_patch(st, rt, ns, &name, json!({"metadata": {"ownerReferences": refs}}));
+                merge_patch(
+                    st,
+                    rt,
+                    ns,
+                    &name,
+                    json!({"metadata": {"ownerReferences": refs}}),
+                );
             }
             3 => merge_patch(st, rt, ns, &name, json!({"metadata": {"finalizers": null}})),
             _ => {

@@ -283,7 +283,12 @@ impl State {
     /// Sweeps the first of `types` from `next` on that has content in `ns` (deletecollection,
     /// Background). Returns the type to go on from next time, or `None` when every type is
     /// swept.
-    fn sweep_next_type(&mut self, ns: &str, types: &[ResourceType], mut next: usize) -> Option<usize> {
+    fn sweep_next_type(
+        &mut self,
+        ns: &str,
+        types: &[ResourceType],
+        mut next: usize,
+    ) -> Option<usize> {
         while let Some(rt) = types.get(next) {
             next += 1;
             let items: Vec<Value> = self

@@ -242,9 +242,8 @@ impl State {
         if names.is_empty() {
             return Ok(());
         }
-        let forbidden = |message: String| {
-            ApiError::forbidden(&rt.plural, &rt.group, name_of(obj), &message)
-        };
+        let forbidden =
+            |message: String| ApiError::forbidden(&rt.plural, &rt.group, name_of(obj), &message);
         let limiting = limiting_quotas(&self.quotas_in(ns), &names).map_err(forbidden)?;
         let mut charges = vec![];
         for l in limiting {
@@ -434,11 +433,17 @@ mod tests {
         let limiting = limiting_quotas(&quota(5, 5), &names).expect("counted");
         assert_eq!(
             charged(&limiting[0]).err(),
-            Some("exceeded quota: tq, requested: count/tuples.math.example.com=1, \
+            Some(
+                "exceeded quota: tq, requested: count/tuples.math.example.com=1, \
                  used: count/tuples.math.example.com=5, limited: count/tuples.math.example.com=5"
-                .to_string())
+                    .to_string()
+            )
         );
         let other = vec!["count/numbers.math.example.com".to_string()];
-        assert!(limiting_quotas(&quota(5, 5), &other).expect("counted").is_empty());
+        assert!(
+            limiting_quotas(&quota(5, 5), &other)
+                .expect("counted")
+                .is_empty()
+        );
     }
 }

@@ -627,7 +627,9 @@ mod tests {
         let incoming = json!({"spec": {"a": 2}, "status": {"s": 2}});
         let status = written_through(Scope::Status, &old, &incoming, false);
         assert_eq!(status, json!({"spec": {"a": 1}, "status": {"s": 2}}));
-        let main = Scope::Main { exclude_status: true };
+        let main = Scope::Main {
+            exclude_status: true,
+        };
         let object = written_through(main, &old, &incoming, false);
         assert_eq!(object, json!({"spec": {"a": 2}, "status": {"s": 1}}));
     }

@@ -250,6 +250,11 @@ mod tests {
         let (rv, position) = decode_continue(token).expect("a valid token");
         assert_eq!((rv, position), (7, ("ns".to_string(), "b".to_string())));
         assert_eq!(list_meta(7, None, 0), json!({"resourceVersion": "7"}));
-        assert_eq!(decode_continue("not base64!").map(|_| ()).map_err(|e| e.code), Err(400));
+        assert_eq!(
+            decode_continue("not base64!")
+                .map(|_| ())
+                .map_err(|e| e.code),
+            Err(400)
+        );
     }
 }
