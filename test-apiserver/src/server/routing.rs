@@ -86,12 +86,13 @@ fn root_paths(registry: &Registry) -> Vec<String> {
     paths
 }
 
+/// (namespace, plural, name, subresource) of a resource path.
+type ResourceParts<'a> = (Option<&'a str>, &'a str, Option<&'a str>, Option<&'a str>);
+
 /// The parts of a resource path after its group version: (namespace, plural, name,
 /// subresource), or `None` when the path is not one. `namespaces/<ns>/status` and
 /// `namespaces/<ns>/finalize` are a Namespace's subresources, not a resource `status` in it.
-fn resource_parts<'a>(
-    rest: &[&'a str],
-) -> Option<(Option<&'a str>, &'a str, Option<&'a str>, Option<&'a str>)> {
+fn resource_parts<'a>(rest: &[&'a str]) -> Option<ResourceParts<'a>> {
     let parts = match rest {
         ["namespaces", ns, plural, tail @ ..]
             if !(tail.is_empty() && (*plural == "status" || *plural == "finalize")) =>
