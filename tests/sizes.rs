@@ -3,10 +3,12 @@
 //! longer one is split where its steps are (a function per step, a file per question), not
 //! squeezed.
 //!
-//! Held to it: the manager's `src/`, and every crate of the folders that hold crates
-//! ([`CRATE_FOLDERS`]): `crates/*/src/`, and the learner track's `workshop/src/` and
-//! `workshop/*/src/` (the kit, the tools); of each of these crates its `examples/` too
-//! ([`HELD`]: the benchmarks, whose printed lines the docs quote). The learner track's code is read by beginners, so it
+//! Held to it: the manager's `src/`, the test API server's `test-apiserver/src/` (every test
+//! runs against it, so it is read as often as the manager), and every crate of the folders that
+//! hold crates ([`CRATE_FOLDERS`]): `crates/*/src/`, and the learner track's `workshop/src/` and
+//! `workshop/*/src/` (the kit, the tools); of each of these crates its `examples/` too ([`HELD`]:
+//! the benchmarks, whose printed lines the docs quote). The learner track's code is read by
+//! beginners, so it
 //! is held to the same rule as the manager's, not a looser one. That includes
 //! `workshop/src/exercises/`, the starter files a learner edits: what a learner is handed should
 //! look like what they are taught to write (they pass as they are). What a learner writes into
@@ -102,11 +104,14 @@ fn crate_sources(folder: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// The sources held to the sizes: the manager's [`HELD`] folders and the crates of
-/// [`CRATE_FOLDERS`]. Returns the repository root (to name files by) and the files.
+/// The sources held to the sizes: the manager's and the test API server's [`HELD`] folders
+/// and the crates of [`CRATE_FOLDERS`]. Returns the repository root (to name files by) and the
+/// files.
 fn sources() -> (PathBuf, Vec<PathBuf>) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut files = crate_files(&root);
+    // The test API server: every test runs against it, so it is read as often as the manager.
+    files.extend(crate_files(&root.join("test-apiserver")));
     for folder in CRATE_FOLDERS {
         files.extend(crate_sources(&root.join(folder)));
     }
@@ -174,6 +179,9 @@ fn the_learner_tracks_crates_and_exercises_are_held_too() {
         "workshop/tools/src/watch.rs",
         "examples/bench/main.rs",
         "crates/kubectl-math/examples/tree_bench.rs",
+        "test-apiserver/src/lib.rs",
+        "test-apiserver/src/server/routing.rs",
+        "test-apiserver/src/bin/diff-servers.rs",
     ] {
         assert!(files.contains(&root.join(held)), "{held} is not walked");
     }

@@ -165,22 +165,9 @@ impl Admission {
             return Ok(());
         }
         let name = name_of(new).to_string();
-        let namespace = new
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let check = |verb: &str, group: &str, resource: &str, sub: Option<&str>, name: &str| {
-            AuthorizationCheck {
-                verb: verb.into(),
-                group: group.into(),
-                resource: resource.into(),
-                subresource: sub.map(str::to_string),
-                namespace: namespace.clone(),
-                name: name.into(),
-                allowed: false,
-            }
-        };
-        if old.is_some() && !self.authorize(check("delete", &rt.group, &rt.plural, None, &name)) {
+        let namespace = new.pointer("/metadata/namespace").and_then(Value::as_str);
+        let delete = question("delete", &rt.group, &rt.plural, None, namespace, &name);
+        if old.is_some() && !self.authorize(delete) {
             return Err(forbidden(
                 rt,
                 &name,
@@ -188,43 +175,79 @@ impl Admission {
             ));
         }
         let blocking = newly_blocking(old, new);
-        if blocking.is_empty() || self.authorize(check("update", "*", "*", Some("finalizers"), "*"))
-        {
+        let any_finalizers = question("update", "*", "*", Some("finalizers"), namespace, "*");
+        if blocking.is_empty() || self.authorize(any_finalizers) {
             return Ok(());
         }
         for reference in blocking {
-            let field = |k: &str| reference.get(k).and_then(Value::as_str).unwrap_or_default();
-            let (api_version, kind) = (field("apiVersion"), field("kind"));
-            let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-            let Some(owner) = registry
-                .types
-                .iter()
-                .find(|t| t.group == group && t.kind == kind)
-            else {
-                return Err(forbidden(
-                    rt,
-                    &name,
-                    format!(
-                        "cannot set blockOwnerDeletion in this case because cannot find RESTMapping for APIVersion {api_version} Kind {kind}: no matches for kind \"{kind}\" in version \"{api_version}\""
-                    ),
-                ));
-            };
-            let owner_check = check(
-                "update",
-                &owner.group,
-                &owner.plural,
-                Some("finalizers"),
-                field("name"),
-            );
-            if !self.authorize(owner_check) {
-                return Err(forbidden(
-                    rt,
-                    &name,
-                    "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: , <nil>".into(),
-                ));
-            }
+            self.authorize_blocking(registry, rt, &name, namespace, reference)?;
         }
         Ok(())
+    }
+
+    /// `blockOwnerDeletion` on `reference` needs `update` on its owner's `finalizers` (the
+    /// owner's kind must be known to ask that).
+    fn authorize_blocking(
+        &mut self,
+        registry: &Registry,
+        rt: &ResourceType,
+        name: &str,
+        namespace: Option<&str>,
+        reference: &Value,
+    ) -> ApiResult<()> {
+        let field = |k: &str| reference.get(k).and_then(Value::as_str).unwrap_or_default();
+        let (api_version, kind) = (field("apiVersion"), field("kind"));
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let Some(owner) = registry
+            .types
+            .iter()
+            .find(|t| t.group == group && t.kind == kind)
+        else {
+            return Err(forbidden(
+                rt,
+                name,
+                format!(
+                    "cannot set blockOwnerDeletion in this case because cannot find RESTMapping for APIVersion {api_version} Kind {kind}: no matches for kind \"{kind}\" in version \"{api_version}\""
+                ),
+            ));
+        };
+        let sub = Some("finalizers");
+        let owner_check = question(
+            "update",
+            &owner.group,
+            &owner.plural,
+            sub,
+            namespace,
+            field("name"),
+        );
+        if !self.authorize(owner_check) {
+            return Err(forbidden(
+                rt,
+                name,
+                "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: , <nil>".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// An authorization question in the written object's `namespace`, not answered yet.
+fn question(
+    verb: &str,
+    group: &str,
+    resource: &str,
+    sub: Option<&str>,
+    namespace: Option<&str>,
+    name: &str,
+) -> AuthorizationCheck {
+    AuthorizationCheck {
+        verb: verb.into(),
+        group: group.into(),
+        resource: resource.into(),
+        subresource: sub.map(str::to_string),
+        namespace: namespace.map(str::to_string),
+        name: name.into(),
+        allowed: false,
     }
 }
 

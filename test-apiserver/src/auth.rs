@@ -392,6 +392,14 @@ fn allowed_by(state: &State, user: &str, groups: &[String], attributes: &Attribu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::authentication::v1::{
+        TokenReview, TokenReviewSpec, TokenReviewStatus, UserInfo,
+    };
+    use k8s_openapi::api::authorization::v1::{
+        NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+    };
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    use kube::api::{Api, PostParams};
 
     fn non_resource(path: &str, verb: &str) -> Attributes {
         Attributes::NonResource {
@@ -454,35 +462,10 @@ mod tests {
     /// Through HTTP and kube's typed client, as the manager asks.
     #[tokio::test]
     async fn reviews_answer_for_registered_tokens_and_stored_rbac() {
-        use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
-        use k8s_openapi::api::authorization::v1::{
-            NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
-        };
-        use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-        use kube::api::{Api, PostParams};
-
         let server = crate::TestServer::start().await.unwrap();
         server.add_service_account_token("t0k3n", "monitoring", "prometheus");
         let client = server.client();
-        let review = |token: &str| {
-            let client = client.clone();
-            let review = TokenReview {
-                spec: TokenReviewSpec {
-                    token: token.to_string(),
-                    audiences: None,
-                },
-                ..Default::default()
-            };
-            async move {
-                Api::<TokenReview>::all(client)
-                    .create(&PostParams::default(), &review)
-                    .await
-                    .unwrap()
-                    .status
-                    .unwrap()
-            }
-        };
-        let known = review("t0k3n").await;
+        let known = token_review(&client, "t0k3n").await;
         assert_eq!(known.authenticated, Some(true));
         let user = known.user.unwrap();
         assert_eq!(
@@ -495,54 +478,25 @@ mod tests {
                 .unwrap()
                 .contains(&"system:authenticated".to_string())
         );
-        assert_ne!(review("other").await.authenticated, Some(true));
-
-        let may_get_metrics = || {
-            let client = client.clone();
-            let access = SubjectAccessReview {
-                spec: SubjectAccessReviewSpec {
-                    user: user.username.clone(),
-                    groups: user.groups.clone(),
-                    non_resource_attributes: Some(NonResourceAttributes {
-                        path: Some("/metrics".into()),
-                        verb: Some("get".into()),
-                    }),
-                    ..Default::default()
-                },
-                ..Default::default()
-            };
-            async move {
-                Api::<SubjectAccessReview>::all(client)
-                    .create(&PostParams::default(), &access)
-                    .await
-                    .unwrap()
-                    .status
-                    .unwrap()
-                    .allowed
-            }
-        };
-        assert!(!may_get_metrics().await);
-        let role: ClusterRole = serde_json::from_value(json!({
-            "metadata": {"name": "metrics-reader"},
-            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
-        }))
-        .unwrap();
+        assert_ne!(
+            token_review(&client, "other").await.authenticated,
+            Some(true)
+        );
+        assert!(!may_get_metrics(&client, &user).await);
+        let (role, binding) = metrics_reader();
         Api::<ClusterRole>::all(client.clone())
             .create(&PostParams::default(), &role)
             .await
             .unwrap();
-        assert!(!may_get_metrics().await, "a role alone grants nothing");
-        let binding: ClusterRoleBinding = serde_json::from_value(json!({
-            "metadata": {"name": "prometheus-metrics"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "metrics-reader"},
-            "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}],
-        }))
-        .unwrap();
+        assert!(
+            !may_get_metrics(&client, &user).await,
+            "a role alone grants nothing"
+        );
         Api::<ClusterRoleBinding>::all(client.clone())
             .create(&PostParams::default(), &binding)
             .await
             .unwrap();
-        assert!(may_get_metrics().await);
+        assert!(may_get_metrics(&client, &user).await);
         // Reviews are answers, not objects.
         assert!(
             server
@@ -550,5 +504,61 @@ mod tests {
                 .is_empty()
         );
         server.shutdown().await;
+    }
+
+    /// What a TokenReview of `token` answers.
+    async fn token_review(client: &kube::Client, token: &str) -> TokenReviewStatus {
+        let review = TokenReview {
+            spec: TokenReviewSpec {
+                token: token.to_string(),
+                audiences: None,
+            },
+            ..Default::default()
+        };
+        Api::<TokenReview>::all(client.clone())
+            .create(&PostParams::default(), &review)
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+    }
+
+    /// Whether a SubjectAccessReview allows `user` to get `/metrics`.
+    async fn may_get_metrics(client: &kube::Client, user: &UserInfo) -> bool {
+        let access = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: user.username.clone(),
+                groups: user.groups.clone(),
+                non_resource_attributes: Some(NonResourceAttributes {
+                    path: Some("/metrics".into()),
+                    verb: Some("get".into()),
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        Api::<SubjectAccessReview>::all(client.clone())
+            .create(&PostParams::default(), &access)
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .allowed
+    }
+
+    /// A ClusterRole that may get `/metrics`, and its binding to the service account.
+    fn metrics_reader() -> (ClusterRole, ClusterRoleBinding) {
+        let role = serde_json::from_value(json!({
+            "metadata": {"name": "metrics-reader"},
+            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
+        }))
+        .unwrap();
+        let binding = serde_json::from_value(json!({
+            "metadata": {"name": "prometheus-metrics"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "metrics-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}],
+        }))
+        .unwrap();
+        (role, binding)
     }
 }

@@ -82,66 +82,74 @@ fn legacy(e: &Value, causes: &mut Vec<Cause>) {
         .pointer("/involvedObject/namespace")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let mismatch = || {
-        Cause::invalid(
+    let reported = !is_zero(e.get("eventTime"));
+    if !namespace_fits(reported, ns, involved_ns) {
+        causes.push(Cause::invalid(
             "involvedObject.namespace",
             &format!("{involved_ns:?}"),
             "does not match event.namespace",
-        )
-    };
-    if is_zero(e.get("eventTime")) {
-        if involved_ns.is_empty() {
-            if !ns.is_empty() && ns != "default" {
-                causes.push(mismatch());
-            }
-        } else if ns != involved_ns {
-            causes.push(mismatch());
-        }
-    } else {
-        if involved_ns.is_empty() && ns != "default" && ns != "kube-system" {
-            causes.push(mismatch());
-        }
-        let controller = text(e, "reportingComponent");
-        if controller.is_empty() {
-            causes.push(Cause::required("reportingController", ""));
-        }
-        for err in qualified_name_errors(controller) {
-            causes.push(Cause::invalid(
-                "reportingController",
-                &format!("{controller:?}"),
-                &err,
-            ));
-        }
-        let checks: [(&str, &str, usize); 3] = [
-            (
-                "reportingInstance",
-                "reportingInstance",
-                REPORTING_INSTANCE_LIMIT,
-            ),
-            ("action", "action", ACTION_LIMIT),
-            ("reason", "reason", REASON_LIMIT),
-        ];
-        for (field, path, limit) in checks {
-            let v = text(e, field);
-            if v.is_empty() {
-                causes.push(Cause::required(path, ""));
-            }
-            if v.len() > limit {
-                causes.push(invalid_empty(
-                    path,
-                    &format!("can have at most {limit} characters"),
-                ));
-            }
-        }
-        if text(e, "message").len() > NOTE_LIMIT {
-            causes.push(invalid_empty(
-                "message",
-                &format!("can have at most {NOTE_LIMIT} characters"),
-            ));
-        }
+        ));
+    }
+    if reported {
+        reporting_fields(e, causes);
     }
     for err in util::dns_subdomain_errors(ns) {
         causes.push(Cause::invalid("namespace", &format!("{ns:?}"), &err));
+    }
+}
+
+/// Whether an Event's namespace fits its object's: the object's own namespace; for an object
+/// without one, `default` (or none) for an Event without `eventTime`, and `default` or
+/// `kube-system` for one with it (`reported`), which may also name any other object's.
+fn namespace_fits(reported: bool, ns: &str, involved_ns: &str) -> bool {
+    match (reported, involved_ns.is_empty()) {
+        (false, true) => ns.is_empty() || ns == "default",
+        (false, false) => ns == involved_ns,
+        (true, true) => ns == "default" || ns == "kube-system",
+        (true, false) => true,
+    }
+}
+
+/// An Event with an `eventTime` (written through events.k8s.io/v1) names who reported it and
+/// what was done, within the lengths the API allows.
+fn reporting_fields(e: &Value, causes: &mut Vec<Cause>) {
+    let controller = text(e, "reportingComponent");
+    if controller.is_empty() {
+        causes.push(Cause::required("reportingController", ""));
+    }
+    for err in qualified_name_errors(controller) {
+        causes.push(Cause::invalid(
+            "reportingController",
+            &format!("{controller:?}"),
+            &err,
+        ));
+    }
+    let checks: [(&str, &str, usize); 3] = [
+        (
+            "reportingInstance",
+            "reportingInstance",
+            REPORTING_INSTANCE_LIMIT,
+        ),
+        ("action", "action", ACTION_LIMIT),
+        ("reason", "reason", REASON_LIMIT),
+    ];
+    for (field, path, limit) in checks {
+        let v = text(e, field);
+        if v.is_empty() {
+            causes.push(Cause::required(path, ""));
+        }
+        if v.len() > limit {
+            causes.push(invalid_empty(
+                path,
+                &format!("can have at most {limit} characters"),
+            ));
+        }
+    }
+    if text(e, "message").len() > NOTE_LIMIT {
+        causes.push(invalid_empty(
+            "message",
+            &format!("can have at most {NOTE_LIMIT} characters"),
+        ));
     }
 }
 
@@ -309,6 +317,18 @@ pub fn v1_to_core(v1: &Value) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_events_namespace_is_its_objects_or_a_system_one() {
+        assert!(namespace_fits(false, "", ""));
+        assert!(namespace_fits(false, "default", ""));
+        assert!(!namespace_fits(false, "a", ""));
+        assert!(namespace_fits(false, "a", "a"));
+        assert!(!namespace_fits(false, "a", "b"));
+        assert!(namespace_fits(true, "kube-system", ""));
+        assert!(!namespace_fits(true, "a", ""));
+        assert!(namespace_fits(true, "a", "b"));
+    }
 
     #[test]
     fn roundtrip() {

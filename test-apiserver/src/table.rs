@@ -27,11 +27,8 @@ fn parse_path(expr: &str) -> Vec<Step> {
     while i < chars.len() {
         match chars[i] {
             '.' => {
-                i += 1;
-                let start = i;
-                while i < chars.len() && chars[i] != '.' && chars[i] != '[' {
-                    i += 1;
-                }
+                let start = i + 1;
+                i = field_end(&chars, start);
                 let f: String = chars[start..i].iter().collect();
                 if f == "*" {
                     steps.push(Step::Wildcard);
@@ -56,37 +53,50 @@ fn parse_path(expr: &str) -> Vec<Step> {
                 }
                 let inner: String = chars[start..i.min(chars.len())].iter().collect();
                 i += 1;
-                let inner = inner.trim();
-                if inner == "*" {
-                    steps.push(Step::Wildcard);
-                } else if let Ok(n) = inner.parse::<usize>() {
-                    steps.push(Step::Index(n));
-                } else if let Some(f) = inner.strip_prefix("?(").and_then(|x| x.strip_suffix(')')) {
-                    let (lhs, rhs, eq) = if let Some((l, r)) = f.split_once("!=") {
-                        (l, r, false)
-                    } else if let Some((l, r)) = f.split_once("==") {
-                        (l, r, true)
-                    } else {
-                        (f, "", true)
-                    };
-                    let lhs = lhs.trim().trim_start_matches('@').trim_start_matches('.');
-                    let rhs = rhs.trim().trim_matches('"').trim_matches('\'');
-                    steps.push(Step::Filter(lhs.to_string(), rhs.to_string(), eq));
-                } else {
-                    let f = inner.trim_matches('\'').trim_matches('"');
-                    steps.push(Step::Field(f.to_string()));
-                }
+                steps.push(bracket_step(inner.trim()));
             }
             _ => {
                 let start = i;
-                while i < chars.len() && chars[i] != '.' && chars[i] != '[' {
-                    i += 1;
-                }
+                i = field_end(&chars, start);
                 steps.push(Step::Field(chars[start..i].iter().collect()));
             }
         }
     }
     steps
+}
+
+/// Where the field name starting at `start` ends: at the next `.` or `[`, or the end.
+fn field_end(chars: &[char], start: usize) -> usize {
+    let mut i = start;
+    while i < chars.len() && chars[i] != '.' && chars[i] != '[' {
+        i += 1;
+    }
+    i
+}
+
+/// The step a bracket holds: `*`, an index, a filter `?(@.field == "value")` (or `!=`, or
+/// none: the field is present), or a quoted field name.
+fn bracket_step(inner: &str) -> Step {
+    if inner == "*" {
+        return Step::Wildcard;
+    }
+    if let Ok(n) = inner.parse::<usize>() {
+        return Step::Index(n);
+    }
+    if let Some(f) = inner.strip_prefix("?(").and_then(|x| x.strip_suffix(')')) {
+        let (lhs, rhs, eq) = if let Some((l, r)) = f.split_once("!=") {
+            (l, r, false)
+        } else if let Some((l, r)) = f.split_once("==") {
+            (l, r, true)
+        } else {
+            (f, "", true)
+        };
+        let lhs = lhs.trim().trim_start_matches('@').trim_start_matches('.');
+        let rhs = rhs.trim().trim_matches('"').trim_matches('\'');
+        return Step::Filter(lhs.to_string(), rhs.to_string(), eq);
+    }
+    let f = inner.trim_matches('\'').trim_matches('"');
+    Step::Field(f.to_string())
 }
 
 /// Evaluates a JSONPath expression like `.status.conditions[?(@.type=="Ready")].status`.
@@ -227,63 +237,14 @@ fn row_cells(rt: &ResourceType, obj: &Value) -> Vec<Value> {
         return cells;
     }
     if rt.plural == "events" {
-        // stored in core/v1 shape
-        let last = obj
-            .get("lastTimestamp")
-            .filter(|v| !v.is_null())
-            .or_else(|| obj.get("eventTime"))
-            .or(created);
-        let io = obj.get("involvedObject").or_else(|| obj.get("regarding"));
-        let object = format!(
-            "{}/{}",
-            io.and_then(|i| i.get("kind"))
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_lowercase(),
-            io.and_then(|i| i.get("name"))
-                .and_then(Value::as_str)
-                .unwrap_or("")
-        );
-        let msg = obj
-            .get("message")
-            .or_else(|| obj.get("note"))
-            .cloned()
-            .unwrap_or(json!(""));
-        return vec![
-            age(last),
-            obj.get("type").cloned().unwrap_or(json!("")),
-            obj.get("reason").cloned().unwrap_or(json!("")),
-            json!(object),
-            msg,
-        ];
+        return event_cells(obj, created);
     }
     let mut cells = vec![name];
     if rt.plural == "resourcequotas" {
-        // kube-apiserver's printResourceQuota: `name: used/hard` for each status.hard
-        // entry, sorted, `limits.*` in their own column.
-        let hard = obj.pointer("/status/hard").and_then(Value::as_object);
-        let mut names: Vec<&String> = hard.map(|h| h.keys().collect()).unwrap_or_default();
-        names.sort();
-        let (mut request, mut limit) = (vec![], vec![]);
-        for n in names {
-            let q = |part: &str| {
-                obj.pointer(&format!("/status/{part}"))
-                    .and_then(|m| m.get(n.as_str()))
-                    .and_then(Value::as_str)
-                    .unwrap_or("0")
-                    .to_string()
-            };
-            let entry = format!("{n}: {}/{}", q("used"), q("hard"));
-            let pieces: Vec<&str> = n.split('.').collect();
-            if pieces.len() > 1 && pieces[0] == "limits" {
-                limit.push(entry);
-            } else {
-                request.push(entry);
-            }
-        }
+        let (request, limit) = quota_usage(obj);
         cells.push(age(created));
-        cells.push(json!(request.join(", ")));
-        cells.push(json!(limit.join(", ")));
+        cells.push(json!(request));
+        cells.push(json!(limit));
         return cells;
     }
     if rt.plural == "namespaces" {
@@ -296,6 +257,66 @@ fn row_cells(rt: &ResourceType, obj: &Value) -> Vec<Value> {
     }
     cells.push(age(created));
     cells
+}
+
+/// An Event's row (stored in core/v1 shape, read in either): last seen, type, reason,
+/// `kind/name` of its object, message.
+fn event_cells(obj: &Value, created: Option<&Value>) -> Vec<Value> {
+    let last = obj
+        .get("lastTimestamp")
+        .filter(|v| !v.is_null())
+        .or_else(|| obj.get("eventTime"))
+        .or(created);
+    let io = obj.get("involvedObject").or_else(|| obj.get("regarding"));
+    let object = format!(
+        "{}/{}",
+        io.and_then(|i| i.get("kind"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_lowercase(),
+        io.and_then(|i| i.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    );
+    let msg = obj
+        .get("message")
+        .or_else(|| obj.get("note"))
+        .cloned()
+        .unwrap_or(json!(""));
+    vec![
+        age(last),
+        obj.get("type").cloned().unwrap_or(json!("")),
+        obj.get("reason").cloned().unwrap_or(json!("")),
+        json!(object),
+        msg,
+    ]
+}
+
+/// A ResourceQuota's Request and Limit columns, as kube-apiserver's printResourceQuota
+/// writes them: `name: used/hard` for each status.hard entry, sorted, `limits.*` in the
+/// Limit column.
+fn quota_usage(obj: &Value) -> (String, String) {
+    let hard = obj.pointer("/status/hard").and_then(Value::as_object);
+    let mut names: Vec<&String> = hard.map(|h| h.keys().collect()).unwrap_or_default();
+    names.sort();
+    let (mut request, mut limit) = (vec![], vec![]);
+    for n in names {
+        let q = |part: &str| {
+            obj.pointer(&format!("/status/{part}"))
+                .and_then(|m| m.get(n.as_str()))
+                .and_then(Value::as_str)
+                .unwrap_or("0")
+                .to_string()
+        };
+        let entry = format!("{n}: {}/{}", q("used"), q("hard"));
+        let pieces: Vec<&str> = n.split('.').collect();
+        if pieces.len() > 1 && pieces[0] == "limits" {
+            limit.push(entry);
+        } else {
+            request.push(entry);
+        }
+    }
+    (request.join(", "), limit.join(", "))
 }
 
 /// Object metadata as a `PartialObjectMetadata`.
@@ -344,6 +365,21 @@ pub fn table(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bracket_holds_an_index_a_filter_or_a_quoted_field() {
+        assert_eq!(bracket_step("*"), Step::Wildcard);
+        assert_eq!(bracket_step("2"), Step::Index(2));
+        assert_eq!(
+            bracket_step("?(@.type==\"Ready\")"),
+            Step::Filter("type".into(), "Ready".into(), true)
+        );
+        assert_eq!(
+            bracket_step("?(@.type != 'Ready')"),
+            Step::Filter("type".into(), "Ready".into(), false)
+        );
+        assert_eq!(bracket_step("'a.b'"), Step::Field("a.b".into()));
+    }
 
     #[test]
     fn jsonpath() {

@@ -86,48 +86,23 @@ where
     }
 }
 
+/// The `categories` of the kinds `kubectl get all` lists.
+const ALL: &[&str] = &["all"];
+
 /// Built-in resources this server serves, from k8s-openapi's types: stored as JSON, with
 /// the behaviour of their registries where a test has needed it (see README.md).
 pub fn builtins() -> Vec<ResourceType> {
     use k8s_openapi::api::{
         apps::v1 as apps, authentication::v1 as authn, authorization::v1 as authz,
         batch::v1 as batch, certificates::v1 as certs, coordination::v1 as coordination,
-        core::v1 as core, discovery::v1 as discovery, events::v1 as events,
-        networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac,
-        scheduling::v1 as scheduling, storage::v1 as storage,
+        discovery::v1 as discovery, events::v1 as events, networking::v1 as networking,
+        policy::v1 as policy, rbac::v1 as rbac, scheduling::v1 as scheduling,
+        storage::v1 as storage,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
     use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
-    const ALL: &[&str] = &["all"];
-    const POD_SUBRESOURCES: &[&str] = &[
-        "attach",
-        "binding",
-        "ephemeralcontainers",
-        "eviction",
-        "exec",
-        "log",
-        "portforward",
-        "proxy",
-    ];
-    let mut v = vec![
-        of::<core::Namespace>(reg(&["ns"], &[]).sub(&["finalize"]).verbs(&[
-            "create", "delete", "get", "list", "patch", "update", "watch",
-        ])),
-        of::<core::Event>(reg(&["ev"], &[])),
-        of::<core::ServiceAccount>(reg(&["sa"], &[]).sub(&["token"])),
-        of::<core::ConfigMap>(reg(&["cm"], &[])),
-        of::<core::Secret>(reg(&[], &[])),
-        of::<core::ResourceQuota>(reg(&["quota"], &[])),
-        of::<core::Service>(reg(&["svc"], ALL).sub(&["proxy"])),
-        of::<core::Pod>(reg(&["po"], ALL).sub(POD_SUBRESOURCES)),
-        of::<core::Node>(reg(&["no"], &[]).sub(&["proxy"])),
-        of::<core::Endpoints>(reg(&["ep"], &[])),
-        of::<core::PersistentVolume>(reg(&["pv"], &[])),
-        of::<core::PersistentVolumeClaim>(reg(&["pvc"], &[])),
-        of::<core::LimitRange>(reg(&["limits"], &[])),
-        of::<core::PodTemplate>(reg(&[], &[])),
-        of::<core::ReplicationController>(reg(&["rc"], ALL).sub(&["scale"])),
-        of::<core::ComponentStatus>(reg(&["cs"], &[]).verbs(&["get", "list"])),
+    let mut v = core_types();
+    v.extend([
         of::<apiextensions::CustomResourceDefinition>(reg(&["crd", "crds"], &["api-extensions"])),
         of::<apiregistration::APIService>(reg(&[], &["api-extensions"])),
         of::<events::Event>(reg(&["ev"], &[])),
@@ -156,11 +131,46 @@ pub fn builtins() -> Vec<ResourceType> {
         of::<policy::PodDisruptionBudget>(reg(&["pdb"], &[])),
         of::<scheduling::PriorityClass>(reg(&["pc"], &[])),
         of::<storage::StorageClass>(reg(&["sc"], &[])),
-    ];
+    ]);
     for rt in &mut v {
         if rt.plural == "events" {
             rt.storage = "/events".into();
         }
     }
     v
+}
+
+/// The core group's (`/api/v1`) built-in resources, in discovery order.
+fn core_types() -> Vec<ResourceType> {
+    use k8s_openapi::api::core::v1 as core;
+    const POD_SUBRESOURCES: &[&str] = &[
+        "attach",
+        "binding",
+        "ephemeralcontainers",
+        "eviction",
+        "exec",
+        "log",
+        "portforward",
+        "proxy",
+    ];
+    vec![
+        of::<core::Namespace>(reg(&["ns"], &[]).sub(&["finalize"]).verbs(&[
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ])),
+        of::<core::Event>(reg(&["ev"], &[])),
+        of::<core::ServiceAccount>(reg(&["sa"], &[]).sub(&["token"])),
+        of::<core::ConfigMap>(reg(&["cm"], &[])),
+        of::<core::Secret>(reg(&[], &[])),
+        of::<core::ResourceQuota>(reg(&["quota"], &[])),
+        of::<core::Service>(reg(&["svc"], ALL).sub(&["proxy"])),
+        of::<core::Pod>(reg(&["po"], ALL).sub(POD_SUBRESOURCES)),
+        of::<core::Node>(reg(&["no"], &[]).sub(&["proxy"])),
+        of::<core::Endpoints>(reg(&["ep"], &[])),
+        of::<core::PersistentVolume>(reg(&["pv"], &[])),
+        of::<core::PersistentVolumeClaim>(reg(&["pvc"], &[])),
+        of::<core::LimitRange>(reg(&["limits"], &[])),
+        of::<core::PodTemplate>(reg(&[], &[])),
+        of::<core::ReplicationController>(reg(&["rc"], ALL).sub(&["scale"])),
+        of::<core::ComponentStatus>(reg(&["cs"], &[]).verbs(&["get", "list"])),
+    ]
 }

@@ -70,77 +70,19 @@ fn from_crd_version(crd: &Value, version: &Value) -> Option<ResourceType> {
         .and_then(Value::as_str)
         .map(String::from)
         .unwrap_or_else(|| kind.to_lowercase());
-    let strs = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let short_names = strs(names.get("shortNames"));
-    let categories = strs(names.get("categories"));
+    let short_names = strings(names.get("shortNames"));
+    let categories = strings(names.get("categories"));
     let namespaced = spec.get("scope").and_then(Value::as_str) != Some("Cluster");
     let vname = version.get("name")?.as_str()?.to_string();
     let status_subresource = version
         .get("subresources")
         .and_then(|s| s.get("status"))
         .is_some();
-    let scale = version
-        .get("subresources")
-        .and_then(|s| s.get("scale"))
-        .map(|s| {
-            let path = |k: &str| s.get(k).and_then(Value::as_str).map(String::from);
-            ScalePaths {
-                spec_replicas: path("specReplicasPath").unwrap_or_default(),
-                status_replicas: path("statusReplicasPath").unwrap_or_default(),
-                label_selector: path("labelSelectorPath"),
-            }
-        });
+    let scale = scale_paths(version);
     let schema = version
         .get("schema")
         .and_then(|s| s.get("openAPIV3Schema"))
         .cloned();
-    let mut columns: Vec<PrinterColumn> = version
-        .get("additionalPrinterColumns")
-        .and_then(Value::as_array)
-        .map(|cols| {
-            cols.iter()
-                .map(|c| PrinterColumn {
-                    name: c.get("name").and_then(Value::as_str).unwrap_or("").into(),
-                    type_: c
-                        .get("type")
-                        .and_then(Value::as_str)
-                        .unwrap_or("string")
-                        .into(),
-                    format: c.get("format").and_then(Value::as_str).unwrap_or("").into(),
-                    description: c
-                        .get("description")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .into(),
-                    priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
-                    json_path: c
-                        .get("jsonPath")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .into(),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    if columns.is_empty() {
-        // apiextensions-apiserver serves a default Age column when none is declared.
-        columns.push(PrinterColumn {
-            name: "Age".into(),
-            type_: "date".into(),
-            format: String::new(),
-            description: "CreationTimestamp is a timestamp representing the server time when this object was created.".into(),
-            priority: 0,
-            json_path: ".metadata.creationTimestamp".into(),
-        });
-    }
     Some(ResourceType {
         storage: format!("{group}/{plural}"),
         group,
@@ -154,7 +96,7 @@ fn from_crd_version(crd: &Value, version: &Value) -> Option<ResourceType> {
         status_subresource,
         generation: true,
         schema,
-        columns,
+        columns: printer_columns(version),
         crd: crd
             .get("metadata")
             .and_then(|m| m.get("name"))
@@ -166,4 +108,89 @@ fn from_crd_version(crd: &Value, version: &Value) -> Option<ResourceType> {
         scale,
         round_trip: None,
     })
+}
+
+/// The strings of a list of strings (none when absent; what is not a string is skipped).
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The version's `scale` subresource: where its replicas and selector are.
+fn scale_paths(version: &Value) -> Option<ScalePaths> {
+    version
+        .get("subresources")
+        .and_then(|s| s.get("scale"))
+        .map(|s| {
+            let path = |k: &str| s.get(k).and_then(Value::as_str).map(String::from);
+            ScalePaths {
+                spec_replicas: path("specReplicasPath").unwrap_or_default(),
+                status_replicas: path("statusReplicasPath").unwrap_or_default(),
+                label_selector: path("labelSelectorPath"),
+            }
+        })
+}
+
+/// The version's `additionalPrinterColumns`, or the Age column apiextensions-apiserver
+/// serves when none is declared.
+fn printer_columns(version: &Value) -> Vec<PrinterColumn> {
+    let text = |c: &Value, k: &str, default: &str| -> String {
+        c.get(k).and_then(Value::as_str).unwrap_or(default).into()
+    };
+    let mut columns: Vec<PrinterColumn> = version
+        .get("additionalPrinterColumns")
+        .and_then(Value::as_array)
+        .map(|cols| {
+            cols.iter()
+                .map(|c| PrinterColumn {
+                    name: text(c, "name", ""),
+                    type_: text(c, "type", "string"),
+                    format: text(c, "format", ""),
+                    description: text(c, "description", ""),
+                    priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                    json_path: text(c, "jsonPath", ""),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if columns.is_empty() {
+        columns.push(PrinterColumn {
+            name: "Age".into(),
+            type_: "date".into(),
+            format: String::new(),
+            description: "CreationTimestamp is a timestamp representing the server time when this object was created.".into(),
+            priority: 0,
+            json_path: ".metadata.creationTimestamp".into(),
+        });
+    }
+    columns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_version_without_printer_columns_is_shown_with_its_age() {
+        let columns = printer_columns(&json!({"name": "v1"}));
+        let named: Vec<(&str, &str)> = columns
+            .iter()
+            .map(|c| (c.name.as_str(), c.json_path.as_str()))
+            .collect();
+        assert_eq!(named, [("Age", ".metadata.creationTimestamp")]);
+        let declared =
+            json!({"additionalPrinterColumns": [{"name": "Value", "jsonPath": ".spec.value"}]});
+        let columns = printer_columns(&declared);
+        assert_eq!(columns.len(), 1);
+        assert_eq!(
+            (columns[0].name.as_str(), columns[0].type_.as_str()),
+            ("Value", "string")
+        );
+    }
 }

@@ -2,7 +2,7 @@
 //! resource (group, version, namespace, plural, name, subresource), and which verb a
 //! method on a resource path is.
 
-use crate::registry::ResourceType;
+use crate::registry::{Registry, ResourceType};
 use crate::status::{ApiError, ApiResult};
 use crate::{Shared, Verb};
 use axum::http::Method;
@@ -24,68 +24,76 @@ pub(super) enum Route {
 
 pub(super) fn route(shared: &Shared, path: &str) -> ApiResult<Route> {
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    match segs.as_slice() {
+        ["api", "v1", rest @ ..] if !rest.is_empty() => resource(shared, "", "v1", rest),
+        ["apis", g, v, rest @ ..] if !rest.is_empty() => resource(shared, g, v, rest),
+        _ => document(shared, &segs),
+    }
+}
+
+/// A path that is not a resource's: the root's list of paths, `/version`, a health check, a
+/// discovery document or an OpenAPI document; anything else is not found.
+fn document(shared: &Shared, segs: &[&str]) -> ApiResult<Route> {
     let st = shared.state();
-    let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
-        [] => {
-            let mut paths = vec![
-                "/api".to_string(),
-                "/api/v1".into(),
-                "/apis".into(),
-                "/healthz".into(),
-                "/livez".into(),
-                "/readyz".into(),
-                "/version".into(),
-            ];
-            for (g, v) in st.registry.groups() {
-                paths.push(format!("/apis/{g}"));
-                paths.push(format!("/apis/{g}/{v}"));
-            }
-            return Ok(Route::Json(json!({ "paths": paths })));
-        }
-        ["version"] => {
-            return Ok(Route::Json(version_info()));
-        }
-        ["healthz" | "readyz" | "livez", ..] => return Ok(Route::Text("ok")),
-        ["api"] => {
-            return Ok(Route::Json(json!({
-                "kind": "APIVersions", "versions": ["v1"],
-                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
-                    "serverAddress": shared.url.trim_start_matches("http://")}]
-            })));
-        }
-        ["api", "v1"] => {
-            return st
-                .registry
-                .resource_list("", "v1")
-                .map(Route::Json)
-                .ok_or_else(ApiError::no_route);
-        }
-        ["api", "v1", rest @ ..] => ("", "v1", rest),
-        ["apis"] => return Ok(Route::Json(st.registry.api_group_list())),
-        ["apis", g] => {
-            return st
-                .registry
-                .api_group(g)
-                .map(Route::Json)
-                .ok_or_else(ApiError::no_route);
-        }
-        ["apis", g, v] => {
-            return st
-                .registry
-                .resource_list(g, v)
-                .map(Route::Json)
-                .ok_or_else(ApiError::no_route);
-        }
-        ["apis", g, v, rest @ ..] => (g, v, rest),
-        ["openapi", "v3"] => return Ok(Route::Json(crate::openapi::root(&st.registry))),
-        ["openapi", "v3", rest @ ..] => {
-            return crate::openapi::gv_doc(&st.registry, &rest.join("/"))
-                .map(Route::Json)
-                .ok_or_else(ApiError::no_route);
-        }
-        _ => return Err(ApiError::no_route()),
-    };
-    let (ns, plural, name, sub) = match rest {
+    match segs {
+        [] => Ok(Route::Json(json!({ "paths": root_paths(&st.registry) }))),
+        ["version"] => Ok(Route::Json(version_info())),
+        ["healthz" | "readyz" | "livez", ..] => Ok(Route::Text("ok")),
+        ["api"] => Ok(Route::Json(json!({
+            "kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
+                "serverAddress": shared.url.trim_start_matches("http://")}]
+        }))),
+        ["api", "v1"] => st
+            .registry
+            .resource_list("", "v1")
+            .map(Route::Json)
+            .ok_or_else(ApiError::no_route),
+        ["apis"] => Ok(Route::Json(st.registry.api_group_list())),
+        ["apis", g] => st
+            .registry
+            .api_group(g)
+            .map(Route::Json)
+            .ok_or_else(ApiError::no_route),
+        ["apis", g, v] => st
+            .registry
+            .resource_list(g, v)
+            .map(Route::Json)
+            .ok_or_else(ApiError::no_route),
+        ["openapi", "v3"] => Ok(Route::Json(crate::openapi::root(&st.registry))),
+        ["openapi", "v3", rest @ ..] => crate::openapi::gv_doc(&st.registry, &rest.join("/"))
+            .map(Route::Json)
+            .ok_or_else(ApiError::no_route),
+        _ => Err(ApiError::no_route()),
+    }
+}
+
+/// The root's `paths`: the fixed ones, then each served group and group version.
+fn root_paths(registry: &Registry) -> Vec<String> {
+    let mut paths = vec![
+        "/api".to_string(),
+        "/api/v1".into(),
+        "/apis".into(),
+        "/healthz".into(),
+        "/livez".into(),
+        "/readyz".into(),
+        "/version".into(),
+    ];
+    for (g, v) in registry.groups() {
+        paths.push(format!("/apis/{g}"));
+        paths.push(format!("/apis/{g}/{v}"));
+    }
+    paths
+}
+
+/// (namespace, plural, name, subresource) of a resource path.
+type ResourceParts<'a> = (Option<&'a str>, &'a str, Option<&'a str>, Option<&'a str>);
+
+/// The parts of a resource path after its group version: (namespace, plural, name,
+/// subresource), or `None` when the path is not one. `namespaces/<ns>/status` and
+/// `namespaces/<ns>/finalize` are a Namespace's subresources, not a resource `status` in it.
+fn resource_parts<'a>(rest: &[&'a str]) -> Option<ResourceParts<'a>> {
+    let parts = match rest {
         ["namespaces", ns, plural, tail @ ..]
             if !(tail.is_empty() && (*plural == "status" || *plural == "finalize")) =>
         {
@@ -97,11 +105,17 @@ pub(super) fn route(shared: &Shared, path: &str) -> ApiResult<Route> {
             )
         }
         [plural, tail @ ..] => (None, *plural, tail.first().copied(), tail.get(1).copied()),
-        [] => return Err(ApiError::no_route()),
+        [] => return None,
     };
-    if rest.len() > 5 {
-        return Err(ApiError::no_route());
-    }
+    (rest.len() <= 5).then_some(parts)
+}
+
+/// A resource path of `group`/`version`: found only for a served resource, a namespace only
+/// for a namespaced one (whose objects are named only within one), and a subresource only
+/// where the resource has it.
+fn resource(shared: &Shared, group: &str, version: &str, rest: &[&str]) -> ApiResult<Route> {
+    let (ns, plural, name, sub) = resource_parts(rest).ok_or_else(ApiError::no_route)?;
+    let st = shared.state();
     let rt = st
         .registry
         .find(group, version, plural)
@@ -189,4 +203,30 @@ fn version_info() -> serde_json::Value {
         "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.26.0", "compiler": "gc",
         "platform": "linux/amd64"
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_namespaces_status_is_its_subresource_and_a_deep_path_is_none() {
+        assert_eq!(
+            resource_parts(&["namespaces", "a", "pods", "p", "status"]),
+            Some((Some("a"), "pods", Some("p"), Some("status")))
+        );
+        assert_eq!(
+            resource_parts(&["namespaces", "a", "status"]),
+            Some((None, "namespaces", Some("a"), Some("status")))
+        );
+        assert_eq!(
+            resource_parts(&["nodes"]),
+            Some((None, "nodes", None, None))
+        );
+        assert_eq!(
+            resource_parts(&["namespaces", "a", "pods", "p", "status", "x"]),
+            None
+        );
+        assert_eq!(resource_parts(&[]), None);
+    }
 }

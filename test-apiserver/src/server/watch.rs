@@ -116,74 +116,13 @@ pub(super) fn watch(
     q: &HashMap<String, String>,
     plural: &str,
 ) -> ApiResult<Response> {
-    let lsel = LabelSelector::parse(q.get("labelSelector").map(String::as_str).unwrap_or(""))?;
-    let fsel = FieldSelector::parse(
-        q.get("fieldSelector").map(String::as_str).unwrap_or(""),
-        plural,
-    )?;
-    let bookmarks = q.get("allowWatchBookmarks").is_some_and(|b| b == "true");
+    let (tx, rx) = mpsc::unbounded_channel();
+    let mut ctx = WatchCtx::open(shared, t, view, q, plural, rx)?;
     let send_initial = q.get("sendInitialEvents").is_some_and(|b| b == "true");
     let rv_param = q.get("resourceVersion").cloned().unwrap_or_default();
-    let timeout = q
-        .get("timeoutSeconds")
-        .and_then(|s| s.parse::<u64>().ok())
-        .map(Duration::from_secs)
-        .unwrap_or(Duration::from_secs(1800));
-    let interval = *crate::lock(&shared.bookmark_interval);
-    let (tx, rx) = mpsc::unbounded_channel();
-    let mut ctx = WatchCtx {
-        rt: t.rt.clone(),
-        view,
-        include: q
-            .get("includeObject")
-            .cloned()
-            .unwrap_or_else(|| "Metadata".into()),
-        lsel,
-        fsel,
-        name: t.name.clone(),
-        shared: shared.clone(),
-        rx,
-        pending: VecDeque::new(),
-        deadline: tokio::time::Instant::now() + timeout,
-        bookmarks,
-        tick: tokio::time::interval_at(tokio::time::Instant::now() + interval, interval),
-        done: false,
-        first: true,
-    };
     {
         let mut st = shared.state();
-        let ns = t.ns.as_deref();
-        if send_initial || rv_param.is_empty() || rv_param == "0" {
-            let objs: Vec<Value> = st
-                .scan(&t.rt, ns)
-                .map(|(_, v)| v.clone())
-                .filter(|v| ctx.matches(v))
-                .collect();
-            for o in objs {
-                let b = ctx.render("ADDED", &o);
-                ctx.pending.push_back(b);
-            }
-            if send_initial {
-                let b = ctx.bookmark(st.rv, true);
-                ctx.pending.push_back(b);
-            }
-        } else {
-            let from: u64 = rv_param.parse().map_err(|_| {
-                ApiError::bad_request(format!("invalid resource version: {rv_param}"))
-            })?;
-            let floor = st.watch.watch_floor();
-            if from < floor || shared.misbehave.is_gone(from) {
-                let status = ApiError::gone(format!("too old resource version: {from} ({floor})"))
-                    .to_status();
-                ctx.pending.push_back(line("ERROR", status));
-                ctx.done = true;
-            } else {
-                let changes = st.watch.changes_since(from, &t.rt.storage, ns);
-                for c in changes {
-                    ctx.on_change(&c);
-                }
-            }
-        }
+        ctx.begin(&st, t, send_initial, &rv_param)?;
         if !ctx.done {
             st.watch.watchers.push(Watcher {
                 storage: t.rt.storage.clone(),
@@ -192,41 +131,160 @@ pub(super) fn watch(
             });
         }
     }
-    let stream = futures::stream::unfold(ctx, |mut ctx| async move {
-        loop {
-            if let Some(b) = ctx.pending.pop_front() {
-                return Some((Ok::<Bytes, Infallible>(b), ctx));
-            }
-            if ctx.done {
-                return None;
-            }
-            tokio::select! {
-                m = ctx.rx.recv() => match m {
-                    Some(WatchMsg::Change(c)) => ctx.on_change(&c),
-                    None => ctx.done = true,
-                },
-                _ = tokio::time::sleep_until(ctx.deadline) => ctx.done = true,
-                _ = ctx.tick.tick(), if ctx.bookmarks => {
-                    let shared = ctx.shared.clone();
-                    let st = shared.state();
-                    let rv = st.rv;
-                    let mut drained = vec![];
-                    while let Ok(WatchMsg::Change(c)) = ctx.rx.try_recv() {
-                        drained.push(c);
-                    }
-                    drop(st);
-                    for c in drained {
-                        ctx.on_change(&c);
-                    }
-                    let b = ctx.bookmark(rv, false);
-                    ctx.pending.push_back(b);
-                }
-            }
-        }
-    });
+    let stream = futures::stream::unfold(ctx, |ctx| ctx.next());
     let mut r = Response::new(Body::from_stream(stream));
     if let Ok(h) = HeaderValue::from_str(content_type(view, false)) {
         r.headers_mut().insert(header::CONTENT_TYPE, h);
     }
     Ok(r)
+}
+
+/// Whether a watch starts from the objects as they are now (an ADDED event each) rather than
+/// from a replay of the changes after its `resourceVersion`: asked for (`sendInitialEvents`),
+/// or no resourceVersion, or "0" (any).
+fn starts_from_now(send_initial: bool, rv_param: &str) -> bool {
+    send_initial || rv_param.is_empty() || rv_param == "0"
+}
+
+impl WatchCtx {
+    /// A watch's state from its query: selectors, bookmarks, `timeoutSeconds` (30 minutes
+    /// when absent) and the server's bookmark interval.
+    fn open(
+        shared: &Arc<Shared>,
+        t: &Target,
+        view: View,
+        q: &HashMap<String, String>,
+        plural: &str,
+        rx: mpsc::UnboundedReceiver<WatchMsg>,
+    ) -> ApiResult<Self> {
+        let lsel = LabelSelector::parse(q.get("labelSelector").map(String::as_str).unwrap_or(""))?;
+        let fsel = FieldSelector::parse(
+            q.get("fieldSelector").map(String::as_str).unwrap_or(""),
+            plural,
+        )?;
+        let bookmarks = q.get("allowWatchBookmarks").is_some_and(|b| b == "true");
+        let timeout = q
+            .get("timeoutSeconds")
+            .and_then(|s| s.parse::<u64>().ok())
+            .map(Duration::from_secs)
+            .unwrap_or(Duration::from_secs(1800));
+        let interval = *crate::lock(&shared.bookmark_interval);
+        Ok(WatchCtx {
+            rt: t.rt.clone(),
+            view,
+            include: q
+                .get("includeObject")
+                .cloned()
+                .unwrap_or_else(|| "Metadata".into()),
+            lsel,
+            fsel,
+            name: t.name.clone(),
+            shared: shared.clone(),
+            rx,
+            pending: VecDeque::new(),
+            deadline: tokio::time::Instant::now() + timeout,
+            bookmarks,
+            tick: tokio::time::interval_at(tokio::time::Instant::now() + interval, interval),
+            done: false,
+            first: true,
+        })
+    }
+
+    /// The watch's first events, under the state's lock so that no change falls between them
+    /// and the live ones: the current objects (and the initial-events-end bookmark when asked
+    /// for), or the watch cache's changes after `rv_param`, or 410 Expired when the cache no
+    /// longer reaches back that far (the watch then ends).
+    fn begin(
+        &mut self,
+        st: &store::State,
+        t: &Target,
+        send_initial: bool,
+        rv_param: &str,
+    ) -> ApiResult<()> {
+        let ns = t.ns.as_deref();
+        if starts_from_now(send_initial, rv_param) {
+            let objs: Vec<Value> = st
+                .scan(&t.rt, ns)
+                .map(|(_, v)| v.clone())
+                .filter(|v| self.matches(v))
+                .collect();
+            for o in objs {
+                let b = self.render("ADDED", &o);
+                self.pending.push_back(b);
+            }
+            if send_initial {
+                let b = self.bookmark(st.rv, true);
+                self.pending.push_back(b);
+            }
+            return Ok(());
+        }
+        let from: u64 = rv_param
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv_param}")))?;
+        let floor = st.watch.watch_floor();
+        if from < floor || self.shared.misbehave.is_gone(from) {
+            let status =
+                ApiError::gone(format!("too old resource version: {from} ({floor})")).to_status();
+            self.pending.push_back(line("ERROR", status));
+            self.done = true;
+        } else {
+            let changes = st.watch.changes_since(from, &t.rt.storage, ns);
+            for c in changes {
+                self.on_change(&c);
+            }
+        }
+        Ok(())
+    }
+
+    /// The stream's next chunk: what is pending, else the next change, bookmark or the end
+    /// (the timeout, or the server dropping the watcher).
+    async fn next(mut self) -> Option<(Result<Bytes, Infallible>, Self)> {
+        loop {
+            if let Some(b) = self.pending.pop_front() {
+                return Some((Ok::<Bytes, Infallible>(b), self));
+            }
+            if self.done {
+                return None;
+            }
+            tokio::select! {
+                m = self.rx.recv() => match m {
+                    Some(WatchMsg::Change(c)) => self.on_change(&c),
+                    None => self.done = true,
+                },
+                _ = tokio::time::sleep_until(self.deadline) => self.done = true,
+                _ = self.tick.tick(), if self.bookmarks => self.on_tick(),
+            }
+        }
+    }
+
+    /// A bookmark at the state's resourceVersion, after every change up to it already sent
+    /// (read under the lock, so that the bookmark never runs ahead of an event).
+    fn on_tick(&mut self) {
+        let shared = self.shared.clone();
+        let st = shared.state();
+        let rv = st.rv;
+        let mut drained = vec![];
+        while let Ok(WatchMsg::Change(c)) = self.rx.try_recv() {
+            drained.push(c);
+        }
+        drop(st);
+        for c in drained {
+            self.on_change(&c);
+        }
+        let b = self.bookmark(rv, false);
+        self.pending.push_back(b);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watch_replays_only_from_a_given_resource_version() {
+        assert!(starts_from_now(false, ""));
+        assert!(starts_from_now(false, "0"));
+        assert!(starts_from_now(true, "42"));
+        assert!(!starts_from_now(false, "42"));
+    }
 }

@@ -140,6 +140,9 @@ impl State {
         wrote
     }
 
+    /// One step of the finalizer controller for the terminating CRD `name`: mark it
+    /// InstanceDeletionInProgress, delete its instances, and once none is left release its
+    /// finalizer (it goes when none is left). Returns whether it wrote.
     fn crd_cleanup_step(&mut self, name: &str) -> bool {
         let key = Key {
             storage: CRD_STORAGE.into(),
@@ -157,42 +160,23 @@ impl State {
             self.crd_cleanup.work.remove(name);
             return false;
         }
-        let mut wrote = false;
-        let crd = {
-            let marked = with_terminating(
-                &crd,
-                "InstanceDeletionInProgress",
-                "CustomResource deletion is in progress",
-            );
-            if marked == crd {
-                crd
-            } else {
-                wrote = true;
-                self.put(&crd_rt, marked)
-            }
+        let marked = with_terminating(
+            &crd,
+            "InstanceDeletionInProgress",
+            "CustomResource deletion is in progress",
+        );
+        let wrote_mark = marked != crd;
+        let crd = if wrote_mark {
+            self.put(&crd_rt, marked)
+        } else {
+            crd
         };
-        let instances = self
-            .registry
-            .types
-            .iter()
-            .find(|t| t.crd.as_deref() == Some(name))
-            .cloned();
-        if let Some(rt) = instances {
-            let items: Vec<Value> = self
-                .scan(&rt, None)
-                .filter(|(_, v)| !util::is_deleting(v))
-                .map(|(_, v)| v.clone())
-                .collect();
-            for it in items {
-                wrote = true;
-                self.delete_internal(&rt, it, "Background");
-            }
-            if self.scan(&rt, None).next().is_some() {
-                self.crd_cleanup
-                    .work
-                    .insert(name.into(), Instant::now() + RECHECK);
-                return wrote;
-            }
+        let (deleted, left) = self.delete_crd_instances(name);
+        if left {
+            self.crd_cleanup
+                .work
+                .insert(name.into(), Instant::now() + RECHECK);
+            return wrote_mark || deleted;
         }
         self.crd_cleanup.work.remove(name);
         let fins: Vec<String> = util::finalizers_of(&crd)
@@ -207,5 +191,29 @@ impl State {
             self.put(&crd_rt, released);
         }
         true
+    }
+
+    /// Deletes (Background) the instances of the CRD `name` not being deleted yet. Returns
+    /// (whether it deleted any, whether any instance is left).
+    fn delete_crd_instances(&mut self, name: &str) -> (bool, bool) {
+        let instances = self
+            .registry
+            .types
+            .iter()
+            .find(|t| t.crd.as_deref() == Some(name))
+            .cloned();
+        let Some(rt) = instances else {
+            return (false, false);
+        };
+        let items: Vec<Value> = self
+            .scan(&rt, None)
+            .filter(|(_, v)| !util::is_deleting(v))
+            .map(|(_, v)| v.clone())
+            .collect();
+        let deleted = !items.is_empty();
+        for it in items {
+            self.delete_internal(&rt, it, "Background");
+        }
+        (deleted, self.scan(&rt, None).next().is_some())
     }
 }

@@ -7,6 +7,7 @@
 
 use super::storage::to_view;
 use super::{Key, State};
+use crate::registry::ResourceType;
 use crate::util::{self, meta_mut, uid_of};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
@@ -111,24 +112,23 @@ fn owner_refs(obj: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-impl State {
-    /// Keeps the garbage collector's indexes current and queues what a write made worth
-    /// its attention. `old`/`new` are the stored object before/after (None: absent).
-    pub(super) fn gc_track(&mut self, key: &Key, old: Option<&Value>, new: Option<&Value>) {
-        let gc = &mut self.gc;
-        // The object as an owner.
+impl GcIndex {
+    /// The object at `key` as an owner: its uid's entry, and the look its dependents (and
+    /// its own finalizers) need when it appeared, went, or began a foreground or orphan
+    /// deletion.
+    fn track_owner(&mut self, key: &Key, old: Option<&Value>, new: Option<&Value>) {
         let old_uid = old.map(uid_of);
         let new_uid = new.map(uid_of);
         let mut owner_changed: Vec<&str> = vec![];
         if old_uid != new_uid {
             if let Some(u) = old_uid {
-                if gc.uids.get(u) == Some(key) {
-                    gc.uids.remove(u);
+                if self.uids.get(u) == Some(key) {
+                    self.uids.remove(u);
                 }
                 owner_changed.push(u);
             }
             if let Some(u) = new_uid {
-                gc.uids.insert(u.to_string(), key.clone());
+                self.uids.insert(u.to_string(), key.clone());
                 owner_changed.push(u);
             }
         } else if let Some(u) = new_uid
@@ -137,36 +137,40 @@ impl State {
             owner_changed.push(u);
         }
         for u in owner_changed {
-            if let Some(ds) = gc.dependents.get(u) {
-                gc.dirty_dependents.extend(ds.iter().cloned());
+            if let Some(ds) = self.dependents.get(u) {
+                self.dirty_dependents.extend(ds.iter().cloned());
             }
-            gc.dirty_owners.insert(u.to_string());
+            self.dirty_owners.insert(u.to_string());
         }
         if let (Some(n), Some(u)) = (new, new_uid)
             && owner_state(n) != (false, false)
         {
-            gc.dirty_owners.insert(u.to_string());
+            self.dirty_owners.insert(u.to_string());
         }
-        // The object as a dependent.
+    }
+
+    /// The object at `key` as a dependent: the owners' entries its references are under, and
+    /// a look at it when they, its deletion or its finalizers changed.
+    fn track_dependent(&mut self, key: &Key, old: Option<&Value>, new: Option<&Value>) {
         let old_refs = old.and_then(owner_refs_value);
         let new_refs = new.and_then(owner_refs_value);
         let refs_changed = old_refs != new_refs;
         if refs_changed {
             for u in old.map(ref_uids).unwrap_or_default() {
-                if let Some(ds) = gc.dependents.get_mut(&u) {
+                if let Some(ds) = self.dependents.get_mut(&u) {
                     ds.remove(key);
                     if ds.is_empty() {
-                        gc.dependents.remove(&u);
+                        self.dependents.remove(&u);
                     }
                 }
-                gc.dirty_owners.insert(u);
+                self.dirty_owners.insert(u);
             }
             for u in new.map(ref_uids).unwrap_or_default() {
-                gc.dependents
+                self.dependents
                     .entry(u.clone())
                     .or_default()
                     .insert(key.clone());
-                gc.dirty_owners.insert(u);
+                self.dirty_owners.insert(u);
             }
         }
         if let Some(n) = new
@@ -177,8 +181,29 @@ impl State {
                         || util::finalizers_of(o) != util::finalizers_of(n)
                 }))
         {
-            gc.dirty_dependents.insert(key.clone());
+            self.dirty_dependents.insert(key.clone());
         }
+    }
+}
+
+/// The propagation policy the collector deletes an unowned dependent with: the one its
+/// finalizers already name (`orphan`, `foregroundDeletion`), else background.
+fn deletion_policy(finalizers: &[String]) -> &'static str {
+    if finalizers.iter().any(|f| f == "orphan") {
+        "Orphan"
+    } else if finalizers.iter().any(|f| f == "foregroundDeletion") {
+        "Foreground"
+    } else {
+        "Background"
+    }
+}
+
+impl State {
+    /// Keeps the garbage collector's indexes current and queues what a write made worth
+    /// its attention. `old`/`new` are the stored object before/after (None: absent).
+    pub(super) fn gc_track(&mut self, key: &Key, old: Option<&Value>, new: Option<&Value>) {
+        self.gc.track_owner(key, old, new);
+        self.gc.track_dependent(key, old, new);
     }
 
     /// What the garbage collector would do for these dependents and owners, computed from
@@ -189,92 +214,102 @@ impl State {
         dependents: &BTreeSet<Key>,
         owners: &BTreeSet<String>,
     ) -> (Vec<GcAction>, Vec<(Key, &'static str)>) {
-        // uid -> (owner key, deleting in foreground, being orphaned)
-        let owner = |uid: &str| -> Option<(&Key, bool, bool)> {
-            let k = self.gc.uids.get(uid)?;
-            let (fg, orphan) = owner_state(self.objects.get(k)?);
-            Some((k, fg, orphan))
-        };
-        let mut actions = vec![];
-        for k in dependents {
-            let Some(o) = self.objects.get(k) else {
-                continue;
-            };
-            let refs = owner_refs(o);
-            if refs.is_empty() {
-                continue;
-            }
-            let mut solid = 0;
-            let mut dangling = vec![];
-            let mut waiting = vec![];
-            let mut waiting_block = false;
-            for r in &refs {
-                let uid = r.get("uid").and_then(Value::as_str).unwrap_or("");
-                match owner(uid) {
-                    Some((ok, fg, orphan)) if ok.ns.is_empty() || ok.ns == k.ns => {
-                        if orphan {
-                            // handled below: the reference is removed
-                            solid += 1;
-                        } else if fg {
-                            waiting.push(uid.to_string());
-                            if r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true) {
-                                waiting_block = true;
-                            }
-                        } else {
-                            solid += 1;
-                        }
-                    }
-                    _ => dangling.push(uid.to_string()),
-                }
-            }
-            if solid > 0 {
-                if !dangling.is_empty() || !waiting.is_empty() {
-                    let mut drop = dangling;
-                    drop.extend(waiting);
-                    actions.push(GcAction::DropRefs(k.clone(), drop));
-                }
-            } else if util::is_deleting(o) {
-                continue;
-            } else if !waiting.is_empty() && waiting_block {
-                actions.push(GcAction::Delete(k.clone(), "Foreground"));
-            } else {
-                let fins = util::finalizers_of(o);
-                let policy = if fins.iter().any(|f| f == "orphan") {
-                    "Orphan"
-                } else if fins.iter().any(|f| f == "foregroundDeletion") {
-                    "Foreground"
-                } else {
-                    "Background"
-                };
-                actions.push(GcAction::Delete(k.clone(), policy));
-            }
-        }
-        // Owners being orphaned / foreground-deleted.
+        let mut actions: Vec<GcAction> = dependents
+            .iter()
+            .filter_map(|k| self.dependent_action(k))
+            .collect();
         let mut finalize = vec![];
-        let none = BTreeSet::new();
         for uid in owners {
-            let Some((k, fg, orphan)) = owner(uid) else {
-                continue;
-            };
-            let deps = self.gc.dependents.get(uid).unwrap_or(&none);
-            if orphan {
-                for dk in deps {
-                    actions.push(GcAction::DropRefs(dk.clone(), vec![uid.clone()]));
-                }
-                finalize.push((k.clone(), "orphan"));
-            } else if fg {
-                let blocked = deps.iter().filter_map(|dk| self.objects.get(dk)).any(|d| {
-                    owner_refs(d).iter().any(|r| {
-                        r.get("uid").and_then(Value::as_str) == Some(uid)
-                            && r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true)
-                    })
-                });
-                if !blocked {
-                    finalize.push((k.clone(), "foregroundDeletion"));
-                }
-            }
+            self.owner_plan(uid, &mut actions, &mut finalize);
         }
         (actions, finalize)
+    }
+
+    /// The stored owner with this uid: (its key, deleting in foreground, being orphaned).
+    fn gc_owner(&self, uid: &str) -> Option<(&Key, bool, bool)> {
+        let k = self.gc.uids.get(uid)?;
+        let (fg, orphan) = owner_state(self.objects.get(k)?);
+        Some((k, fg, orphan))
+    }
+
+    /// What the collector does to dependent `k`: while an owner stands (one in its
+    /// namespace, or cluster-scoped), it drops the references to owners that are gone or
+    /// deleted in the foreground; when none stands and it is not being deleted, it deletes
+    /// it, in the foreground when a foreground owner waits on it (blockOwnerDeletion).
+    fn dependent_action(&self, k: &Key) -> Option<GcAction> {
+        let o = self.objects.get(k)?;
+        let refs = owner_refs(o);
+        if refs.is_empty() {
+            return None;
+        }
+        let mut solid = 0;
+        let mut dangling = vec![];
+        let mut waiting = vec![];
+        let mut waiting_block = false;
+        for r in &refs {
+            let uid = r.get("uid").and_then(Value::as_str).unwrap_or("");
+            match self.gc_owner(uid) {
+                Some((ok, fg, orphan)) if ok.ns.is_empty() || ok.ns == k.ns => {
+                    if orphan {
+                        // handled by the owner's plan: the reference is removed
+                        solid += 1;
+                    } else if fg {
+                        waiting.push(uid.to_string());
+                        if r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true) {
+                            waiting_block = true;
+                        }
+                    } else {
+                        solid += 1;
+                    }
+                }
+                _ => dangling.push(uid.to_string()),
+            }
+        }
+        if solid > 0 {
+            let mut drop = dangling;
+            drop.extend(waiting);
+            return (!drop.is_empty()).then(|| GcAction::DropRefs(k.clone(), drop));
+        }
+        if util::is_deleting(o) {
+            return None;
+        }
+        if !waiting.is_empty() && waiting_block {
+            return Some(GcAction::Delete(k.clone(), "Foreground"));
+        }
+        let policy = deletion_policy(&util::finalizers_of(o));
+        Some(GcAction::Delete(k.clone(), policy))
+    }
+
+    /// For owner `uid` being orphaned: every dependent's reference to it dropped, then its
+    /// `orphan` finalizer; deleted in the foreground: its `foregroundDeletion` finalizer once
+    /// no dependent blocks it any more.
+    fn owner_plan(
+        &self,
+        uid: &str,
+        actions: &mut Vec<GcAction>,
+        finalize: &mut Vec<(Key, &'static str)>,
+    ) {
+        let Some((k, fg, orphan)) = self.gc_owner(uid) else {
+            return;
+        };
+        let none = BTreeSet::new();
+        let deps = self.gc.dependents.get(uid).unwrap_or(&none);
+        if orphan {
+            for dk in deps {
+                actions.push(GcAction::DropRefs(dk.clone(), vec![uid.to_string()]));
+            }
+            finalize.push((k.clone(), "orphan"));
+        } else if fg {
+            let blocked = deps.iter().filter_map(|dk| self.objects.get(dk)).any(|d| {
+                owner_refs(d).iter().any(|r| {
+                    r.get("uid").and_then(Value::as_str) == Some(uid)
+                        && r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true)
+                })
+            });
+            if !blocked {
+                finalize.push((k.clone(), "foregroundDeletion"));
+            }
+        }
     }
 
     /// What a garbage-collector pass over every stored object would do (the tests check
@@ -322,83 +357,103 @@ impl State {
         let dependents = std::mem::take(&mut self.gc.dirty_dependents);
         let owners = std::mem::take(&mut self.gc.dirty_owners);
         let (mut actions, mut finalize) = self.gc_plan(&dependents, &owners);
-        if let Some(rate) = &mut self.gc.rate {
-            // What the rate does not allow now waits, queued again, for the next pass.
-            let allowed = rate.allowed(Instant::now());
-            let later_finalize = finalize.split_off(allowed.min(finalize.len()));
-            let later_actions =
-                actions.split_off(allowed.saturating_sub(finalize.len()).min(actions.len()));
-            rate.tokens -= (finalize.len() + actions.len()) as f64;
-            for action in later_actions {
-                let (GcAction::Delete(key, _) | GcAction::DropRefs(key, _)) = action;
-                self.gc.dirty_dependents.insert(key);
-            }
-            for (key, _) in later_finalize {
-                if let Some(owner) = self.objects.get(&key) {
-                    self.gc.dirty_owners.insert(uid_of(owner).to_string());
-                }
-            }
-        }
+        self.gc_defer_over_rate(&mut actions, &mut finalize);
         let mut changed = false;
         for a in actions {
-            match a {
-                GcAction::Delete(k, policy) => {
-                    if let (Some(o), Some(rt)) = (
-                        self.objects.get(&k).cloned(),
-                        self.registry.find_storage(&k.storage).cloned(),
-                    ) {
-                        let o = to_view(&rt, &o);
-                        self.delete_internal(&rt, o, policy);
-                        changed = true;
-                    }
-                }
-                GcAction::DropRefs(k, uids) => {
-                    if let (Some(o), Some(rt)) = (
-                        self.objects.get(&k).cloned(),
-                        self.registry.find_storage(&k.storage).cloned(),
-                    ) {
-                        let mut n = to_view(&rt, &o);
-                        let refs: Vec<Value> = owner_refs(&n)
-                            .into_iter()
-                            .filter(|r| {
-                                !uids.iter().any(|u| {
-                                    r.get("uid").and_then(Value::as_str) == Some(u.as_str())
-                                })
-                            })
-                            .collect();
-                        let m = meta_mut(&mut n);
-                        if refs.is_empty() {
-                            m.remove("ownerReferences");
-                        } else {
-                            m.insert("ownerReferences".into(), Value::Array(refs));
-                        }
-                        self.put(&rt, n);
-                        changed = true;
-                    }
-                }
-            }
+            changed |= match a {
+                GcAction::Delete(k, policy) => self.gc_delete(&k, policy),
+                GcAction::DropRefs(k, uids) => self.gc_drop_refs(&k, &uids),
+            };
         }
         for (k, fin) in finalize {
-            if let (Some(o), Some(rt)) = (
-                self.objects.get(&k).cloned(),
-                self.registry.find_storage(&k.storage).cloned(),
-            ) {
-                let mut n = to_view(&rt, &o);
-                let fins: Vec<String> = util::finalizers_of(&n)
-                    .into_iter()
-                    .filter(|f| f != fin)
-                    .collect();
-                let empty = fins.is_empty() && super::namespaces::may_vanish(&k.storage, &n);
-                util::set_finalizers(&mut n, fins);
-                if empty {
-                    self.remove_key(&k);
-                } else {
-                    self.put(&rt, n);
-                }
-                changed = true;
-            }
+            changed |= self.gc_finalize(&k, fin);
         }
         changed
+    }
+
+    /// Keeps of the plan what the rate allows now (finalizers first); what it does not waits,
+    /// queued again, for the next pass.
+    fn gc_defer_over_rate(
+        &mut self,
+        actions: &mut Vec<GcAction>,
+        finalize: &mut Vec<(Key, &'static str)>,
+    ) {
+        let Some(rate) = &mut self.gc.rate else {
+            return;
+        };
+        let allowed = rate.allowed(Instant::now());
+        let later_finalize = finalize.split_off(allowed.min(finalize.len()));
+        let later_actions =
+            actions.split_off(allowed.saturating_sub(finalize.len()).min(actions.len()));
+        rate.tokens -= (finalize.len() + actions.len()) as f64;
+        for action in later_actions {
+            let (GcAction::Delete(key, _) | GcAction::DropRefs(key, _)) = action;
+            self.gc.dirty_dependents.insert(key);
+        }
+        for (key, _) in later_finalize {
+            if let Some(owner) = self.objects.get(&key) {
+                self.gc.dirty_owners.insert(uid_of(owner).to_string());
+            }
+        }
+    }
+
+    /// The stored object at `k` as its kind shows it, with its kind; none when it is gone.
+    fn gc_object(&self, k: &Key) -> Option<(Value, ResourceType)> {
+        let o = self.objects.get(k)?;
+        let rt = self.registry.find_storage(&k.storage)?.clone();
+        Some((to_view(&rt, o), rt))
+    }
+
+    /// Deletes the dependent at `k` with `policy`. Whether it was there.
+    fn gc_delete(&mut self, k: &Key, policy: &'static str) -> bool {
+        let Some((o, rt)) = self.gc_object(k) else {
+            return false;
+        };
+        self.delete_internal(&rt, o, policy);
+        true
+    }
+
+    /// Drops the dependent's references to the owners `uids`. Whether it was there.
+    fn gc_drop_refs(&mut self, k: &Key, uids: &[String]) -> bool {
+        let Some((mut n, rt)) = self.gc_object(k) else {
+            return false;
+        };
+        let refs: Vec<Value> = owner_refs(&n)
+            .into_iter()
+            .filter(|r| {
+                !uids
+                    .iter()
+                    .any(|u| r.get("uid").and_then(Value::as_str) == Some(u.as_str()))
+            })
+            .collect();
+        let m = meta_mut(&mut n);
+        if refs.is_empty() {
+            m.remove("ownerReferences");
+        } else {
+            m.insert("ownerReferences".into(), Value::Array(refs));
+        }
+        self.put(&rt, n);
+        true
+    }
+
+    /// Removes the owner's finalizer `fin` (its work is done); an owner with none left that
+    /// may vanish is removed. Whether it was there.
+    fn gc_finalize(&mut self, k: &Key, fin: &str) -> bool {
+        let Some((mut n, rt)) = self.gc_object(k) else {
+            return false;
+        };
+        let fins: Vec<String> = util::finalizers_of(&n)
+            .into_iter()
+            .filter(|f| f != fin)
+            .collect();
+        let empty = fins.is_empty() && super::namespaces::may_vanish(&k.storage, &n);
+        util::set_finalizers(&mut n, fins);
+        if empty {
+            self.remove_key(k);
+        } else {
+            self.put(&rt, n);
+        }
+        true
     }
 }
 
@@ -449,6 +504,17 @@ mod gc_tests {
         st.objects.values().map(|o| uid_of(o).to_string()).collect()
     }
 
+    #[test]
+    fn an_unowned_dependent_is_deleted_by_the_policy_its_finalizers_name() {
+        let fins = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(deletion_policy(&fins(&["a", "orphan"])), "Orphan");
+        assert_eq!(
+            deletion_policy(&fins(&["foregroundDeletion"])),
+            "Foreground"
+        );
+        assert_eq!(deletion_policy(&fins(&["a"])), "Background");
+    }
+
     /// kube-controller-manager's garbage collector keeps a graph of owners and dependents
     /// up to date from watch events and only processes the nodes an event touched; the
     /// store's incremental collector must reach the same result as a pass over every
@@ -469,90 +535,14 @@ mod gc_tests {
             )
             .unwrap();
             settle(&mut st);
-            let cm = st.rt_of("", "configmaps").unwrap();
-            let cr = st
-                .rt_of("rbac.authorization.k8s.io", "clusterroles")
-                .unwrap();
+            let kinds = [
+                st.rt_of("", "configmaps").unwrap(),
+                st.rt_of("rbac.authorization.k8s.io", "clusterroles")
+                    .unwrap(),
+            ];
             let mut gone_uids: Vec<String> = vec!["never-existed".into()];
             for _ in 0..300 {
-                let all = uids(&st);
-                let pick_uid = |rng: &mut Rng| -> String {
-                    if rng.below(5) == 0 {
-                        gone_uids[rng.below(gone_uids.len())].clone()
-                    } else {
-                        all[rng.below(all.len())].clone()
-                    }
-                };
-                let nrefs = rng.below(3);
-                let refs: Vec<Value> = (0..nrefs)
-                    .map(|i| {
-                        json!({"apiVersion": "v1", "kind": "ConfigMap", "name": format!("o{i}"),
-                               "uid": pick_uid(&mut rng), "blockOwnerDeletion": rng.below(2) == 0})
-                    })
-                    .collect();
-                let (rt, ns) = if rng.below(4) == 0 {
-                    (&cr, None)
-                } else {
-                    (&cm, Some(["default", "other"][rng.below(2)]))
-                };
-                let name = format!("o-{}", rng.below(12));
-                match rng.below(6) {
-                    0 | 1 => {
-                        let mut meta = json!({"name": name});
-                        if nrefs > 0 {
-                            meta["ownerReferences"] = json!(refs);
-                        }
-                        if rng.below(4) == 0 {
-                            meta["finalizers"] = json!(["test/hold"]);
-                        }
-                        let _ = st.create(rt, ns, json!({"metadata": meta}), &opts());
-                    }
-                    2 => {
-                        let patch = if nrefs == 0 {
-                            json!({"metadata": {"ownerReferences": null}})
-                        } else {
-                            json!({"metadata": {"ownerReferences": refs}})
-                        };
-                        let _ = st.patch(
-                            rt,
-                            ns,
-                            &name,
-                            None,
-                            PatchType::Merge,
-                            patch.to_string().as_bytes(),
-                            false,
-                            &opts(),
-                        );
-                    }
-                    3 => {
-                        let patch = json!({"metadata": {"finalizers": null}});
-                        let _ = st.patch(
-                            rt,
-                            ns,
-                            &name,
-                            None,
-                            PatchType::Merge,
-                            patch.to_string().as_bytes(),
-                            false,
-                            &opts(),
-                        );
-                    }
-                    _ => {
-                        let policy = ["Background", "Foreground", "Orphan"][rng.below(3)];
-                        if let Ok(o) = st.get(rt, ns, &name) {
-                            gone_uids.push(uid_of(&o).to_string());
-                        }
-                        let _ = st.delete(
-                            rt,
-                            ns,
-                            &name,
-                            &DeleteOpts {
-                                propagation: Some(policy.into()),
-                                ..Default::default()
-                            },
-                        );
-                    }
-                }
+                random_write(&mut st, &mut rng, &mut gone_uids, &kinds);
                 // Sometimes let several writes pile up before the collector runs.
                 if rng.below(3) == 0 {
                     settle(&mut st);
@@ -560,5 +550,77 @@ mod gc_tests {
             }
             settle(&mut st);
         }
+    }
+
+    /// One write the generator picks: a create (with up to two ownerReferences to present
+    /// or gone uids, sometimes a finalizer), a change of the ownerReferences, the removal of
+    /// the finalizers, or a delete with one of the three propagation policies. `kinds` is a
+    /// namespaced kind and a cluster-scoped one; `gone_uids` collects the deleted objects'.
+    fn random_write(
+        st: &mut State,
+        rng: &mut Rng,
+        gone_uids: &mut Vec<String>,
+        kinds: &[ResourceType; 2],
+    ) {
+        let all = uids(st);
+        let nrefs = rng.below(3);
+        let refs: Vec<Value> = (0..nrefs)
+            .map(|i| {
+                let uid = if rng.below(5) == 0 {
+                    gone_uids[rng.below(gone_uids.len())].clone()
+                } else {
+                    all[rng.below(all.len())].clone()
+                };
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "name": format!("o{i}"),
+                       "uid": uid, "blockOwnerDeletion": rng.below(2) == 0})
+            })
+            .collect();
+        let (rt, ns) = if rng.below(4) == 0 {
+            (&kinds[1], None)
+        } else {
+            (&kinds[0], Some(["default", "other"][rng.below(2)]))
+        };
+        let name = format!("o-{}", rng.below(12));
+        match rng.below(6) {
+            0 | 1 => {
+                let mut meta = json!({"name": name});
+                if nrefs > 0 {
+                    meta["ownerReferences"] = json!(refs);
+                }
+                if rng.below(4) == 0 {
+                    meta["finalizers"] = json!(["test/hold"]);
+                }
+                let _ = st.create(rt, ns, json!({"metadata": meta}), &opts());
+            }
+            2 => {
+                let refs = if nrefs == 0 { json!(null) } else { json!(refs) };
+                merge_patch(
+                    st,
+                    rt,
+                    ns,
+                    &name,
+                    json!({"metadata": {"ownerReferences": refs}}),
+                );
+            }
+            3 => merge_patch(st, rt, ns, &name, json!({"metadata": {"finalizers": null}})),
+            _ => {
+                let policy = ["Background", "Foreground", "Orphan"][rng.below(3)];
+                if let Ok(o) = st.get(rt, ns, &name) {
+                    gone_uids.push(uid_of(&o).to_string());
+                }
+                let delete = DeleteOpts {
+                    propagation: Some(policy.into()),
+                    ..Default::default()
+                };
+                let _ = st.delete(rt, ns, &name, &delete);
+            }
+        }
+    }
+
+    /// A merge patch whose outcome the collector's invariant alone judges.
+    fn merge_patch(st: &mut State, rt: &ResourceType, ns: Option<&str>, name: &str, patch: Value) {
+        let body = patch.to_string();
+        let merge = PatchType::Merge;
+        let _ = st.patch(rt, ns, name, None, merge, body.as_bytes(), false, &opts());
     }
 }

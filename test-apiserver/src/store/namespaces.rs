@@ -247,7 +247,10 @@ impl State {
         out
     }
 
-    fn namespace_step(&mut self, ns: &str, mut next: usize) -> bool {
+    /// One step of the namespace controller for the terminating namespace `ns`: sweep the
+    /// next resource type with content (from type `next`), else report what is left in its
+    /// conditions, else drop its finalizer. Returns whether it wrote.
+    fn namespace_step(&mut self, ns: &str, next: usize) -> bool {
         let Some(namespace) = self.namespace(ns).cloned() else {
             self.namespaces.work.remove(ns);
             return false;
@@ -259,7 +262,33 @@ impl State {
             return false;
         }
         let types = self.content_types();
-        // Sweep the next resource type that has content (deletecollection, Background).
+        if let Some(next) = self.sweep_next_type(ns, &types, next) {
+            self.namespaces
+                .work
+                .insert(ns.into(), (Instant::now() + STEP, next));
+            return true;
+        }
+        let (remaining, finalizers) = self.namespace_leftovers(ns, &types);
+        let wrote = self.namespace_conditions(&namespace, &remaining, &finalizers);
+        if !remaining.is_empty() {
+            self.namespaces
+                .work
+                .insert(ns.into(), (Instant::now() + RECHECK, 0));
+            return wrote;
+        }
+        self.namespaces.work.remove(ns);
+        self.release_namespace(ns) || wrote
+    }
+
+    /// Sweeps the first of `types` from `next` on that has content in `ns` (deletecollection,
+    /// Background). Returns the type to go on from next time, or `None` when every type is
+    /// swept.
+    fn sweep_next_type(
+        &mut self,
+        ns: &str,
+        types: &[ResourceType],
+        mut next: usize,
+    ) -> Option<usize> {
         while let Some(rt) = types.get(next) {
             next += 1;
             let items: Vec<Value> = self
@@ -273,15 +302,21 @@ impl State {
             for it in items {
                 self.delete_internal(rt, it, "Background");
             }
-            self.namespaces
-                .work
-                .insert(ns.into(), (Instant::now() + STEP, next));
-            return true;
+            return Some(next);
         }
-        // Every type swept: what is left, and why.
+        None
+    }
+
+    /// Every type swept: what is left in `ns` (per type, as the conditions word it), and the
+    /// finalizers that hold it (with their counts).
+    fn namespace_leftovers(
+        &self,
+        ns: &str,
+        types: &[ResourceType],
+    ) -> (BTreeMap<String, usize>, BTreeMap<String, usize>) {
         let mut remaining: BTreeMap<String, usize> = BTreeMap::new();
         let mut finalizers: BTreeMap<String, usize> = BTreeMap::new();
-        for rt in &types {
+        for rt in types {
             let mut n = 0;
             for (_, v) in self.scan(rt, Some(ns)) {
                 n += 1;
@@ -296,20 +331,16 @@ impl State {
                 );
             }
         }
-        let wrote = self.namespace_conditions(&namespace, &remaining, &finalizers);
-        if !remaining.is_empty() {
-            self.namespaces
-                .work
-                .insert(ns.into(), (Instant::now() + RECHECK, 0));
-            return wrote;
-        }
-        // Finalize: drop our finalizer; with none left the namespace goes.
-        self.namespaces.work.remove(ns);
+        (remaining, finalizers)
+    }
+
+    /// Finalize: drop our finalizer; with none left the namespace goes. Whether it wrote.
+    fn release_namespace(&mut self, ns: &str) -> bool {
         let Some(rt) = self.rt_of("", "namespaces") else {
-            return wrote;
+            return false;
         };
         let Some(mut n) = self.namespace(ns).cloned() else {
-            return wrote;
+            return false;
         };
         let fins: Vec<String> = spec_finalizers(&n)
             .into_iter()

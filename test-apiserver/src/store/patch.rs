@@ -2,6 +2,7 @@
 //! built-ins only) and server-side apply (create when missing, field-manager conflicts).
 //! The result goes through the same update path as a PUT (`rest.rs`).
 
+use super::rest::scope_of;
 use super::strategy::normalize_body;
 use super::{State, WriteOpts};
 use crate::registry::ResourceType;
@@ -35,88 +36,7 @@ impl State {
     ) -> ApiResult<(Value, u16)> {
         let old = self.get(rt, ns, name);
         if ptype == PatchType::Apply {
-            if opts.manager.is_empty() {
-                return Err(ApiError::invalid(
-                    "PatchOptions",
-                    "meta.k8s.io",
-                    "",
-                    vec![Cause::required(
-                        "fieldManager",
-                        "is required for apply patch",
-                    )],
-                ));
-            }
-            let cfg: Value = serde_yaml::from_slice(body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
-            if !cfg.is_object() {
-                return Err(ApiError::bad_request("apply patch must be an object"));
-            }
-            let cfg_name = name_of(&cfg);
-            if !cfg_name.is_empty() && cfg_name != name {
-                return Err(ApiError::bad_request(format!(
-                    "the name of the object ({cfg_name}) does not match the name on the URL ({name})"
-                )));
-            }
-            let scope = if sub == Some("status") {
-                Scope::Status
-            } else {
-                Scope::Main {
-                    exclude_status: rt.status_subresource,
-                }
-            };
-            let mut cfg = cfg;
-            if let Some(k) = cfg.get("kind").and_then(Value::as_str)
-                && k != rt.kind
-            {
-                return Err(ApiError::bad_request(format!(
-                    "the kind in the apply configuration ({k}) does not match the resource ({})",
-                    rt.kind
-                )));
-            }
-            match old {
-                Err(e) if e.code == 404 => {
-                    if sub.is_some() {
-                        return Err(e);
-                    }
-                    meta_mut(&mut cfg).insert("name".into(), json!(name));
-                    if rt.namespaced {
-                        meta_mut(&mut cfg).insert("namespace".into(), json!(ns.unwrap_or("")));
-                    }
-                    let created = ssa::apply(
-                        None,
-                        &cfg,
-                        &opts.manager,
-                        force,
-                        scope,
-                        &rt.api_version(),
-                        Shape::root(rt.schema.as_ref()),
-                    )
-                    .map_err(conflict_error)?;
-                    let created = normalize_body(rt, created)?;
-                    let v = self.create_prepared(rt, created, opts, Some(()))?;
-                    return Ok((v, 201));
-                }
-                Err(e) => return Err(e),
-                Ok(old) => {
-                    if let Some(rv) = util::meta_str(&cfg, "resourceVersion")
-                        && rv != util::rv_of(&old)
-                    {
-                        return Err(ApiError::stale(&rt.plural, &rt.group, name));
-                    }
-                    let new = ssa::apply(
-                        Some(&old),
-                        &cfg,
-                        &opts.manager,
-                        force,
-                        scope,
-                        &rt.api_version(),
-                        Shape::root(rt.schema.as_ref()),
-                    )
-                    .map_err(conflict_error)?;
-                    let v = self.finish_update(rt, old, new, sub, opts, true)?;
-                    return Ok((v, 200));
-                }
-            }
+            return self.server_side_apply(rt, ns, name, sub, body, force, opts, old);
         }
         let old = old?;
         let mut new = old.clone();
@@ -142,6 +62,114 @@ impl State {
             .map_err(|e| strict_patch_error(e, patched.as_deref()))?;
         Ok((v, 200))
     }
+
+    /// Server-side apply of the configuration `body` onto `old` (the object as stored, or
+    /// why it is not): creates the object when it is missing (not through a subresource),
+    /// else updates it, refusing a stale resourceVersion the configuration names.
+    #[allow(clippy::too_many_arguments)]
+    fn server_side_apply(
+        &mut self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        sub: Option<&str>,
+        body: &[u8],
+        force: bool,
+        opts: &WriteOpts,
+        old: ApiResult<Value>,
+    ) -> ApiResult<(Value, u16)> {
+        let mut cfg = apply_configuration(rt, name, body, opts)?;
+        let scope = scope_of(rt, sub);
+        match old {
+            Err(e) if e.code == 404 => {
+                if sub.is_some() {
+                    return Err(e);
+                }
+                meta_mut(&mut cfg).insert("name".into(), json!(name));
+                if rt.namespaced {
+                    meta_mut(&mut cfg).insert("namespace".into(), json!(ns.unwrap_or("")));
+                }
+                let created = applied(rt, None, &cfg, opts, force, scope)?;
+                let created = normalize_body(rt, created)?;
+                let v = self.create_prepared(rt, created, opts, Some(()))?;
+                Ok((v, 201))
+            }
+            Err(e) => Err(e),
+            Ok(old) => {
+                if let Some(rv) = util::meta_str(&cfg, "resourceVersion")
+                    && rv != util::rv_of(&old)
+                {
+                    return Err(ApiError::stale(&rt.plural, &rt.group, name));
+                }
+                let new = applied(rt, Some(&old), &cfg, opts, force, scope)?;
+                let v = self.finish_update(rt, old, new, sub, opts, true)?;
+                Ok((v, 200))
+            }
+        }
+    }
+}
+
+/// The apply configuration of a server-side apply, refused as kube-apiserver refuses it: no
+/// field manager, not YAML or JSON, not an object, or naming another object or another kind.
+fn apply_configuration(
+    rt: &ResourceType,
+    name: &str,
+    body: &[u8],
+    opts: &WriteOpts,
+) -> ApiResult<Value> {
+    if opts.manager.is_empty() {
+        return Err(ApiError::invalid(
+            "PatchOptions",
+            "meta.k8s.io",
+            "",
+            vec![Cause::required(
+                "fieldManager",
+                "is required for apply patch",
+            )],
+        ));
+    }
+    let cfg: Value = serde_yaml::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    if !cfg.is_object() {
+        return Err(ApiError::bad_request("apply patch must be an object"));
+    }
+    let cfg_name = name_of(&cfg);
+    if !cfg_name.is_empty() && cfg_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({cfg_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    if let Some(k) = cfg.get("kind").and_then(Value::as_str)
+        && k != rt.kind
+    {
+        return Err(ApiError::bad_request(format!(
+            "the kind in the apply configuration ({k}) does not match the resource ({})",
+            rt.kind
+        )));
+    }
+    Ok(cfg)
+}
+
+/// `cfg` applied onto `live` (none when creating) by the write's field manager; a conflict
+/// with another manager's fields is kube-apiserver's 409.
+fn applied(
+    rt: &ResourceType,
+    live: Option<&Value>,
+    cfg: &Value,
+    opts: &WriteOpts,
+    force: bool,
+    scope: Scope,
+) -> ApiResult<Value> {
+    ssa::apply(
+        live,
+        cfg,
+        &opts.manager,
+        force,
+        scope,
+        &rt.api_version(),
+        Shape::root(rt.schema.as_ref()),
+    )
+    .map_err(conflict_error)
 }
 
 /// Applies a JSON, merge or strategic merge patch to `doc` (not server-side apply, which

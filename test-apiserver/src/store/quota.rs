@@ -144,6 +144,87 @@ pub(super) fn normalize_quota(obj: &mut Value, causes: &mut Vec<Cause>) -> ApiRe
     Ok(())
 }
 
+/// A quota that limits a resource being created: the quota as stored, its `status.hard` and
+/// `status.used`, and the names it limits the resource by.
+struct Limiting {
+    quota: Value,
+    hard: BTreeMap<String, Quantity>,
+    used: BTreeMap<String, Quantity>,
+    limited: Vec<String>,
+}
+
+/// The quotas among `quotas` that limit a resource counted as `names`, or the refusal's
+/// message when one of them has not counted its use of the resource yet.
+fn limiting_quotas(quotas: &[(Key, Value)], names: &[String]) -> Result<Vec<Limiting>, String> {
+    let mut out = vec![];
+    for (_, q) in quotas {
+        let status = q.get("status");
+        let hard = quantities(status.and_then(|s| s.get("hard")));
+        let used = quantities(status.and_then(|s| s.get("used")));
+        let limited: Vec<String> = names
+            .iter()
+            .filter(|n| hard.contains_key(*n))
+            .cloned()
+            .collect();
+        if limited.is_empty() {
+            continue;
+        }
+        if limited.iter().any(|n| !used.contains_key(n)) {
+            let mut list: Vec<&str> = limited.iter().map(String::as_str).collect();
+            list.sort();
+            return Err(format!(
+                "status unknown for quota: {}, resources: {}",
+                name_of(q),
+                list.join(",")
+            ));
+        }
+        out.push(Limiting {
+            quota: q.clone(),
+            hard,
+            used,
+            limited,
+        });
+    }
+    Ok(out)
+}
+
+/// The quota's `status.used` with one more of the resource, or the refusal's message
+/// (kube-apiserver's, naming only the exceeded names) when that goes over `status.hard`.
+fn charged(l: &Limiting) -> Result<BTreeMap<String, Quantity>, String> {
+    let mut new_used = l.used.clone();
+    let mut requested = BTreeMap::new();
+    let mut exceeded = BTreeSet::new();
+    for n in &l.limited {
+        let one = Quantity::from_count(1);
+        let u = l.used.get(n).copied().unwrap_or(Quantity::from_count(0));
+        let total = u.add(one);
+        requested.insert(n.clone(), one);
+        if l.hard
+            .get(n)
+            .is_some_and(|h| total.cmp_value(h) == std::cmp::Ordering::Greater)
+        {
+            exceeded.insert(n.clone());
+        }
+        new_used.insert(n.clone(), total);
+    }
+    if exceeded.is_empty() {
+        return Ok(new_used);
+    }
+    let only = |m: &BTreeMap<String, Quantity>| -> BTreeMap<String, Quantity> {
+        m.iter()
+            .filter(|(k, _)| exceeded.contains(*k))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
+    };
+    Err(format!(
+        "exceeded quota: {}, requested: {}, used: {}, limited: {}",
+        name_of(&l.quota),
+        pretty(&only(&requested)),
+        pretty(&only(&l.used)),
+        pretty(&only(&l.hard)),
+    ))
+}
+
 impl State {
     /// ResourceQuota admission for creating `obj` (of `rt`, already named and validated).
     /// Refuses with 403 when a quota would be exceeded, else charges the quotas (not for
@@ -161,73 +242,13 @@ impl State {
         if names.is_empty() {
             return Ok(());
         }
-        let name = name_of(obj).to_string();
-        let quotas: Vec<(Key, Value)> = self.quotas_in(ns);
-        // The quotas that limit this resource, with the names they limit it by.
-        let mut interesting = vec![];
-        for (key, q) in &quotas {
-            let status = q.get("status");
-            let hard = quantities(status.and_then(|s| s.get("hard")));
-            let used = quantities(status.and_then(|s| s.get("used")));
-            let limited: Vec<&String> = names.iter().filter(|n| hard.contains_key(*n)).collect();
-            if limited.is_empty() {
-                continue;
-            }
-            if limited.iter().any(|n| !used.contains_key(*n)) {
-                let mut list: Vec<&str> = limited.iter().map(|s| s.as_str()).collect();
-                list.sort();
-                return Err(ApiError::forbidden(
-                    &rt.plural,
-                    &rt.group,
-                    &name,
-                    &format!(
-                        "status unknown for quota: {}, resources: {}",
-                        name_of(q),
-                        list.join(",")
-                    ),
-                ));
-            }
-            interesting.push((key.clone(), q.clone(), hard, used, limited));
-        }
-        let mut charged = vec![];
-        for (key, q, hard, used, limited) in interesting {
-            let mut new_used = used.clone();
-            let mut requested = BTreeMap::new();
-            let mut exceeded = BTreeSet::new();
-            for n in limited {
-                let one = Quantity::from_count(1);
-                let u = used.get(n).copied().unwrap_or(Quantity::from_count(0));
-                let total = u.add(one);
-                requested.insert(n.clone(), one);
-                if hard
-                    .get(n)
-                    .is_some_and(|h| total.cmp_value(h) == std::cmp::Ordering::Greater)
-                {
-                    exceeded.insert(n.clone());
-                }
-                new_used.insert(n.clone(), total);
-            }
-            if !exceeded.is_empty() {
-                let only = |m: &BTreeMap<String, Quantity>| -> BTreeMap<String, Quantity> {
-                    m.iter()
-                        .filter(|(k, _)| exceeded.contains(*k))
-                        .map(|(k, v)| (k.clone(), *v))
-                        .collect()
-                };
-                return Err(ApiError::forbidden(
-                    &rt.plural,
-                    &rt.group,
-                    &name,
-                    &format!(
-                        "exceeded quota: {}, requested: {}, used: {}, limited: {}",
-                        name_of(&q),
-                        pretty(&only(&requested)),
-                        pretty(&only(&used)),
-                        pretty(&only(&hard)),
-                    ),
-                ));
-            }
-            charged.push((key, q, new_used));
+        let forbidden =
+            |message: String| ApiError::forbidden(&rt.plural, &rt.group, name_of(obj), &message);
+        let limiting = limiting_quotas(&self.quotas_in(ns), &names).map_err(forbidden)?;
+        let mut charges = vec![];
+        for l in limiting {
+            let new_used = charged(&l).map_err(forbidden)?;
+            charges.push((l.quota, new_used));
         }
         if dry_run {
             return Ok(());
@@ -235,7 +256,7 @@ impl State {
         let Some(qrt) = self.rt_of("", "resourcequotas") else {
             return Ok(());
         };
-        for (_, mut q, new_used) in charged {
+        for (mut q, new_used) in charges {
             let mut used = q
                 .pointer("/status/used")
                 .and_then(Value::as_object)
@@ -383,5 +404,46 @@ impl State {
     /// Sets how long after a delete the quota controller recounts.
     pub fn set_quota_replenish_delay(&mut self, delay: Duration) {
         self.quota.replenish_delay = delay;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quota(hard: i64, used: i64) -> Vec<(Key, Value)> {
+        let key = Key {
+            storage: QUOTAS.into(),
+            ns: "default".into(),
+            name: "tq".into(),
+        };
+        let q = json!({"metadata": {"name": "tq"}, "status": {
+            "hard": {"count/tuples.math.example.com": hard.to_string()},
+            "used": {"count/tuples.math.example.com": used.to_string()},
+        }});
+        vec![(key, q)]
+    }
+
+    #[test]
+    fn a_create_over_the_hard_limit_is_refused_naming_the_quota() {
+        let names = vec!["count/tuples.math.example.com".to_string()];
+        let limiting = limiting_quotas(&quota(5, 4), &names).expect("counted");
+        let used = charged(&limiting[0]).expect("within the limit");
+        assert_eq!(render(&used), json!({"count/tuples.math.example.com": "5"}));
+        let limiting = limiting_quotas(&quota(5, 5), &names).expect("counted");
+        assert_eq!(
+            charged(&limiting[0]).err(),
+            Some(
+                "exceeded quota: tq, requested: count/tuples.math.example.com=1, \
+                 used: count/tuples.math.example.com=5, limited: count/tuples.math.example.com=5"
+                    .to_string()
+            )
+        );
+        let other = vec!["count/numbers.math.example.com".to_string()];
+        assert!(
+            limiting_quotas(&quota(5, 5), &other)
+                .expect("counted")
+                .is_empty()
+        );
     }
 }

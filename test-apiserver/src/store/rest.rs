@@ -91,6 +91,142 @@ fn unchanged(old: &Value, new: &Value, applied: bool) -> bool {
     without_rv(old) == without_rv(new)
 }
 
+/// What a write through `sub` writes: the status through `/status`, else the object, without
+/// its status when the kind has a status subresource (the status is then not the main
+/// resource's to write).
+pub(super) fn scope_of(rt: &ResourceType, sub: Option<&str>) -> Scope {
+    if sub == Some("status") {
+        Scope::Status
+    } else {
+        Scope::Main {
+            exclude_status: rt.status_subresource,
+        }
+    }
+}
+
+/// The object an update through `scope` makes of `old` and the `incoming` body: through
+/// `/status`, `old` with the incoming status (and an apply's managedFields); else the incoming
+/// object, with `old`'s status when the status is not the main resource's to write.
+fn written_through(scope: Scope, old: &Value, incoming: &Value, applied: bool) -> Value {
+    match scope {
+        Scope::Status => {
+            let mut n = old.clone();
+            if let Some(m) = n.as_object_mut() {
+                match incoming.get("status") {
+                    Some(s) => {
+                        m.insert("status".into(), s.clone());
+                    }
+                    None => {
+                        m.remove("status");
+                    }
+                }
+            }
+            if applied
+                && let Some(mf) = incoming
+                    .get("metadata")
+                    .and_then(|m| m.get("managedFields"))
+            {
+                meta_mut(&mut n).insert("managedFields".into(), mf.clone());
+            }
+            n
+        }
+        Scope::Main { exclude_status } => {
+            let mut n = incoming.clone();
+            if exclude_status && let Some(m) = n.as_object_mut() {
+                match old.get("status") {
+                    Some(s) => {
+                        m.insert("status".into(), s.clone());
+                    }
+                    None => {
+                        m.remove("status");
+                    }
+                }
+            }
+            n
+        }
+    }
+}
+
+/// System metadata is kept from the stored object (a client cannot rename, re-own or
+/// un-delete through an update), and the type is the resource's.
+fn keep_system_metadata(rt: &ResourceType, old: &Value, new: &mut Value) {
+    let old_meta = old.get("metadata").cloned().unwrap_or(json!({}));
+    let m = meta_mut(new);
+    for k in [
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "resourceVersion",
+    ] {
+        match old_meta.get(k) {
+            Some(v) => {
+                m.insert(k.into(), v.clone());
+            }
+            None => {
+                m.remove(k);
+            }
+        }
+    }
+    if m.get("generateName").is_none()
+        && let Some(g) = old_meta.get("generateName")
+    {
+        m.insert("generateName".into(), g.clone());
+    }
+    if let Some(m) = new.as_object_mut() {
+        m.insert("apiVersion".into(), json!(rt.api_version()));
+        m.insert("kind".into(), json!(rt.kind));
+    }
+}
+
+/// A kind with a generation counts one more when anything but metadata (and a status of
+/// its own subresource) changed.
+fn bump_generation(rt: &ResourceType, old: &Value, new: &mut Value) {
+    if rt.generation
+        && strip_for_generation(old, rt.status_subresource)
+            != strip_for_generation(new, rt.status_subresource)
+    {
+        let g = old
+            .get("metadata")
+            .and_then(|m| m.get("generation"))
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        meta_mut(new).insert("generation".into(), json!(g + 1));
+    }
+}
+
+/// What a create resets of the metadata the client sent: the system's fields are the
+/// server's (a new uid, the creation time, generation 1 for a kind that counts them), and a
+/// status of its own subresource is nobody's yet (a Namespace's phase excepted).
+fn reset_system_metadata(rt: &ResourceType, obj: &mut Value) {
+    let m = meta_mut(obj);
+    for k in [
+        "uid",
+        "resourceVersion",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+    ] {
+        m.remove(k);
+    }
+    m.insert("uid".into(), json!(util::new_uid()));
+    m.insert("creationTimestamp".into(), json!(now()));
+    if rt.generation {
+        m.insert("generation".into(), json!(1));
+    } else {
+        m.remove("generation");
+    }
+    if rt.status_subresource
+        && rt.plural != "namespaces"
+        && let Some(m) = obj.as_object_mut()
+    {
+        m.remove("status");
+    }
+}
+
 impl State {
     /// POST.
     pub fn create(
@@ -139,59 +275,8 @@ impl State {
             self.namespace_admit(rt, ns, &obj)?;
         }
         self.crd_admit_create(rt, name_of(&obj))?;
-        let mut name = name_of(&obj).to_string();
-        if name.is_empty() {
-            let gen_name = util::meta_str(&obj, "generateName")
-                .unwrap_or("")
-                .to_string();
-            if gen_name.is_empty() {
-                return Err(ApiError::invalid(
-                    &rt.kind,
-                    &rt.group,
-                    "",
-                    vec![Cause::required(
-                        "metadata.name",
-                        "name or generateName is required",
-                    )],
-                ));
-            }
-            loop {
-                let candidate = format!("{gen_name}{}", util::random_suffix());
-                if !self
-                    .objects
-                    .contains_key(&State::key(rt, ns.as_deref(), &candidate))
-                {
-                    name = candidate;
-                    break;
-                }
-            }
-            meta_mut(&mut obj).insert("name".into(), json!(name));
-        }
-        {
-            let m = meta_mut(&mut obj);
-            for k in [
-                "uid",
-                "resourceVersion",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-                "selfLink",
-            ] {
-                m.remove(k);
-            }
-            m.insert("uid".into(), json!(util::new_uid()));
-            m.insert("creationTimestamp".into(), json!(now()));
-            if rt.generation {
-                m.insert("generation".into(), json!(1));
-            } else {
-                m.remove("generation");
-            }
-        }
-        if rt.status_subresource
-            && rt.plural != "namespaces"
-            && let Some(m) = obj.as_object_mut()
-        {
-            m.remove("status");
-        }
+        let name = self.name_for_create(rt, ns.as_deref(), &mut obj)?;
+        reset_system_metadata(rt, &mut obj);
         builtin_defaults(rt, &mut obj, None);
         self.validate_common(rt, &mut obj, opts, None)?;
         if applied.is_none() {
@@ -226,6 +311,42 @@ impl State {
             self.create_namespace_defaults(&name);
         }
         Ok(created)
+    }
+
+    /// The name a create stores `obj` under: its own, or `generateName` with a random suffix
+    /// no object of the kind in `ns` has yet (written into `obj`); neither is invalid.
+    fn name_for_create(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        obj: &mut Value,
+    ) -> ApiResult<String> {
+        let name = name_of(obj).to_string();
+        if !name.is_empty() {
+            return Ok(name);
+        }
+        let gen_name = util::meta_str(obj, "generateName")
+            .unwrap_or("")
+            .to_string();
+        if gen_name.is_empty() {
+            return Err(ApiError::invalid(
+                &rt.kind,
+                &rt.group,
+                "",
+                vec![Cause::required(
+                    "metadata.name",
+                    "name or generateName is required",
+                )],
+            ));
+        }
+        let name = loop {
+            let candidate = format!("{gen_name}{}", util::random_suffix());
+            if !self.objects.contains_key(&State::key(rt, ns, &candidate)) {
+                break candidate;
+            }
+        };
+        meta_mut(obj).insert("name".into(), json!(name));
+        Ok(name)
     }
 
     /// PUT (main resource or `status`).
@@ -277,98 +398,14 @@ impl State {
         opts: &WriteOpts,
         applied: bool,
     ) -> ApiResult<Value> {
-        let scope = if sub == Some("status") {
-            Scope::Status
-        } else {
-            Scope::Main {
-                exclude_status: rt.status_subresource,
-            }
-        };
-        let mut new = match scope {
-            Scope::Status => {
-                let mut n = old.clone();
-                if let Some(m) = n.as_object_mut() {
-                    match incoming.get("status") {
-                        Some(s) => {
-                            m.insert("status".into(), s.clone());
-                        }
-                        None => {
-                            m.remove("status");
-                        }
-                    }
-                }
-                if applied
-                    && let Some(mf) = incoming
-                        .get("metadata")
-                        .and_then(|m| m.get("managedFields"))
-                {
-                    meta_mut(&mut n).insert("managedFields".into(), mf.clone());
-                }
-                n
-            }
-            Scope::Main { exclude_status } => {
-                let mut n = incoming.clone();
-                if exclude_status && let Some(m) = n.as_object_mut() {
-                    match old.get("status") {
-                        Some(s) => {
-                            m.insert("status".into(), s.clone());
-                        }
-                        None => {
-                            m.remove("status");
-                        }
-                    }
-                }
-                n
-            }
-        };
-        // System metadata is kept from the stored object.
-        {
-            let old_meta = old.get("metadata").cloned().unwrap_or(json!({}));
-            let m = meta_mut(&mut new);
-            for k in [
-                "name",
-                "namespace",
-                "uid",
-                "creationTimestamp",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-                "generation",
-                "resourceVersion",
-            ] {
-                match old_meta.get(k) {
-                    Some(v) => {
-                        m.insert(k.into(), v.clone());
-                    }
-                    None => {
-                        m.remove(k);
-                    }
-                }
-            }
-            if m.get("generateName").is_none()
-                && let Some(g) = old_meta.get("generateName")
-            {
-                m.insert("generateName".into(), g.clone());
-            }
-        }
-        if let Some(m) = new.as_object_mut() {
-            m.insert("apiVersion".into(), json!(rt.api_version()));
-            m.insert("kind".into(), json!(rt.kind));
-        }
+        let scope = scope_of(rt, sub);
+        let mut new = written_through(scope, &old, &incoming, applied);
+        keep_system_metadata(rt, &old, &mut new);
         builtin_defaults(rt, &mut new, Some(&old));
         self.validate_common(rt, &mut new, opts, Some(&old))?;
         self.admission
             .validate(&self.registry, rt, Some(&old), &new)?;
-        if rt.generation
-            && strip_for_generation(&old, rt.status_subresource)
-                != strip_for_generation(&new, rt.status_subresource)
-        {
-            let g = old
-                .get("metadata")
-                .and_then(|m| m.get("generation"))
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            meta_mut(&mut new).insert("generation".into(), json!(g + 1));
-        }
+        bump_generation(rt, &old, &mut new);
         if !applied {
             ssa::record_update(
                 Some(&old),
@@ -582,5 +619,18 @@ mod tests {
         let pending =
             json!({"metadata": {"name": "a", "deletionTimestamp": "2026-01-01T00:00:00Z"}});
         assert_eq!(deleted_status(&rt("configmaps"), &pending), None);
+    }
+
+    #[test]
+    fn a_status_write_keeps_the_spec_and_an_object_write_the_status() {
+        let old = json!({"spec": {"a": 1}, "status": {"s": 1}});
+        let incoming = json!({"spec": {"a": 2}, "status": {"s": 2}});
+        let status = written_through(Scope::Status, &old, &incoming, false);
+        assert_eq!(status, json!({"spec": {"a": 1}, "status": {"s": 2}}));
+        let main = Scope::Main {
+            exclude_status: true,
+        };
+        let object = written_through(main, &old, &incoming, false);
+        assert_eq!(object, json!({"spec": {"a": 2}, "status": {"s": 1}}));
     }
 }

@@ -150,6 +150,9 @@ impl State {
             .take_while(move |(k, _)| k.storage == storage && ns.is_none_or(|n| k.ns == n))
     }
 
+    /// A list of `rt` (in `ns`, or every namespace) filtered by the selectors: a page of at
+    /// most `limit` items after the `cont` token's position, at the resourceVersion of the
+    /// list the token continues, with a `continue` token while items remain.
     #[allow(clippy::too_many_arguments)]
     pub fn list(
         &self,
@@ -163,23 +166,14 @@ impl State {
         let mut list_rv = self.rv;
         let mut after: Option<(String, String)> = None;
         if let Some(c) = cont.filter(|c| !c.is_empty()) {
-            use base64::Engine;
-            let raw = base64::engine::general_purpose::STANDARD
-                .decode(c)
-                .ok()
-                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-                .ok_or_else(|| ApiError::bad_request("continue key is not valid"))?;
-            let rv = raw.get("rv").and_then(Value::as_u64).unwrap_or(0);
+            let (rv, position) = decode_continue(c)?;
             if rv < self.watch.floor {
                 return Err(ApiError::gone(
                     "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue value from the response.",
                 ));
             }
             list_rv = rv;
-            after = Some((
-                raw.get("ns").and_then(Value::as_str).unwrap_or("").into(),
-                raw.get("name").and_then(Value::as_str).unwrap_or("").into(),
-            ));
+            after = Some(position);
         }
         let mut items = vec![];
         let mut next: Option<(String, String)> = None;
@@ -209,14 +203,58 @@ impl State {
             }
             items.push(to_view(rt, obj));
         }
-        let mut meta = json!({"resourceVersion": list_rv.to_string()});
-        if let Some((ns, name)) = next {
-            use base64::Engine;
-            let token = json!({"rv": list_rv, "ns": ns, "name": name}).to_string();
-            meta["continue"] =
-                json!(base64::engine::general_purpose::STANDARD.encode(token.as_bytes()));
-            meta["remainingItemCount"] = json!(remaining);
-        }
-        Ok((items, meta))
+        Ok((items, list_meta(list_rv, next, remaining)))
+    }
+}
+
+/// A `continue` token: the list's resourceVersion and the (namespace, name) of the last item
+/// served, as [`list_meta`] wrote them.
+fn decode_continue(c: &str) -> ApiResult<(u64, (String, String))> {
+    use base64::Engine;
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(c)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .ok_or_else(|| ApiError::bad_request("continue key is not valid"))?;
+    let rv = raw.get("rv").and_then(Value::as_u64).unwrap_or(0);
+    let position = (
+        raw.get("ns").and_then(Value::as_str).unwrap_or("").into(),
+        raw.get("name").and_then(Value::as_str).unwrap_or("").into(),
+    );
+    Ok((rv, position))
+}
+
+/// A list's metadata: its resourceVersion and, when items remain after the page (`next` is
+/// the page's last item), the `continue` token and how many remain.
+fn list_meta(list_rv: u64, next: Option<(String, String)>, remaining: usize) -> Value {
+    let mut meta = json!({"resourceVersion": list_rv.to_string()});
+    if let Some((ns, name)) = next {
+        use base64::Engine;
+        let token = json!({"rv": list_rv, "ns": ns, "name": name}).to_string();
+        meta["continue"] =
+            json!(base64::engine::general_purpose::STANDARD.encode(token.as_bytes()));
+        meta["remainingItemCount"] = json!(remaining);
+    }
+    meta
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_continue_token_resumes_after_the_last_item_at_the_lists_version() {
+        let meta = list_meta(7, Some(("ns".into(), "b".into())), 3);
+        assert_eq!(meta["remainingItemCount"], 3);
+        let token = meta["continue"].as_str().expect("a continue token");
+        let (rv, position) = decode_continue(token).expect("a valid token");
+        assert_eq!((rv, position), (7, ("ns".to_string(), "b".to_string())));
+        assert_eq!(list_meta(7, None, 0), json!({"resourceVersion": "7"}));
+        assert_eq!(
+            decode_continue("not base64!")
+                .map(|_| ())
+                .map_err(|e| e.code),
+            Err(400)
+        );
     }
 }

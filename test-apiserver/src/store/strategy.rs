@@ -281,44 +281,8 @@ pub(super) fn prepare_for_create(rt: &ResourceType, obj: &mut Value) {
 /// What the real server's strategies and controllers fill in for built-in kinds.
 pub(super) fn builtin_defaults(rt: &ResourceType, obj: &mut Value, old: Option<&Value>) {
     match (rt.group.as_str(), rt.plural.as_str()) {
-        ("", "namespaces") => {
-            let name = name_of(obj).to_string();
-            let labels = meta_mut(obj).entry("labels").or_insert_with(|| json!({}));
-            if let Some(l) = labels.as_object_mut() {
-                l.insert("kubernetes.io/metadata.name".into(), json!(name));
-            }
-            // On a create, the strategy sets spec and status after the managedFields are
-            // recorded: see `prepare_for_create`.
-            if let Some(old) = old {
-                if obj.get("spec").is_none() {
-                    obj["spec"] = json!({"finalizers": ["kubernetes"]});
-                }
-                obj["status"] = old.get("status").cloned().unwrap_or(json!({}));
-            }
-        }
-        ("", "secrets") => {
-            // The Secret strategy merges write-only stringData into data (base64).
-            if let Some(Value::Object(sd)) =
-                obj.as_object_mut().and_then(|m| m.remove("stringData"))
-            {
-                use base64::Engine;
-                let data = obj
-                    .as_object_mut()
-                    .map(|m| m.entry("data").or_insert_with(|| json!({})));
-                if let Some(Value::Object(d)) = data {
-                    for (k, v) in sd {
-                        let s = v.as_str().unwrap_or("").as_bytes().to_vec();
-                        d.insert(
-                            k,
-                            json!(base64::engine::general_purpose::STANDARD.encode(s)),
-                        );
-                    }
-                }
-            }
-            if obj.get("type").is_none() {
-                obj["type"] = json!("Opaque");
-            }
-        }
+        ("", "namespaces") => namespace_defaults(obj, old),
+        ("", "secrets") => secret_defaults(obj),
         ("", "pods") if old.is_none() => pod_defaults(obj),
         ("", "services") if old.is_none() => {
             let spec = obj
@@ -331,58 +295,104 @@ pub(super) fn builtin_defaults(rt: &ResourceType, obj: &mut Value, old: Option<&
             }
             obj["status"] = json!({"loadBalancer": {}});
         }
-        ("apiextensions.k8s.io", _) => {
-            let names = obj
-                .get("spec")
-                .and_then(|s| s.get("names"))
-                .cloned()
-                .unwrap_or(json!({}));
-            let mut accepted = names.clone();
-            if accepted.get("singular").is_none() {
-                let kind = names.get("kind").and_then(Value::as_str).unwrap_or("");
-                accepted["singular"] = json!(kind.to_lowercase());
-            }
-            if accepted.get("listKind").is_none() {
-                let kind = names.get("kind").and_then(Value::as_str).unwrap_or("");
-                accepted["listKind"] = json!(format!("{kind}List"));
-            }
-            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-                if let Some(n) = spec.get_mut("names").and_then(Value::as_object_mut) {
-                    n.insert("singular".into(), accepted["singular"].clone());
-                    n.insert("listKind".into(), accepted["listKind"].clone());
-                }
-                spec.entry("conversion")
-                    .or_insert_with(|| json!({"strategy": "None"}));
-            }
-            let stored: Vec<Value> = obj
-                .get("spec")
-                .and_then(|s| s.get("versions"))
-                .and_then(Value::as_array)
-                .map(|vs| {
-                    vs.iter()
-                        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-                        .filter_map(|v| v.get("name").cloned())
-                        .collect()
-                })
-                .unwrap_or_default();
-            let ts = old
-                .and_then(|o| o.get("metadata"))
-                .and_then(|m| m.get("creationTimestamp"))
-                .cloned()
-                .unwrap_or(json!(now()));
-            obj["status"] = json!({
-                "acceptedNames": accepted,
-                "conditions": [
-                    {"type": "NamesAccepted", "status": "True", "lastTransitionTime": ts,
-                     "reason": "NoConflicts", "message": "no conflicts found"},
-                    {"type": "Established", "status": "True", "lastTransitionTime": ts,
-                     "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}
-                ],
-                "storedVersions": stored,
-            });
-        }
+        ("apiextensions.k8s.io", _) => crd_defaults(obj, old),
         _ => {}
     }
+}
+
+/// A Namespace is labelled with its name; an update keeps its status (the namespace
+/// controller's) and, without a spec, gets the `kubernetes` finalizer back.
+fn namespace_defaults(obj: &mut Value, old: Option<&Value>) {
+    let name = name_of(obj).to_string();
+    let labels = meta_mut(obj).entry("labels").or_insert_with(|| json!({}));
+    if let Some(l) = labels.as_object_mut() {
+        l.insert("kubernetes.io/metadata.name".into(), json!(name));
+    }
+    // On a create, the strategy sets spec and status after the managedFields are
+    // recorded: see `prepare_for_create`.
+    if let Some(old) = old {
+        if obj.get("spec").is_none() {
+            obj["spec"] = json!({"finalizers": ["kubernetes"]});
+        }
+        obj["status"] = old.get("status").cloned().unwrap_or(json!({}));
+    }
+}
+
+/// The Secret strategy merges write-only stringData into data (base64); the type is Opaque
+/// unless given.
+fn secret_defaults(obj: &mut Value) {
+    if let Some(Value::Object(sd)) = obj.as_object_mut().and_then(|m| m.remove("stringData")) {
+        use base64::Engine;
+        let data = obj
+            .as_object_mut()
+            .map(|m| m.entry("data").or_insert_with(|| json!({})));
+        if let Some(Value::Object(d)) = data {
+            for (k, v) in sd {
+                let s = v.as_str().unwrap_or("").as_bytes().to_vec();
+                d.insert(
+                    k,
+                    json!(base64::engine::general_purpose::STANDARD.encode(s)),
+                );
+            }
+        }
+    }
+    if obj.get("type").is_none() {
+        obj["type"] = json!("Opaque");
+    }
+}
+
+/// A CustomResourceDefinition's defaulted names and conversion, and the status the
+/// apiextensions controllers write at once here: its names accepted, Established (since
+/// its creation), its storage versions stored.
+fn crd_defaults(obj: &mut Value, old: Option<&Value>) {
+    let names = obj
+        .get("spec")
+        .and_then(|s| s.get("names"))
+        .cloned()
+        .unwrap_or(json!({}));
+    let mut accepted = names.clone();
+    if accepted.get("singular").is_none() {
+        let kind = names.get("kind").and_then(Value::as_str).unwrap_or("");
+        accepted["singular"] = json!(kind.to_lowercase());
+    }
+    if accepted.get("listKind").is_none() {
+        let kind = names.get("kind").and_then(Value::as_str).unwrap_or("");
+        accepted["listKind"] = json!(format!("{kind}List"));
+    }
+    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+        if let Some(n) = spec.get_mut("names").and_then(Value::as_object_mut) {
+            n.insert("singular".into(), accepted["singular"].clone());
+            n.insert("listKind".into(), accepted["listKind"].clone());
+        }
+        spec.entry("conversion")
+            .or_insert_with(|| json!({"strategy": "None"}));
+    }
+    let stored: Vec<Value> = obj
+        .get("spec")
+        .and_then(|s| s.get("versions"))
+        .and_then(Value::as_array)
+        .map(|vs| {
+            vs.iter()
+                .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+                .filter_map(|v| v.get("name").cloned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let ts = old
+        .and_then(|o| o.get("metadata"))
+        .and_then(|m| m.get("creationTimestamp"))
+        .cloned()
+        .unwrap_or(json!(now()));
+    obj["status"] = json!({
+        "acceptedNames": accepted,
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "lastTransitionTime": ts,
+             "reason": "NoConflicts", "message": "no conflicts found"},
+            {"type": "Established", "status": "True", "lastTransitionTime": ts,
+             "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}
+        ],
+        "storedVersions": stored,
+    });
 }
 
 /// The Pod defaults a client reads back from a real server, and the status of a pod no
