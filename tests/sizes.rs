@@ -8,8 +8,7 @@
 //! hold crates ([`CRATE_FOLDERS`]): `crates/*/src/`, and the learner track's `workshop/src/` and
 //! `workshop/*/src/` (the kit, the tools); of each of these crates its `examples/` too ([`HELD`]:
 //! the benchmarks, whose printed lines the docs quote). The learner track's code is read by
-//! beginners, so it
-//! is held to the same rule as the manager's, not a looser one. That includes
+//! beginners, so it is held to the same rule as the manager's, not a looser one. That includes
 //! `workshop/src/exercises/`, the starter files a learner edits: what a learner is handed should
 //! look like what they are taught to write (they pass as they are). What a learner writes into
 //! them in the room is theirs; this test reads the repository as committed.
