@@ -12,12 +12,11 @@
 //! server itself are not authorized unless a test enforces RBAC ([`crate::rbac`]).
 
 mod rules;
+mod tokens;
 mod whoami;
 
+pub(crate) use tokens::{Bound, Tokens};
 pub(crate) use whoami::administrator;
-
-use std::collections::HashMap;
-use std::sync::Mutex;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -37,37 +36,6 @@ pub struct UserInfo {
     pub uid: String,
     /// The user's groups (`system:authenticated` is added when a TokenReview answers).
     pub groups: Vec<String>,
-}
-
-/// The tokens the server recognises.
-#[derive(Debug, Default)]
-pub(crate) struct Tokens(Mutex<HashMap<String, UserInfo>>);
-
-impl Tokens {
-    pub(crate) fn add(&self, token: &str, user: UserInfo) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(token.to_string(), user);
-    }
-
-    /// The username a token stands for (a request's flow, for priority and fairness).
-    pub(crate) fn user(&self, token: &str) -> Option<String> {
-        self.get(token).map(|u| u.username)
-    }
-
-    /// Who a token stands for, if the server knows it.
-    pub(crate) fn info(&self, token: &str) -> Option<UserInfo> {
-        self.get(token)
-    }
-
-    fn get(&self, token: &str) -> Option<UserInfo> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(token)
-            .cloned()
-    }
 }
 
 /// The user a ServiceAccount token stands for, as kube-apiserver names it.
@@ -121,7 +89,7 @@ pub(crate) fn review(
     out.insert("kind".into(), json!(rt.kind));
     out.entry("metadata").or_insert_with(|| json!({}));
     let status = match rt.plural.as_str() {
-        "tokenreviews" => token_review(tokens, body),
+        "tokenreviews" => token_review(tokens, state, body),
         "selfsubjectaccessreviews" => self_subject_access_review(state, body, requester),
         "selfsubjectrulesreviews" => {
             // kube-apiserver answers a new review, which carries no spec.
@@ -136,7 +104,7 @@ pub(crate) fn review(
     }))
 }
 
-fn token_review(tokens: &Tokens, body: &Value) -> ApiResult<Value> {
+fn token_review(tokens: &Tokens, state: &State, body: &Value) -> ApiResult<Value> {
     let token = body
         .pointer("/spec/token")
         .and_then(Value::as_str)
@@ -148,7 +116,8 @@ fn token_review(tokens: &Tokens, body: &Value) -> ApiResult<Value> {
                 "TokenReview.authentication.k8s.io \"\" is invalid: spec.token: Required value",
             )
         })?;
-    Ok(match tokens.get(token) {
+    let known = tokens.info(token).filter(|_| !tokens.revoked(token, state));
+    Ok(match known {
         Some(user) => {
             let mut groups = user.groups.clone();
             groups.push("system:authenticated".to_string());

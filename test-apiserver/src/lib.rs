@@ -75,6 +75,7 @@ mod ssa;
 mod status;
 mod store;
 mod table;
+mod tls;
 mod unknown;
 mod util;
 
@@ -102,6 +103,10 @@ pub struct ServerOptions {
     pub bookmark_interval: Duration,
     /// Start in an outage (connections refused) until [`TestServer::resume`].
     pub start_down: bool,
+    /// Serve HTTPS instead of plain HTTP, with a certificate authority of the server's own,
+    /// named in the kubeconfig by file path as minikube writes its own (see the module `tls`):
+    /// kubectl sends a kubeconfig's bearer token only over TLS.
+    pub https: bool,
 }
 
 impl Default for ServerOptions {
@@ -111,6 +116,7 @@ impl Default for ServerOptions {
             kubeconfig: None,
             bookmark_interval: Duration::from_secs(5),
             start_down: false,
+            https: false,
         }
     }
 }
@@ -119,6 +125,8 @@ struct Inner {
     shared: Arc<Shared>,
     url: String,
     kubeconfig: PathBuf,
+    /// In HTTPS mode, the certificate authority (DER) and its file.
+    authority: Option<(Vec<u8>, PathBuf)>,
     _dir: Option<tempfile::TempDir>,
     stop: Mutex<Option<oneshot::Sender<()>>>,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -149,7 +157,8 @@ impl TestServer {
     pub async fn start_with(opts: ServerOptions) -> anyhow::Result<TestServer> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", opts.port)).await?;
         let addr = listener.local_addr()?;
-        let url = format!("http://127.0.0.1:{}", addr.port());
+        let scheme = if opts.https { "https" } else { "http" };
+        let url = format!("{scheme}://127.0.0.1:{}", addr.port());
         let (dir, kubeconfig) = match opts.kubeconfig {
             Some(p) => (None, p),
             None => {
@@ -160,7 +169,14 @@ impl TestServer {
                 (Some(d), p)
             }
         };
-        std::fs::write(&kubeconfig, kubeconfig_yaml(&url))?;
+        let identity = match opts.https {
+            true => Some(tls::identity(
+                &["127.0.0.1".to_string()],
+                &certificates_dir(&kubeconfig),
+            )?),
+            false => None,
+        };
+        std::fs::write(&kubeconfig, kubeconfig_yaml(&url, identity.as_ref()))?;
         let shared = Arc::new(Shared {
             state: Mutex::new(store::State::default()),
             log: Mutex::new(vec![]),
@@ -180,20 +196,26 @@ impl TestServer {
         let app = server::router(shared.clone());
         let listener = shared.faults_io.listener(listener, addr);
         let gc_shared = Arc::downgrade(&shared);
-        let task = tokio::spawn(async move {
-            let gc = tokio::spawn(shared::background_loop(gc_shared));
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stop_rx.await;
-                })
-                .await;
-            gc.abort();
+        let stopped = async move {
+            let _ = stop_rx.await;
+        };
+        let task = match &identity {
+            Some(identity) => {
+                let listener = tls::TlsListener::new(listener, identity.acceptor.clone());
+                tokio::spawn(serve(listener, app, stopped, gc_shared))
+            }
+            None => tokio::spawn(serve(listener, app, stopped, gc_shared)),
+        };
+        let authority = identity.map(|identity| {
+            let file = identity.ca_file();
+            (identity.ca_der, file)
         });
         Ok(TestServer {
             inner: Arc::new(Inner {
                 shared,
                 url,
                 kubeconfig,
+                authority,
                 _dir: dir,
                 stop: Mutex::new(Some(stop_tx)),
                 task: Mutex::new(Some(task)),
@@ -201,7 +223,7 @@ impl TestServer {
         })
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (`https://` in HTTPS mode).
     pub fn url(&self) -> String {
         self.inner.url.clone()
     }
@@ -213,12 +235,21 @@ impl TestServer {
             Err(e) => unreachable!("the server URL is always valid: {e}"),
         };
         let mut config = kube::Config::new(uri);
+        if let Some((der, _)) = &self.inner.authority {
+            config.root_cert = Some(vec![der.clone()]);
+        }
         config.default_namespace = "default".into();
         config.read_timeout = Some(Duration::from_secs(295));
         match kube::Client::try_from(config) {
             Ok(c) => c,
-            Err(e) => unreachable!("a plain-HTTP client config always builds: {e}"),
+            Err(e) => unreachable!("the server's own client config always builds: {e}"),
         }
+    }
+
+    /// In HTTPS mode, the file of the certificate authority the kubeconfig names (`ca.crt`,
+    /// beside `client.crt` and `client.key`, as minikube keeps them); `None` over plain HTTP.
+    pub fn certificate_authority(&self) -> Option<PathBuf> {
+        self.inner.authority.as_ref().map(|(_, file)| file.clone())
     }
 
     /// The kubeconfig file (`KUBECONFIG=... kubectl get math`).
@@ -377,14 +408,55 @@ impl TestServer {
     }
 }
 
-fn kubeconfig_yaml(url: &str) -> String {
+/// Serves `app` on `listener` until `stopped`, with the server's background loop (the garbage
+/// collector, the namespace and quota controllers) beside it.
+async fn serve<L>(
+    listener: L,
+    app: axum::Router,
+    stopped: impl std::future::Future<Output = ()> + Send + 'static,
+    shared: std::sync::Weak<Shared>,
+) where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
+    let gc = tokio::spawn(shared::background_loop(shared));
+    let _ = axum::serve(listener, app)
+        .with_graceful_shutdown(stopped)
+        .await;
+    gc.abort();
+}
+
+/// Where an HTTPS server keeps the kubeconfig's certificate files: `<kubeconfig>.certs/`.
+fn certificates_dir(kubeconfig: &std::path::Path) -> PathBuf {
+    let mut name = kubeconfig.file_name().unwrap_or_default().to_os_string();
+    name.push(".certs");
+    kubeconfig.with_file_name(name)
+}
+
+/// The server's kubeconfig: over HTTPS shaped as minikube's, the authority and the client's
+/// certificate and key named by file path.
+fn kubeconfig_yaml(url: &str, identity: Option<&tls::Identity>) -> String {
+    let (authority, user) = match identity {
+        Some(identity) => (
+            format!(
+                "\n    certificate-authority: {}",
+                identity.ca_file().display()
+            ),
+            format!(
+                "\n    client-certificate: {}\n    client-key: {}",
+                identity.dir.join("client.crt").display(),
+                identity.dir.join("client.key").display()
+            ),
+        ),
+        None => (String::new(), " {}".to_string()),
+    };
     format!(
         "apiVersion: v1
 kind: Config
 clusters:
 - name: test-apiserver
   cluster:
-    server: {url}
+    server: {url}{authority}
 contexts:
 - name: test-apiserver
   context:
@@ -395,7 +467,7 @@ current-context: test-apiserver
 preferences: {{}}
 users:
 - name: test-user
-  user: {{}}
+  user:{user}
 "
     )
 }

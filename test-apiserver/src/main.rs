@@ -31,6 +31,10 @@ struct Args {
     /// cluster: `make workshop-room`'s kubeconfigs); without a token, the administrator.
     #[arg(long)]
     rbac: bool,
+    /// Serve HTTPS with a certificate authority of its own, named in the kubeconfig by file
+    /// path as minikube writes it (kubectl sends a kubeconfig's token only over TLS).
+    #[arg(long)]
+    https: bool,
 }
 
 fn yaml_files(p: &PathBuf) -> anyhow::Result<Vec<PathBuf>> {
@@ -53,6 +57,7 @@ async fn main() -> anyhow::Result<()> {
         port: args.port,
         kubeconfig: args.kubeconfig,
         bookmark_interval: std::time::Duration::from_secs(args.bookmark_interval.max(1)),
+        https: args.https,
         ..Default::default()
     })
     .await?;

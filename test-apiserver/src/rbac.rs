@@ -10,7 +10,8 @@
 //!
 //! Where it differs from kube-apiserver: a request without a bearer token is the cluster's
 //! administrator (the server's own kubeconfig has none, and the tests that set a room up act
-//! as the organiser); an unknown token is 401; discovery and other non-resource paths are open
+//! as the organiser); an unknown token is 401, and so is a TokenRequest's token once it expired
+//! or its ServiceAccount was deleted (kube-apiserver checks both on every request); discovery and other non-resource paths are open
 //! to every authenticated user (kube-apiserver's default `system:discovery` and
 //! `system:public-info-viewer` bindings); everyone may create `selfsubjectaccessreviews`,
 //! `selfsubjectrulesreviews` and `selfsubjectreviews` (`system:basic-user`: the bootstrap bindings are built into
@@ -39,14 +40,22 @@ pub(crate) fn refuse(
     headers: &HeaderMap,
     record: &RequestRecord,
 ) -> Option<ApiError> {
-    if !shared.rbac.enforced.load(Ordering::SeqCst) || record.verb == Verb::NonResource {
+    if !shared.rbac.enforced.load(Ordering::SeqCst) {
         return None;
     }
     // No token: the administrator of the server's own kubeconfig.
     let token = bearer(headers)?;
-    let Some(user) = shared.tokens.info(token) else {
+    let known = shared
+        .tokens
+        .info(token)
+        .filter(|_| !shared.tokens.revoked(token, &shared.state()));
+    let Some(user) = known else {
+        // Authentication comes first, for every path: `/version` too answers 401.
         return Some(ApiError::injected(401));
     };
+    if record.verb == Verb::NonResource {
+        return None;
+    }
     let user = authenticated(user);
     let request = Request::of(record);
     let decision = crate::auth::allows(&shared.state(), &user, &request);

@@ -245,11 +245,18 @@ fn token(
     let mut user = crate::auth::service_account_user(namespace, name_of(&account));
     user.uid = uid_of(&account).to_string();
     let token = format!("test-apiserver-{}", new_uid());
-    shared.tokens.add(&token, user);
     let seconds = request
         .pointer("/spec/expirationSeconds")
         .and_then(Value::as_i64)
         .unwrap_or(3600);
+    let bound = crate::auth::Bound {
+        namespace: namespace.to_string(),
+        name: name_of(&account).to_string(),
+        uid: uid_of(&account).to_string(),
+        expires: std::time::SystemTime::now()
+            + std::time::Duration::from_secs(u64::try_from(seconds).unwrap_or(0)),
+    };
+    shared.tokens.issue(&token, user, bound);
     let audiences = request
         .pointer("/spec/audiences")
         .filter(|a| a.as_array().is_some_and(|a| !a.is_empty()))
