@@ -62,14 +62,31 @@ WORKSHOP = $(CARGO) run --locked --profile $(WORKSHOP_PROFILE) -p math-workshop 
 # Watch and skip: a crate of their own, so that they work while the exercises do not compile.
 TOOLS = $(CARGO) run --locked --profile $(WORKSHOP_PROFILE) --quiet -p math-workshop-tools --
 # Who you are, for the namespace of CLUSTER=1 checks (default: user-host); FORCE=1 replaces
-# CRDs that objects in other namespaces use (a cluster of your own only). In a room on a shared
+# CRDs that objects in other namespaces use, and installs into a cluster that is none of kind's,
+# minikube's, the test server's or a room's (a cluster of your own only). In a room on a shared
 # cluster, `export PARTICIPANT=alice` once: install, run, check and watch then use the
-# organiser's workshop/room/alice.kubeconfig when it is there.
+# organiser's workshop/room/alice.kubeconfig when it is there, unless KUBECONFIG is set: an
+# explicit KUBECONFIG always wins (the drill "the shared cluster dies" exports the local one).
 PARTICIPANT ?=
-ROOM_KUBECONFIG = $(if $(PARTICIPANT),$(wildcard workshop/room/$(PARTICIPANT).kubeconfig))
+ROOM_FILE = workshop/room/$(PARTICIPANT).kubeconfig
+ROOM_KUBECONFIG = $(if $(PARTICIPANT),$(if $(KUBECONFIG),,$(wildcard $(ROOM_FILE))))
 AS_PARTICIPANT = $(if $(ROOM_KUBECONFIG),KUBECONFIG=$(abspath $(ROOM_KUBECONFIG)) )
-# The organiser's room: who takes part (make workshop-room PARTICIPANTS="alice bob").
+# A room's clone (workshop/room/ holds files) where PARTICIPANT names none of them: say which
+# file was looked for, once, rather than use another cluster in silence.
+ROOM_FILES = $(wildcard workshop/room/*.kubeconfig)
+ifneq ($(and $(PARTICIPANT),$(ROOM_FILES)),)
+ifeq ($(KUBECONFIG)$(wildcard $(ROOM_FILE)),)
+$(info PARTICIPANT=$(PARTICIPANT): there is no $(ROOM_FILE) (workshop/room/ holds $(notdir $(ROOM_FILES))); using your current kubeconfig)
+endif
+endif
+# The organiser's room: who takes part (make workshop-room PARTICIPANTS="alice bob"); the
+# address the participants' laptops reach the API server at, when the kubeconfig's is this
+# machine's own (ROOM_SERVER=https://<address>:<port>); how long their tokens last
+# (TOKEN_HOURS=36: the evening before and the day).
 PARTICIPANTS ?=
+ROOM_SERVER ?=
+TOKEN_HOURS ?=
+ROOM_SET_UP_FLAGS = $(if $(ROOM_SERVER),--server $(ROOM_SERVER)) $(if $(TOKEN_HOURS),--token-hours $(TOKEN_HOURS))
 FORCE ?=
 ROOM_FLAGS = $(if $(PARTICIPANT),--participant $(PARTICIPANT)) $(if $(FORCE),--force)
 # Where workshop-run and workshop-install work (default: the namespace the kubeconfig's context
@@ -77,7 +94,7 @@ ROOM_FLAGS = $(if $(PARTICIPANT),--participant $(PARTICIPANT)) $(if $(FORCE),--f
 NAMESPACE ?=
 WHERE_FLAGS = $(if $(PARTICIPANT), --participant $(PARTICIPANT))$(if $(NAMESPACE), --namespace $(NAMESPACE))
 
-.PHONY: workshop-room workshop-room-status workshop-prepare workshop-skip workshop-watch workshop-snippets workshop-guide-outputs workshop-doctor
+.PHONY: workshop-room workshop-room-down workshop-room-status workshop-prepare workshop-skip workshop-watch workshop-snippets workshop-guide-outputs workshop-doctor
 
 workshop-doctor: ## Workshop: is every tool the build needs here (Rust new enough, a C compiler, make, git, kubectl)? One line each that is missing, with its install command.
 	@sh workshop/doctor.sh
@@ -109,8 +126,11 @@ workshop-check: ## Workshop: check stage STAGE on a fresh test API server (CLUST
 workshop-watch: ## Workshop: rebuild and check stage STAGE on every save of an exercise, then the next stage (CLUSTER=1 as above).
 	$(AS_PARTICIPANT)$(TOOLS) watch --stage $(STAGE) $(if $(CLUSTER),--cluster $(if $(PARTICIPANT),--participant $(PARTICIPANT)))
 
-workshop-room: ## Workshop (organiser, admin of the current cluster): the CRDs, and per participant of PARTICIPANTS="alice bob" a namespace, a ServiceAccount limited to it, and workshop/room/<name>.kubeconfig.
-	$(WORKSHOP) room $(PARTICIPANTS)
+workshop-room: ## Workshop (organiser, admin of the current cluster): the CRDs, and per participant of PARTICIPANTS="alice bob" a namespace, a ServiceAccount limited to it, and workshop/room/<name>.kubeconfig (ROOM_SERVER=https://<address>:<port>, TOKEN_HOURS=36).
+	$(WORKSHOP) room $(ROOM_SET_UP_FLAGS) $(PARTICIPANTS)
+
+workshop-room-down: ## Workshop (organiser): take the room down: its namespaces, ServiceAccounts (their tokens end), RBAC, CRDs and every object with them, workshop/room/'s files.
+	$(WORKSHOP) room-down
 
 workshop-room-status: ## Workshop (organiser): a live table of the room: per participant the stage reached, whether their runner is up, their last Warning Event (Ctrl-C ends it).
 	$(WORKSHOP) room-status

@@ -438,9 +438,13 @@ async fn the_runner_and_kubectl_agree_on(kubeconfig: fn(&TestServer, &Path) -> P
         "alice",
     ];
     let mut runner = workshop(&config, &args).spawn().expect("the runner starts");
+    // Who, where, and on which cluster, before anything is written.
     assert_eq!(
         first_line(&mut runner).await,
-        "participant alice, namespace default"
+        format!(
+            "participant alice, namespace default, on context test-apiserver ({}/)",
+            server.url()
+        )
     );
     let applied = Command::new("kubectl")
         .args(["apply", "-f", "samples/number.yaml"])

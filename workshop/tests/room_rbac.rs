@@ -18,7 +18,14 @@ async fn room(participants: &[&str], dir: &Path) -> TestServer {
     let names: Vec<String> = participants.iter().map(|p| p.to_string()).collect();
     let cluster = json!({"server": server.url()});
     let crds = crds::generate(&solutions::track());
-    organiser::set_up(&server.client(), &crds, &cluster, &names, dir)
+    let room = organiser::Room {
+        crds: &crds,
+        cluster: &cluster,
+        participants: &names,
+        dir,
+        token_hours: organiser::TOKEN_HOURS,
+    };
+    organiser::set_up(&server.client(), &room)
         .await
         .expect("the organiser sets the room up");
     server.enforce_rbac();

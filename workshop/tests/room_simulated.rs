@@ -91,10 +91,25 @@ impl Cluster {
     async fn set_up_room(&self, names: &[String], dir: &Path) {
         let kubeconfig =
             kube::config::Kubeconfig::read_from(self.kubeconfig()).expect("the kubeconfig reads");
-        let entry = organiser::current_cluster(&kubeconfig).expect("a current cluster");
+        let (_, entry) = organiser::current_cluster(&kubeconfig).expect("a current cluster");
+        let server: http::Uri = entry
+            .server
+            .as_deref()
+            .unwrap_or_default()
+            .parse()
+            .expect("the server's address");
+        let cluster =
+            organiser::files::portable_cluster(&entry, &server).expect("the authority is readable");
         let crds = crds::generate(&solutions::track());
         let client = self.client("organiser").await;
-        organiser::set_up(&client, &crds, &entry, names, dir)
+        let room = organiser::Room {
+            crds: &crds,
+            cluster: &cluster,
+            participants: names,
+            dir,
+            token_hours: organiser::TOKEN_HOURS,
+        };
+        organiser::set_up(&client, &room)
             .await
             .expect("the organiser sets the room up");
         if let Cluster::Test { server, .. } = self {

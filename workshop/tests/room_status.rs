@@ -86,15 +86,16 @@ async fn the_organiser_sees_each_participants_stage_runner_and_last_warning_live
         .map(|s| s.to_string())
         .collect();
     let crds = crds::generate(&solutions::track());
-    organiser::set_up(
-        &server.client(),
-        &crds,
-        &json!({"server": server.url()}),
-        &names,
-        dir.path(),
-    )
-    .await
-    .expect("the room is set up");
+    let room = organiser::Room {
+        crds: &crds,
+        cluster: &json!({"server": server.url()}),
+        participants: &names,
+        dir: dir.path(),
+        token_hours: organiser::TOKEN_HOURS,
+    };
+    organiser::set_up(&server.client(), &room)
+        .await
+        .expect("the room is set up");
     server.enforce_rbac();
 
     // alice: her runner, with her kubeconfig alone, and the sample applied as the guide says.

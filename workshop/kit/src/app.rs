@@ -13,6 +13,7 @@ use crate::track::Track;
 use crate::{cluster, crds, organiser, panics, room, room_status, t};
 use clap::{Parser, Subcommand};
 
+mod organising;
 mod run;
 
 use run::Scope;
@@ -76,6 +77,16 @@ enum Command {
     Room {
         #[arg(required = true)]
         participants: Vec<String>,
+        #[arg(long)]
+        server: Option<String>,
+        #[arg(long, default_value_t = organiser::TOKEN_HOURS, allow_negative_numbers = true)]
+        token_hours: i64,
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    RoomDown {
+        #[arg(long)]
+        dir: Option<PathBuf>,
     },
     RoomStatus,
 }
@@ -108,6 +119,11 @@ const HELP: &cli::Help = &[
     ("check", "timeout", m::CLI_CHECK_TIMEOUT),
     ("room", "", m::CLI_ROOM),
     ("room", "participants", m::CLI_ROOM_PARTICIPANTS),
+    ("room", "server", m::CLI_ROOM_SERVER),
+    ("room", "token_hours", m::CLI_ROOM_TOKEN_HOURS),
+    ("room", "dir", m::CLI_ROOM_DIR),
+    ("room-down", "", m::CLI_ROOM_DOWN),
+    ("room-down", "dir", m::CLI_ROOM_DIR),
     ("room-status", "", m::CLI_ROOM_STATUS),
 ];
 
@@ -146,7 +162,7 @@ async fn execute(command: Command, exercises: fn() -> Track) -> anyhow::Result<E
             namespace,
             solution,
         } => {
-            let who = room::participant(participant.as_deref());
+            let who = room::participant(participant.as_deref()).map_err(anyhow::Error::msg)?;
             let track = Track::select(solution, exercises);
             install(&track, force, &who, namespace.as_deref()).await?
         }
@@ -163,7 +179,7 @@ async fn execute(command: Command, exercises: fn() -> Track) -> anyhow::Result<E
             // The runner reports a controller's panic once, with where it is.
             panics::install_hook(true);
             let scope = Scope::of(namespace, all_namespaces);
-            let who = room::participant(participant.as_deref());
+            let who = room::participant(participant.as_deref()).map_err(anyhow::Error::msg)?;
             let track = Track::select(solution, exercises);
             run::run(&track, stage, test_server, scope, &who).await?
         }
@@ -175,11 +191,25 @@ async fn execute(command: Command, exercises: fn() -> Track) -> anyhow::Result<E
             solution,
             timeout,
         } => {
-            let who = room::participant(participant.as_deref());
+            let who = room::participant(participant.as_deref()).map_err(anyhow::Error::msg)?;
             let opts = check_options(stage, cluster, &who, force, timeout);
             return check_stage(&Track::select(solution, exercises), &opts).await;
         }
-        Command::Room { participants } => room_set_up(&participants).await?,
+        Command::Room {
+            participants,
+            server,
+            token_hours,
+            dir,
+        } => {
+            let asked = organising::Asked {
+                participants,
+                server,
+                token_hours,
+                dir,
+            };
+            organising::set_up(asked).await?
+        }
+        Command::RoomDown { dir } => organising::take_down(dir).await?,
         Command::RoomStatus => {
             let instead = m::ROOM_NEEDS_A_CLUSTER.text();
             let cluster = cluster::connect(&instead).await?;
@@ -234,34 +264,6 @@ fn print_crds(track: &Track, dir: Option<PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `make workshop-room`: the reference solution's CRDs and every participant's namespace,
-/// rights and kubeconfig ([`organiser`]), on the cluster of the organiser's kubeconfig.
-async fn room_set_up(participants: &[String]) -> anyhow::Result<()> {
-    let names: Vec<String> = participants
-        .iter()
-        .map(|name| room::participant(Some(name)))
-        .collect();
-    let instead = m::ROOM_NEEDS_A_CLUSTER.text();
-    let cluster = cluster::connect(&instead).await?;
-    let kubeconfig = kube::config::Kubeconfig::read()?;
-    let entry = organiser::current_cluster(&kubeconfig)?;
-    let crds = crds::generate(&crate::solutions::track());
-    let repository = check::repository();
-    for path in organiser::set_up(&cluster.client, &crds, &entry, &names, &repository).await? {
-        let shown = path.strip_prefix(&repository).unwrap_or(&path);
-        println!("{}", t!(m::WROTE, path = shown.display()));
-    }
-    println!(
-        "{}",
-        t!(
-            m::ROOM_READY,
-            count = names.len(),
-            described = cluster.described
-        )
-    );
-    Ok(())
-}
-
 /// `make workshop-install`: writes workshop/crds/, asks the room's question (would this
 /// replace CRDs that others use?), then `kubectl apply -f workshop/crds/`.
 async fn install(
@@ -282,7 +284,12 @@ async fn install(
     if let (Ok(cluster), Some(namespace)) = (&cluster, &namespace) {
         println!(
             "{}",
-            where_line(participant, Some(namespace), &cluster.namespace)
+            where_line(
+                participant,
+                Some(namespace),
+                &cluster.namespace,
+                &cluster.on
+            )
         );
     }
     for name in crds::write(track, &repository.join(dir))? {
@@ -290,9 +297,14 @@ async fn install(
     }
     let cluster = cluster?;
     if organiser::is_a_room(&cluster.client).await {
-        println!("{}", m::ROOM_INSTALLS_NOTHING.text());
+        println!("{}", room_installs_nothing(&cluster.client, track).await);
         return Ok(());
     }
+    anyhow::ensure!(
+        cluster.familiar || force,
+        "{}",
+        t!(m::INSTALL_UNFAMILIAR, on = cluster.on)
+    );
     let namespace = namespace.unwrap_or_else(|| cluster.namespace.clone());
     let me = room::Signature::new(participant);
     let install = room::may_install(
@@ -321,18 +333,51 @@ async fn install(
     Ok(())
 }
 
-/// The first line of `run` and `install`: who, and which namespace, with the command that
-/// makes kubectl's namespace the same when it is not.
-fn where_line(participant: &str, namespace: Option<&str>, kubectls: &str) -> String {
-    match namespace {
-        None => t!(m::WHERE_ALL, participant = participant),
-        Some(namespace) if namespace == kubectls => {
-            t!(m::WHERE, participant = participant, namespace = namespace)
+/// What `install` says on a room's cluster, where the organiser's CRDs are the reference
+/// solution's: that they are the same as the participant's (the digests of their structural
+/// schemas agree, [`crate::room::digest`]), or which differ and where to look.
+async fn room_installs_nothing(client: &kube::Client, track: &Track) -> String {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let api = kube::Api::<CustomResourceDefinition>::all(client.clone());
+    let mut differing = Vec::new();
+    for crd in crds::generate(track) {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let digest = |crd: &CustomResourceDefinition| {
+            crd.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(room::DIGEST))
+                .cloned()
+        };
+        let installed = api.get_opt(&name).await.ok().flatten();
+        if installed.is_some_and(|installed| digest(&installed) != digest(&crd)) {
+            differing.push(name);
         }
+    }
+    if differing.is_empty() {
+        m::ROOM_INSTALLS_NOTHING.text()
+    } else {
+        t!(m::ROOM_SCHEMA_DIFFERS, names = differing.join(", "))
+    }
+}
+
+/// The first line of `run` and `install`: who, which namespace, and `on` which cluster
+/// (context and server, before anything is written), with the command that makes kubectl's
+/// namespace the same when it is not.
+fn where_line(participant: &str, namespace: Option<&str>, kubectls: &str, on: &str) -> String {
+    match namespace {
+        None => t!(m::WHERE_ALL, participant = participant, on = on),
+        Some(namespace) if namespace == kubectls => t!(
+            m::WHERE,
+            participant = participant,
+            namespace = namespace,
+            on = on
+        ),
         Some(namespace) => t!(
             m::WHERE_NOT_KUBECTLS,
             participant = participant,
             namespace = namespace,
+            on = on,
             context = kubectls
         ),
     }

@@ -4,7 +4,7 @@
 //! but long (the one for a missing kubeconfig repeats itself three times); a learner needs
 //! which server, and what to do.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -23,6 +23,12 @@ pub struct Cluster {
     pub context_namespace: Option<String>,
     /// "context kind-kind, https://127.0.0.1:33445", for messages.
     pub described: String,
+    /// "context kind-kind (https://127.0.0.1:33445/)": the first line of install, run and a
+    /// check on a cluster names it, before anything is written.
+    pub on: String,
+    /// Whether the context is one the workshop knows: kind's, minikube's, the test API
+    /// server's or a room's ([`familiar`]). Installing CRDs elsewhere asks for `FORCE=1`.
+    pub familiar: bool,
 }
 
 /// Connects to the cluster of the current kubeconfig and asks it for its version. `instead`
@@ -39,10 +45,21 @@ pub async fn connect_as(instead: &str, participant: Option<&str>) -> anyhow::Res
     let kubeconfig = read_kubeconfig(instead)?;
     let context = kubeconfig.current_context.clone();
     let context_namespace = context_namespace(&kubeconfig);
+    let familiar = familiar(context.as_deref(), current_cluster(&kubeconfig));
     let config = client_config(kubeconfig, instead).await?;
-    let described = match &context {
-        Some(context) => format!("context {context}, {}", config.cluster_url),
-        None => config.cluster_url.to_string(),
+    let (described, on) = match &context {
+        Some(context) => (
+            format!("context {context}, {}", config.cluster_url),
+            t!(
+                m::ON_CONTEXT,
+                context = context,
+                server = config.cluster_url
+            ),
+        ),
+        None => (
+            config.cluster_url.to_string(),
+            config.cluster_url.to_string(),
+        ),
     };
     let namespace = config.default_namespace.clone();
     let start = what_to_start(context.as_deref(), config.cluster_url.port_u16());
@@ -56,18 +73,74 @@ pub async fn connect_as(instead: &str, participant: Option<&str>) -> anyhow::Res
             t!(m::NO_CLIENT, described = described, cause = root_cause(&e))
         )
     })?;
-    answers(&client, &described, &start, instead).await?;
+    let room = context.as_deref().and_then(room_participant);
+    answers(&client, &described, &start, instead, room).await?;
+    if let (Some(participant), Some(namespace)) = (room, &context_namespace) {
+        rights_kept(&client, &described, participant, namespace).await?;
+    }
     Ok(Cluster {
         client,
         namespace,
         context_namespace,
         described,
+        on,
+        familiar,
     })
 }
 
-/// The kubeconfig kubectl would read, or what to do when there is none.
+/// The current context's cluster entry, if the kubeconfig has one.
+fn current_cluster(kubeconfig: &Kubeconfig) -> Option<&kube::config::Cluster> {
+    let context = kubeconfig.current_context.as_ref()?;
+    let cluster = kubeconfig
+        .contexts
+        .iter()
+        .find(|named| &named.name == context)?
+        .context
+        .as_ref()?
+        .cluster
+        .clone();
+    kubeconfig
+        .clusters
+        .iter()
+        .find(|named| named.name == cluster)?
+        .cluster
+        .as_ref()
+}
+
+/// Whether a context is one of the clusters the workshop is made for: the test API server's
+/// (`test-apiserver`), kind's (`kind-…`), minikube's (`minikube`, or its kubeconfig extension on
+/// the cluster entry, which every minikube profile carries), or a room's (`math-workshop-…`).
+/// A beginner whose current context is a work cluster is asked before the CRDs, the one
+/// cluster-wide write, go there.
+pub fn familiar(context: Option<&str>, cluster: Option<&kube::config::Cluster>) -> bool {
+    let minikubes = cluster
+        .and_then(|c| c.extensions.as_ref())
+        .is_some_and(|extensions| {
+            extensions.iter().any(|named| {
+                named
+                    .extension
+                    .get("provider")
+                    .and_then(serde_json::Value::as_str)
+                    .is_some_and(|provider| provider.starts_with("minikube"))
+            })
+        });
+    minikubes
+        || context.is_some_and(|context| {
+            context == "test-apiserver"
+                || context == "minikube"
+                || context.starts_with("kind-")
+                || context.starts_with("math-workshop-")
+        })
+}
+
+/// The kubeconfig kubectl would read, or what to do when there is none (no minikube to start
+/// for a room's file that is not where `KUBECONFIG` says).
 fn read_kubeconfig(instead: &str) -> anyhow::Result<Kubeconfig> {
     Kubeconfig::read().map_err(|e| {
+        if let Some(line) = kubeconfig_var().and_then(|paths| room_file_missing(Path::new(&paths)))
+        {
+            return anyhow::anyhow!("{line}");
+        }
         anyhow::anyhow!(
             "{}",
             t!(
@@ -109,16 +182,45 @@ async fn client_config(kubeconfig: Kubeconfig, instead: &str) -> anyhow::Result<
         })
 }
 
+/// The participant a room's kubeconfig is for: its context is `math-workshop-<participant>`
+/// ([`crate::organiser::participant_kubeconfig`]).
+fn room_participant(context: &str) -> Option<&str> {
+    context
+        .strip_prefix("math-workshop-")
+        .filter(|name| !name.is_empty())
+}
+
 /// Asks the server for its version (10 s at most): `Ok` once it answered, else what is wrong
-/// and what to `start`.
+/// and what to `start`. Credentials it refuses (401) are no cluster to start: in a `room`
+/// (the participant's kubeconfig), the room's access has ended; elsewhere the kubeconfig's
+/// credentials did.
 async fn answers(
     client: &kube::Client,
     described: &str,
     start: &str,
     instead: &str,
+    room: Option<&str>,
 ) -> anyhow::Result<()> {
     match tokio::time::timeout(Duration::from_secs(10), client.apiserver_version()).await {
         Ok(Ok(_)) => Ok(()),
+        Ok(Err(kube::Error::Api(status))) if status.code == 401 => match room {
+            Some(participant) => anyhow::bail!(
+                "{}",
+                t!(
+                    m::ACCESS_ENDED,
+                    described = described,
+                    participant = participant
+                )
+            ),
+            None => anyhow::bail!(
+                "{}",
+                t!(
+                    m::CREDENTIALS_REFUSED,
+                    described = described,
+                    instead = instead
+                )
+            ),
+        },
         Ok(Err(e)) => anyhow::bail!(
             "{}",
             t!(
@@ -138,6 +240,33 @@ async fn answers(
                 instead = instead
             )
         ),
+    }
+}
+
+/// In a room, whether the participant still has their rights: their Role lets them read
+/// their own namespace, so a 403 there means the organiser's RBAC for them is gone (their
+/// ServiceAccount still authenticates). Any other answer is left to the command that follows.
+async fn rights_kept(
+    client: &kube::Client,
+    described: &str,
+    participant: &str,
+    namespace: &str,
+) -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::Namespace;
+    match kube::Api::<Namespace>::all(client.clone())
+        .get_opt(namespace)
+        .await
+    {
+        Err(kube::Error::Api(status)) if status.code == 403 => anyhow::bail!(
+            "{}",
+            t!(
+                m::RIGHTS_ENDED,
+                described = described,
+                namespace = namespace,
+                participant = participant
+            )
+        ),
+        _ => Ok(()),
     }
 }
 
@@ -186,6 +315,32 @@ fn missing_kubeconfig(e: &kube::config::KubeconfigError) -> String {
     }
 }
 
+/// When `path` does not exist but its folder holds kubeconfigs (`*.kubeconfig`, as a room's
+/// folder does), the line that names them: `PARTICIPANT=Taro` looked for `Taro.kubeconfig`
+/// where the organiser handed out `taro.kubeconfig`.
+fn room_file_missing(path: &Path) -> Option<String> {
+    if path.exists() {
+        return None;
+    }
+    let dir = path.parent()?;
+    let mut held: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".kubeconfig"))
+        .collect();
+    if held.is_empty() {
+        return None;
+    }
+    held.sort();
+    Some(t!(
+        m::ROOM_FILE_MISSING,
+        path = path.display(),
+        dir = dir.display(),
+        files = held.join(", ")
+    ))
+}
+
 /// The innermost error of a chain ("Connection refused"), which is the one that says what
 /// happened; the outer ones say where (`ServiceError: client error (Connect)`).
 pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
@@ -214,6 +369,25 @@ mod tests {
 
     fn kubeconfig(yaml: &str) -> Kubeconfig {
         Kubeconfig::from_yaml(yaml).expect("a kubeconfig")
+    }
+
+    #[test]
+    fn the_workshops_own_clusters_are_familiar_and_others_are_not() {
+        for context in [
+            "test-apiserver",
+            "kind-kind",
+            "minikube",
+            "math-workshop-alice",
+        ] {
+            assert!(familiar(Some(context), None), "{context}");
+        }
+        assert!(!familiar(Some("prod-eu"), None));
+        assert!(!familiar(None, None));
+        let profile: kube::config::Cluster = serde_yaml::from_str(
+            "server: https://192.168.58.2:8443\nextensions:\n- name: cluster_info\n  extension: {provider: minikube.sigs.k8s.io, version: v1.34.0}\n",
+        )
+        .expect("a cluster entry");
+        assert!(familiar(Some("my-profile"), Some(&profile)));
     }
 
     #[test]

@@ -40,6 +40,8 @@ struct Connected {
     kubectls: String,
     /// The namespace the current context names, if it names one.
     context_namespace: Option<String>,
+    /// Which cluster: the context and its server, or the test API server of its own.
+    on: String,
 }
 
 /// How many 500 ms ticks of the runner pass between two looks for another controller in its
@@ -68,6 +70,7 @@ pub(super) async fn run(
             client: server.client(),
             kubectls: "default".to_string(),
             context_namespace: None,
+            on: server.url(),
         },
         None => connect(participant).await?,
     };
@@ -137,7 +140,10 @@ async fn start_test_server(
         Scope::Namespace(namespace) => Some(namespace.as_str()),
         Scope::Context => Some("default"),
     };
-    println!("{}", where_line(participant, namespace, "default"));
+    println!(
+        "{}",
+        where_line(participant, namespace, "default", &m::ON_TEST_SERVER.text())
+    );
     let server = crds::on_a_test_server(track).await?;
     println!(
         "{}",
@@ -158,6 +164,7 @@ async fn connect(participant: &str) -> anyhow::Result<Connected> {
         client: cluster.client,
         kubectls: cluster.namespace,
         context_namespace: cluster.context_namespace,
+        on: cluster.on,
     })
 }
 
@@ -187,14 +194,15 @@ async fn prepare_cluster(
     participant: &str,
 ) -> anyhow::Result<()> {
     let client = &connected.client;
-    if namespace.is_none() && organiser::is_a_room(client).await {
+    let in_a_room = organiser::is_a_room(client).await;
+    if namespace.is_none() && in_a_room {
         anyhow::bail!("{}", m::ROOM_NOT_ALL_NAMESPACES.text());
     }
     println!(
         "{}",
-        where_line(participant, namespace, &connected.kubectls)
+        where_line(participant, namespace, &connected.kubectls, &connected.on)
     );
-    crds_installed(client, track, stage).await?;
+    crds_installed(client, track, stage, in_a_room).await?;
     let Some(namespace) = namespace else {
         return Ok(());
     };
@@ -263,8 +271,14 @@ async fn supervise(
 
 /// Fails with what to do when a CRD the stages need is not installed in the cluster (the
 /// controllers would otherwise only log watch errors), and warns when an installed one is not
-/// what the types generate now (they changed since `make workshop-install`).
-async fn crds_installed(client: &kube::Client, track: &Track, stage: u8) -> anyhow::Result<()> {
+/// what the types generate now (they changed since `make workshop-install`; `in_a_room`, they
+/// differ from the organiser's, which `make workshop-install` does not change).
+async fn crds_installed(
+    client: &kube::Client,
+    track: &Track,
+    stage: u8,
+    in_a_room: bool,
+) -> anyhow::Result<()> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let api = kube::Api::<CustomResourceDefinition>::all(client.clone());
     for crd in crds::generate(track).into_iter().take(usize::from(stage)) {
@@ -284,11 +298,16 @@ async fn crds_installed(client: &kube::Client, track: &Track, stage: u8) -> anyh
                 .cloned()
         };
         if digest(&installed) != digest(&crd) {
+            let outdated = if in_a_room {
+                m::ROOM_CRD_DIFFERS
+            } else {
+                m::CRD_OUTDATED
+            };
             tracing::warn!(
-            target: "math_workshop",
-                    "{}",
-                    t!(m::CRD_OUTDATED, name = name, track = track.called())
-                );
+                target: "math_workshop",
+                "{}",
+                t!(outdated, name = name, track = track.called())
+            );
         }
     }
     Ok(())

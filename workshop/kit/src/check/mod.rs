@@ -100,9 +100,9 @@ impl Pace {
 
 impl Options {
     /// The options of a check of `stage` on `target`, by the participant this machine's user
-    /// is ([`room::participant`]).
+    /// is ([`room::this_machines_participant`]).
     pub fn new(stage: u8, target: Target) -> Options {
-        Options::for_participant(stage, target, &room::participant(None))
+        Options::for_participant(stage, target, &room::this_machines_participant())
     }
 
     /// The options of a check by `participant`: on a cluster, in
@@ -190,7 +190,7 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
     };
     let mut session = Session::open(track, opts, server.as_ref()).await?;
     if opts.print {
-        println!("{}", header(track, opts));
+        println!("{}", header(track, opts, session.on.as_deref()));
     }
     let claimed = session.install().await;
     if claimed.is_some() {
@@ -217,13 +217,15 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
     Ok(session.outcome)
 }
 
-/// The check's first line: the stage, the code checked, and where.
-fn header(track: &Track, opts: &Options) -> String {
+/// The check's first line: the stage, the code checked, and where (on a cluster, its context
+/// and server: `cluster`).
+fn header(track: &Track, opts: &Options, cluster: Option<&str>) -> String {
     let kind = Kind::ALL[usize::from(opts.stage - 1)];
     let on = match opts.target {
         Target::TestServer => m::ON_TEST_SERVER.text(),
         Target::Cluster => t!(
             m::ON_CLUSTER,
+            cluster = cluster.unwrap_or_default(),
             namespace = opts.namespace,
             participant = opts.participant
         ),
@@ -253,6 +255,8 @@ pub(crate) struct Session {
     /// On a room's shared cluster ([`crate::organiser`]): the CRDs are the organiser's, and so
     /// is the check's namespace if the room was set up for the participant.
     in_a_room: bool,
+    /// On a cluster: its context and server ([`cluster::Cluster::on`]).
+    on: Option<String>,
 }
 
 impl Session {
@@ -263,13 +267,12 @@ impl Session {
         opts: &Options,
         server: Option<&TestServer>,
     ) -> anyhow::Result<Session> {
-        let client = match server {
-            Some(server) => server.client(),
+        let (client, on) = match server {
+            Some(server) => (server.client(), None),
             None => {
                 let instead = m::CHECK_WITHOUT_CLUSTER.text();
-                cluster::connect_as(&instead, Some(&opts.participant))
-                    .await?
-                    .client
+                let cluster = cluster::connect_as(&instead, Some(&opts.participant)).await?;
+                (cluster.client, Some(cluster.on))
             }
         };
         let kubeconfig = server.map(TestServer::kubeconfig_path);
@@ -295,6 +298,7 @@ impl Session {
             outcome: Outcome::default(),
             not_back: BTreeMap::new(),
             in_a_room,
+            on,
         })
     }
 

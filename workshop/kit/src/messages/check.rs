@@ -10,8 +10,8 @@ messages! {
     STAGE_HEADER: "Stage {stage}: {kind} — {track}, {file}, on {on}",
         "ステージ {stage}: {kind} — {track} ({file})、{on}で実行";
     ON_TEST_SERVER: "the test API server", "テスト用 API サーバー";
-    ON_CLUSTER: "the current cluster, namespace {namespace} (participant {participant})",
-        "現在のクラスターの Namespace {namespace} (参加者 {participant})";
+    ON_CLUSTER: "{cluster}, namespace {namespace} (participant {participant})",
+        "{cluster} の Namespace {namespace} (参加者 {participant})";
     TRACK_EXERCISES: "your exercises", "自分の演習";
     TRACK_SOLUTIONS: "the reference solutions", "模範解答";
     SUMMARY: "{passed} passed, {failed} failed", "合格 {passed} 件、不合格 {failed} 件";

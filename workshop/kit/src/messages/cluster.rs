@@ -23,6 +23,7 @@ messages! {
         "テスト用 API サーバーはまだ動いていますか? もう一度起動してください ({command})";
     START_MINIKUBE: "Start it (minikube start)", "起動してください (minikube start)";
     START_KIND: "Start it (docker start {name}-control-plane)", "起動してください (docker start {name}-control-plane)";
+    ON_CONTEXT: "context {context} ({server})", "コンテキスト {context} ({server})";
     START_ANY: "Start it (minikube start, or docker start <name>-control-plane for kind)",
         "起動してください (minikube start、kind なら docker start <name>-control-plane)";
 }

@@ -120,6 +120,7 @@ mod check;
 mod cli;
 mod cluster;
 mod doctor;
+mod organiser;
 mod room;
 mod run;
 mod tools;
@@ -128,16 +129,18 @@ pub use check::*;
 pub use cli::*;
 pub use cluster::*;
 pub use doctor::*;
+pub use organiser::*;
 pub use room::*;
 pub use run::*;
 pub use tools::*;
 
-/// The tables, in the order of their texts' stages: the check, the runner, the room,
-/// connecting, the tools, clap, the doctor.
+/// The tables, in the order of their texts' stages: the check, the runner, the room, the
+/// organiser's commands, connecting, the tools, clap, the doctor.
 const TABLES: &[&[Msg]] = &[
     check::CHECK,
     run::RUN,
     room::ROOM,
+    organiser::ORGANISER,
     cluster::CLUSTER,
     tools::TOOLS,
     cli::CLI,

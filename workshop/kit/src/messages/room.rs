@@ -63,12 +63,18 @@ messages! {
     STATUS_NEVER: "never started", "未起動";
     CLI_ROOM_STATUS: "For the organiser: a live table of the room (stage reached, runner up, last Warning Event per participant).",
         "主催者向け: 会場の様子をライブで表示する (参加者ごとに到達したステージ、ランナーが動いているか、最後の Warning イベント)";
-    ROOM_READY: "room ready on {described}: {count} participants; give each their workshop/room/<name>.kubeconfig",
-        "{described} に会場を用意しました: 参加者 {count} 人。各自に workshop/room/<名前>.kubeconfig を渡してください";
-    WHERE: "participant {participant}, namespace {namespace}", "参加者 {participant}、Namespace {namespace}";
-    WHERE_NOT_KUBECTLS: "participant {participant}, namespace {namespace} (kubectl puts what you apply in {context}; to make it yours: kubectl config set-context --current --namespace {namespace})",
-        "参加者 {participant}、Namespace {namespace} (kubectl が apply したものは {context} に入ります。自分の Namespace にするには: kubectl config set-context --current --namespace {namespace})";
-    WHERE_ALL: "participant {participant}, every namespace", "参加者 {participant}、すべての Namespace";
+    ROOM_READY: "room ready on {described}: {count} participants",
+        "{described} に会場を用意しました: 参加者 {count} 人";
+    WHERE: "participant {participant}, namespace {namespace}, on {on}", "参加者 {participant}、Namespace {namespace}、接続先 {on}";
+    WHERE_NOT_KUBECTLS: "participant {participant}, namespace {namespace}, on {on} (kubectl puts what you apply in {context}; to make it yours: kubectl config set-context --current --namespace {namespace})",
+        "参加者 {participant}、Namespace {namespace}、接続先 {on} (kubectl が apply したものは {context} に入ります。自分の Namespace にするには: kubectl config set-context --current --namespace {namespace})";
+    WHERE_ALL: "participant {participant}, every namespace, on {on}", "参加者 {participant}、すべての Namespace、接続先 {on}";
+    INSTALL_UNFAMILIAR: "not installing into {on}: it is none of kind's, minikube's, the test API server's or a room's, and CRDs change the whole cluster (a work cluster?). If this cluster is yours to change, add FORCE=1 (make) or --force",
+        "{on} にはインストールしません: kind、minikube、テスト用 API サーバー、会場のどのクラスターでもなく、CRD はクラスター全体を変えます (仕事用のクラスターでは?)。自分が変えてよいクラスターなら FORCE=1 (make) か --force を付けてください";
+    ROOM_SCHEMA_DIFFERS: "nothing installed: this is a room's shared cluster, and the organiser installed the CRDs (the reference solution's); yours differ from them in their schema ({names}): compare your types with the guide's Stage 0 (descriptions do not count)",
+        "何もインストールしません: ここは会場の共有クラスターで、CRD は主催者がインストール済みです (模範解答のもの)。自分の CRD はそのスキーマと違います ({names})。自分の型をガイドのステージ 0 と見比べてください (説明文の違いは数えません)";
+    ROOM_CRD_DIFFERS: "the CRD {name} of this room's shared cluster (the organiser's: the reference solution's) is not the one {track} generate: compare your types with the guide's Stage 0 (descriptions do not count); make workshop-install cannot change it here",
+        "この会場の共有クラスターの CRD {name} (主催者がインストールした模範解答のもの) は、{track}から生成されるものと違います。自分の型をガイドのステージ 0 と見比べてください (説明文の違いは数えません)。ここでは make workshop-install では変えられません";
     UNNAMED_CONTROLLER: "a controller that gives no name (the finished manager?)",
         "名前を名乗らないコントローラー (完成版のマネージャー?)";
     FOREIGN_OBJECTS: "another controller ({controllers}) looks after {count} of its objects: {objects}",

@@ -12,9 +12,12 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use serde_json::Value;
 
 /// The digest of a CRD's spec ([`DIGEST`]): FNV-1a over its canonical JSON (keys sorted), so
-/// that the same Rust types give the same digest on every machine.
+/// that the same Rust types give the same digest on every machine. Descriptions do not count
+/// ([`without_descriptions`]): a doc comment is not the schema, and a participant who typed the
+/// guide's fields without the reference solution's comments has the room's CRDs already.
 pub fn digest(crd: &CustomResourceDefinition) -> String {
-    let spec = serde_json::to_value(&crd.spec).unwrap_or_default();
+    let mut spec = serde_json::to_value(&crd.spec).unwrap_or_default();
+    without_descriptions(&mut spec);
     let mut canonical = String::new();
     canonical_json(&spec, &mut canonical);
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
@@ -23,6 +26,21 @@ pub fn digest(crd: &CustomResourceDefinition) -> String {
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     format!("fnv1a64-{hash:016x}")
+}
+
+/// Removes every `description` whose value is text (a schema's, a printer column's), leaving a
+/// property that happens to be called `description` (its value is a schema, an object).
+fn without_descriptions(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.get("description").is_some_and(Value::is_string) {
+                map.remove("description");
+            }
+            map.values_mut().for_each(without_descriptions);
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_descriptions),
+        _ => {}
+    }
 }
 
 fn canonical_json(value: &Value, out: &mut String) {
@@ -279,6 +297,29 @@ mod tests {
             digest(&number),
             digest(&crate::solutions::tuple::Tuple::crd())
         );
+    }
+
+    #[test]
+    fn descriptions_do_not_count_but_every_field_does() {
+        use kube::CustomResourceExt;
+        let number = crate::solutions::number::Number::crd();
+        let mut json = serde_json::to_value(&number).expect("JSON");
+        let status = "/spec/versions/0/schema/openAPIV3Schema/properties/status/properties";
+        let generation = format!("{status}/observedGeneration");
+        // The reference solution's doc comment on observed_generation, which the guide's
+        // snippet and the exercise's hint leave out.
+        assert!(json.pointer(&format!("{generation}/description")).is_some());
+        let object = json.pointer_mut(&generation).and_then(Value::as_object_mut);
+        object.expect("observedGeneration").remove("description");
+        let typed: CustomResourceDefinition = serde_json::from_value(json.clone()).expect("a CRD");
+        assert_eq!(digest(&typed), digest(&number));
+        // A property named `description` is a field, and counts.
+        let fields = json.pointer_mut(status).and_then(Value::as_object_mut);
+        fields
+            .expect("the status's fields")
+            .insert("description".into(), serde_json::json!({"type": "string"}));
+        let typed: CustomResourceDefinition = serde_json::from_value(json).expect("a CRD");
+        assert_ne!(digest(&typed), digest(&number));
     }
 
     fn numbers(whose: &str) -> Differing<'static> {

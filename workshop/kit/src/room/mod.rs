@@ -38,24 +38,36 @@ pub const PARTICIPANT: &str = "math.example.com/workshop-participant";
 /// "the same CRD" (nothing changes when either installs it) from "another one".
 pub const DIGEST: &str = "math.example.com/workshop-crd-digest";
 
-/// Who is checking: `--participant`, or the user and host names (`alice-laptop`), lower-case
-/// letters, digits and dashes. Two laptops rarely share both; a room that has identical
-/// machines sets `PARTICIPANT=` per person.
-pub fn participant(explicit: Option<&str>) -> String {
-    let raw = match explicit {
-        Some(name) => name.to_string(),
-        None => {
-            let user = ["USER", "USERNAME", "LOGNAME"]
-                .iter()
-                .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
-                .unwrap_or_else(|| "learner".to_string());
-            match hostname() {
-                Some(host) => format!("{user}-{}", host.split('.').next().unwrap_or(&host)),
-                None => user,
-            }
-        }
+/// Who is checking: `--participant` (`PARTICIPANT=`) as given, which must be a name as the
+/// room's files are named ([`crate::organiser::names::is_valid`]: `Taro` is refused with
+/// `taro`, rather than looking for one file and using another); else this machine's
+/// ([`this_machines_participant`]).
+pub fn participant(explicit: Option<&str>) -> Result<String, String> {
+    use crate::organiser::names;
+    match explicit {
+        None => Ok(this_machines_participant()),
+        Some(name) if names::is_valid(name) => Ok(name.to_string()),
+        Some(name) => Err(t!(
+            m::PARTICIPANT_REFUSED,
+            name = name,
+            suggested = names::suggested(name, 1)
+        )),
+    }
+}
+
+/// The user and host names (`alice-laptop`) as lower-case letters, digits and dashes. Two
+/// laptops rarely share both; a room that has identical machines sets `PARTICIPANT=` per
+/// person.
+pub fn this_machines_participant() -> String {
+    let user = ["USER", "USERNAME", "LOGNAME"]
+        .iter()
+        .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| "learner".to_string());
+    let raw = match hostname() {
+        Some(host) => format!("{user}-{}", host.split('.').next().unwrap_or(&host)),
+        None => user,
     };
-    let name = dns_label(&raw, 40);
+    let name = dns_label(&raw, crate::organiser::names::LONGEST);
     if name.is_empty() {
         "learner".to_string()
     } else {
@@ -175,7 +187,7 @@ fn hostname() -> Option<String> {
 
 /// `text` as a DNS label (RFC 1123): lower-case alphanumerics and single dashes, at most
 /// `max` characters, starting and ending with an alphanumeric.
-fn dns_label(text: &str, max: usize) -> String {
+pub(crate) fn dns_label(text: &str, max: usize) -> String {
     let mut label = String::new();
     for c in text.to_lowercase().chars() {
         if c.is_ascii_alphanumeric() {
@@ -208,14 +220,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn participants_are_dns_labels() {
-        assert_eq!(participant(Some("Alice Smith")), "alice-smith");
-        assert_eq!(participant(Some("ユーザー")), "learner");
-        assert_eq!(participant(Some("--bob--")), "bob");
-        let long = "x".repeat(100);
-        assert_eq!(participant(Some(&long)).len(), 40);
+    fn participants_are_names_as_the_files_are_named() {
+        assert_eq!(participant(Some("alice")), Ok("alice".to_string()));
+        assert_eq!(
+            participant(Some("Taro")),
+            Err(
+                "PARTICIPANT=Taro: a participant's name is lowercase ASCII letters, digits and \
+                 hyphens, as the room's files are named: use PARTICIPANT=taro"
+                    .to_string()
+            )
+        );
+        assert!(
+            participant(Some("ユーザー")).is_err_and(|e| e.ends_with("PARTICIPANT=participant-1"))
+        );
+        let derived = this_machines_participant();
+        assert!(crate::organiser::names::is_valid(&derived), "{derived}");
         assert_eq!(check_namespace("alice"), "math-workshop-check-alice");
-        assert!(check_namespace(&participant(None)).len() <= 63);
+        assert!(check_namespace(&derived).len() <= 63);
     }
 
     #[test]

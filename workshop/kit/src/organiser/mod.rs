@@ -3,22 +3,34 @@
 //! reference solution's), and per participant a namespace, a ServiceAccount, a Role that allows
 //! only what the stages, the checks and the runner's heartbeat need in that namespace, its
 //! RoleBinding, a ClusterRoleBinding to read the CRDs (cluster-scoped: a Role cannot grant
-//! them), and `workshop/room/<name>.kubeconfig`: the cluster of the organiser's kubeconfig, a
-//! token of the ServiceAccount (TokenRequest, the day's lifetime), a context that names the
-//! namespace. With that file a participant can neither read a neighbour's namespace nor change
-//! a CRD: the API server answers 403.
+//! them), and `workshop/room/<name>.kubeconfig`: a file that works on the participant's laptop
+//! ([`files`]: the room's address, the authority inline, a token of the ServiceAccount that
+//! outlives the evening before, a context that names the namespace). With that file a
+//! participant can neither read a neighbour's namespace nor change a CRD: the API server answers
+//! 403. Before anything is written, the names are checked ([`names`]) and the address the files
+//! carry is tried ([`reach`]); at the end a table says who has which file until when
+//! ([`table`]). `make workshop-room-down` takes it all away again ([`down`]).
 //!
 //! Every object is applied server-side, so the command can run again (a participant who joins
-//! late, a token that expired) without touching what is there.
+//! late, a token that ends) without touching what is there.
 
-use std::path::{Path, PathBuf};
+pub mod down;
+pub mod files;
+pub mod names;
+pub mod reach;
+pub mod table;
+
+pub use down::ROOM_LABEL;
+pub use files::{current_cluster, kubeconfig_path, participant_kubeconfig, room_dir};
+pub use table::Handed;
+
+use std::path::Path;
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::config::Kubeconfig;
 use serde_json::{Value, json};
 
 use crate::room::{MANAGED_BY, PARTICIPANT, check_namespace, participant_namespace};
@@ -30,15 +42,9 @@ pub const ROLE: &str = "math-workshop-participant";
 /// On a CRD the organiser installed: the cluster is a room's, shared. A participant's
 /// `workshop-install` then installs nothing, and a runner refuses to watch every namespace.
 pub const ROOM_CRD: &str = "math.example.com/workshop-room";
-/// How long a participant's token lasts: the day (12 hours).
-pub const TOKEN_SECONDS: i64 = 12 * 60 * 60;
-
-/// Where a participant's kubeconfig is written, under the repository.
-pub fn kubeconfig_path(repository: &Path, participant: &str) -> PathBuf {
-    repository
-        .join("workshop/room")
-        .join(format!("{participant}.kubeconfig"))
-}
+/// How long a participant's token lasts by default: the evening before and the day (36 hours;
+/// `TOKEN_HOURS=` to choose). Files made the evening before still work at the end of the day.
+pub const TOKEN_HOURS: i64 = 36;
 
 /// What a participant may do in their namespace, and nothing outside it: the math kinds and
 /// their status (the stages), Events (what the controllers and `kubectl describe` say), Leases
@@ -64,7 +70,7 @@ pub fn role_rules() -> Value {
 /// the first; the binding to read CRDs.
 pub fn participant_objects(participant: &str) -> Vec<(&'static str, Option<String>, Value)> {
     let own = participant_namespace(participant);
-    let labels = json!({MANAGED_BY.0: MANAGED_BY.1});
+    let labels = json!({MANAGED_BY.0: MANAGED_BY.1, ROOM_LABEL.0: ROOM_LABEL.1});
     let meta = |name: &str, namespace: Option<&str>| {
         let mut meta = json!({"name": name, "labels": labels});
         if let Some(namespace) = namespace {
@@ -106,99 +112,95 @@ pub fn participant_objects(participant: &str) -> Vec<(&'static str, Option<Strin
 /// installed ones with theirs), never changing them.
 pub fn cluster_role() -> Value {
     json!({
-        "metadata": {"name": ROLE, "labels": {MANAGED_BY.0: MANAGED_BY.1}},
+        "metadata": {"name": ROLE, "labels": {MANAGED_BY.0: MANAGED_BY.1, ROOM_LABEL.0: ROOM_LABEL.1}},
         "rules": [{"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
                    "verbs": ["get", "list", "watch"]}],
     })
 }
 
-/// A participant's kubeconfig: the organiser's cluster entry as it is (server, certificate
-/// authority), the token, and a context that names the participant's namespace, so that
-/// `kubectl` and the tools work there without `-n`.
-pub fn participant_kubeconfig(cluster: &Value, participant: &str, token: &str) -> Value {
-    let context = format!("math-workshop-{participant}");
-    json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "math-workshop", "cluster": cluster}],
-        "users": [{"name": participant, "user": {"token": token}}],
-        "contexts": [{"name": context, "context": {
-            "cluster": "math-workshop", "user": participant,
-            "namespace": participant_namespace(participant),
-        }}],
-        "current-context": context,
-    })
-}
-
-/// The current context's cluster entry of the organiser's kubeconfig.
-pub fn current_cluster(kubeconfig: &Kubeconfig) -> anyhow::Result<Value> {
-    let context = kubeconfig
-        .current_context
-        .as_ref()
-        .and_then(|name| kubeconfig.contexts.iter().find(|c| &c.name == name))
-        .and_then(|c| c.context.as_ref())
-        .ok_or_else(|| anyhow::anyhow!("the kubeconfig has no current context"))?;
-    let cluster = kubeconfig
-        .clusters
-        .iter()
-        .find(|c| c.name == context.cluster)
-        .and_then(|c| c.cluster.as_ref())
-        .ok_or_else(|| anyhow::anyhow!("the kubeconfig has no cluster {}", context.cluster))?;
-    Ok(serde_json::to_value(cluster)?)
+/// What the organiser sets up: the CRDs, the cluster entry the files carry
+/// ([`files::portable_cluster`]), who takes part, where their files go, and how long their
+/// tokens last.
+pub struct Room<'a> {
+    pub crds: &'a [CustomResourceDefinition],
+    pub cluster: &'a Value,
+    pub participants: &'a [String],
+    pub dir: &'a Path,
+    pub token_hours: i64,
 }
 
 /// Applies the CRDs and every participant's objects, asks a token per participant and writes
-/// their kubeconfigs; returns the files written.
-pub async fn set_up(
-    client: &kube::Client,
-    crds: &[CustomResourceDefinition],
-    cluster: &Value,
-    participants: &[String],
-    repository: &Path,
-) -> anyhow::Result<Vec<PathBuf>> {
+/// their kubeconfigs; what each was handed.
+pub async fn set_up(client: &kube::Client, room: &Room<'_>) -> anyhow::Result<Vec<Handed>> {
     let apply = PatchParams::apply(MANAGER).force();
     let crd_api = Api::<CustomResourceDefinition>::all(client.clone());
-    for crd in crds {
+    for crd in room.crds {
         let name = crd.metadata.name.clone().unwrap_or_default();
         crd_api
             .patch(&name, &apply, &Patch::Apply(&of_the_room(crd)))
             .await?;
     }
     apply_object(client, "ClusterRole", None, cluster_role()).await?;
-    let mut written = Vec::new();
-    for participant in participants {
+    std::fs::create_dir_all(room.dir)?;
+    let mut handed = Vec::new();
+    for participant in room.participants {
         for (kind, namespace, object) in participant_objects(participant) {
             apply_object(client, kind, namespace.as_deref(), object).await?;
         }
+        let (token, expires) = token(client, participant, room.token_hours).await?;
         let namespace = participant_namespace(participant);
-        let request = TokenRequest {
-            spec: Some(TokenRequestSpec {
-                audiences: None,
-                expiration_seconds: Some(TOKEN_SECONDS),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let token = Api::<ServiceAccount>::namespaced(client.clone(), &namespace)
-            .create_token_request(participant, &PostParams::default(), &request)
-            .await?
-            .status
-            .and_then(|s| s.token)
-            .ok_or_else(|| anyhow::anyhow!("the TokenRequest for {participant} has no status"))?;
-        let path = kubeconfig_path(repository, participant);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let yaml = serde_yaml::to_string(&participant_kubeconfig(cluster, participant, &token))?;
-        write_private(&path, &yaml)?;
-        written.push(path);
+        let config = participant_kubeconfig(room.cluster, participant, &token);
+        let shown = expires.map_or_else(|| "?".to_string(), |at| at.to_string());
+        let path = kubeconfig_path(room.dir, participant);
+        write_private(&path, &files::file_text(&config, participant, &shown)?)?;
+        handed.push(Handed {
+            participant: participant.clone(),
+            file: path,
+            namespace,
+            expires,
+        });
     }
-    Ok(written)
+    Ok(handed)
 }
 
-/// A CRD as the organiser installs it: marked as the room's ([`ROOM_CRD`]), typed for apply.
+/// A token of the participant's ServiceAccount for `hours` (TokenRequest), and when the API
+/// server says it ends (it may end sooner: `--service-account-max-token-expiration`).
+async fn token(
+    client: &kube::Client,
+    participant: &str,
+    hours: i64,
+) -> anyhow::Result<(String, Option<k8s_openapi::jiff::Timestamp>)> {
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec {
+            audiences: None,
+            expiration_seconds: Some(hours * 60 * 60),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let namespace = participant_namespace(participant);
+    let status = Api::<ServiceAccount>::namespaced(client.clone(), &namespace)
+        .create_token_request(participant, &PostParams::default(), &request)
+        .await?
+        .status;
+    let expires = status
+        .as_ref()
+        .and_then(|s| s.expiration_timestamp.as_ref())
+        .map(|time| time.0);
+    let token = status
+        .and_then(|s| s.token)
+        .ok_or_else(|| anyhow::anyhow!("the TokenRequest for {participant} has no token"))?;
+    Ok((token, expires))
+}
+
+/// A CRD as the organiser installs it: marked as the room's ([`ROOM_CRD`], [`ROOM_LABEL`]),
+/// typed for apply.
 pub fn of_the_room(crd: &CustomResourceDefinition) -> CustomResourceDefinition {
     let mut crd = crd.clone();
+    crd.metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(ROOM_LABEL.0.to_string(), ROOM_LABEL.1.to_string());
     crd.metadata
         .annotations
         .get_or_insert_with(Default::default)
