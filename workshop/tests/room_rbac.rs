@@ -165,7 +165,8 @@ async fn with_the_room_kubeconfig_the_check_passes_install_installs_nothing_and_
         assert!(out.contains("namespace math-workshop-check-alice"), "{out}");
     }
 
-    let (code, out, err) = as_participant(&file, &["install", "--participant", "alice"]).await;
+    let (code, out, err) =
+        as_participant(&file, &["install", "--solution", "--participant", "alice"]).await;
     assert_eq!(code, 0, "{out}\n{err}");
     assert_eq!(
         out.lines().last(),
