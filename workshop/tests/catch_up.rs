@@ -4,9 +4,10 @@
 //! `make workshop-check STAGE=3` passes; `make workshop-watch STAGE=3` checks, and after a
 //! save of an exercise file builds and checks again.
 //!
-//! The organiser's drills run here too, as the organiser's plan writes them (`<!-- drill: … -->`
-//! blocks, the same in both guides): the two skips and the watch of "two stages behind"; the
-//! watch while the shared cluster is dead; and, after a participant's cluster died, the test
+//! The organiser's drills run here too, as the organiser's page writes them (`<!-- drill: … -->`
+//! blocks of `ORGANISER.md`, the same in both languages), as a room's participant who exported `PARTICIPANT` runs
+//! them: the two skips and the watch of "two stages behind"; the watch while the shared
+//! cluster (the room's file) is dead; and, after a participant's cluster died, the test
 //! API server started in its place, the CRDs and samples put back and the controllers run again,
 //! until the Fermat has its two squares. Only the port, the kubeconfig's path and the cargo
 //! profile (this test's, whose dependencies are built) differ from the guide's commands.
@@ -24,8 +25,11 @@ mod trial;
 
 use trial::{as_participant, copy, git, make, repository};
 
-/// A drill's script, run by bash in the copy as the participant types it, with this test's
-/// kubeconfig path and port instead of the guide's.
+/// The room's participant of the drills, who exported `PARTICIPANT` as the guide says.
+const PARTICIPANT: &str = "alice";
+
+/// A drill's script, run by bash in the copy as the participant types it (with `PARTICIPANT`
+/// exported), with this test's kubeconfig path and port instead of the guide's.
 fn shell(copy: &Path, script: &str, kubeconfig: &Path, port: u16) -> Command {
     let script = script
         .replace("--profile workshop", "--profile dev")
@@ -33,7 +37,9 @@ fn shell(copy: &Path, script: &str, kubeconfig: &Path, port: u16) -> Command {
         .replace("8010", &port.to_string());
     let mut cmd = Command::new("bash");
     cmd.arg("-c").arg(format!("set -e\n{script}"));
-    as_participant(cmd, copy)
+    let mut cmd = as_participant(cmd, copy);
+    cmd.env("PARTICIPANT", PARTICIPANT);
+    cmd
 }
 
 fn text(output: &Output) -> String {
@@ -101,14 +107,16 @@ fn skip_two_stages_write_the_third_check_it_and_watch_it_then_the_drills() {
         "{said}"
     );
 
-    // The drill "the shared cluster dies": the room's CLUSTER=1 check says so; the watch
-    // (the third line of "two stages behind" too) goes on without it.
+    // The drill "the shared cluster dies", as the room runs it: the participant exported
+    // PARTICIPANT (the guide tells everyone to), and the organiser's file for them names the
+    // dead cluster. The room's CLUSTER=1 check (make finds the file from PARTICIPANT alone)
+    // says so; the watch (the third line of "two stages behind" too) goes on without it.
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let scratch = tempfile::tempdir().expect("a temporary directory");
-    let shared = scratch.path().join("shared.kubeconfig");
+    let shared = copy.join(format!("workshop/room/{PARTICIPANT}.kubeconfig"));
+    std::fs::create_dir_all(copy.join("workshop/room")).expect("the room's folder");
     dead_cluster(&runtime, &shared);
     let refused = make(&copy, &["workshop-check", "STAGE=3", "CLUSTER=1"])
-        .env("KUBECONFIG", &shared)
+        .env("PARTICIPANT", PARTICIPANT)
         .output()
         .expect("make runs");
     let said = text(&refused);
@@ -124,7 +132,7 @@ fn skip_two_stages_write_the_third_check_it_and_watch_it_then_the_drills() {
     // The watch: a first round, then a save, then a second round that builds and checks.
     use std::os::unix::process::CommandExt;
     let mut watch = make(&copy, &watch_args)
-        .env("KUBECONFIG", &shared)
+        .env("PARTICIPANT", PARTICIPANT)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -170,8 +178,10 @@ fn skip_two_stages_write_the_third_check_it_and_watch_it_then_the_drills() {
         .args(["-TERM", "--", &format!("-{}", watch.id())])
         .status();
     let _ = watch.wait();
-    // Every stage written: the drill "a participant's cluster dies".
+    // Every stage written: the drill "a participant's cluster dies", with PARTICIPANT still
+    // exported and the room's file still there: the KUBECONFIG the drill exports wins.
     let drilled = std::panic::catch_unwind(|| own_cluster_dies(&copy));
+    let _ = std::fs::remove_dir_all(copy.join("workshop/room"));
     // Back to the committed fermat.rs for the next run's incremental build.
     std::fs::write(exercises.join("fermat.rs"), starter("fermat.rs")).expect("write");
     let shown = seen.join("\n");
@@ -201,11 +211,11 @@ fn skip_two_stages_write_the_third_check_it_and_watch_it_then_the_drills() {
     }
 }
 
-/// The commands of the drill `name` in the organiser's plan: the same in both guides.
+/// The commands of the drill `name` in the organiser's plan: the same in both languages.
 fn drill(name: &str) -> String {
     let marker = format!("<!-- drill: {name} -->");
     let mut found = Vec::new();
-    for file in ["workshop/README.md", "workshop/README.ja.md"] {
+    for file in ["workshop/ORGANISER.md", "workshop/ORGANISER.ja.md"] {
         let text = std::fs::read_to_string(repository().join(file)).unwrap_or_default();
         let block: Vec<&str> = text
             .lines()
@@ -218,7 +228,7 @@ fn drill(name: &str) -> String {
     }
     assert_eq!(
         found[0], found[1],
-        "the drill `{name}` differs between the guides"
+        "the drill `{name}` differs between the organiser's pages"
     );
     found.swap_remove(0)
 }

@@ -90,15 +90,22 @@ pub(crate) fn copy() -> Option<PathBuf> {
 /// would be one build in the shared target directory, and each would link the other's
 /// exercises (this repository's `math-workshop` binary then passed the starter's check).
 /// One codegen unit fewer than dev's 256 changes nothing else.
+/// The kit (`math-workshop-kit`, whose name the copy keeps) likewise: the copy's kit is this
+/// repository's as the copy was made, and a build of it under the same name would stand for this
+/// repository's kit after this repository's kit changed (cargo found it fresh by the copy's files).
 fn apart(manifest: &[u8]) -> Vec<u8> {
-    let text = String::from_utf8_lossy(manifest);
-    let section = "[profile.dev.package.math-workshop]\n";
-    assert!(
-        text.contains(section),
-        "the workspace manifest has no {section}"
-    );
-    text.replacen(section, &format!("{section}codegen-units = 255\n"), 1)
-        .into_bytes()
+    let mut text = String::from_utf8_lossy(manifest).into_owned();
+    for section in [
+        "[profile.dev.package.math-workshop]\n",
+        "[profile.dev.package.math-workshop-kit]\n",
+    ] {
+        assert!(
+            text.contains(section),
+            "the workspace manifest has no {section}"
+        );
+        text = text.replacen(section, &format!("{section}codegen-units = 255\n"), 1);
+    }
+    text.into_bytes()
 }
 
 /// A package manifest whose binary (`src/main.rs`) is called `name`.

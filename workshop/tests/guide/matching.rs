@@ -8,12 +8,41 @@ use super::PARTICIPANT_NAMESPACE;
 pub(crate) fn as_written(output: &str) -> Vec<String> {
     let mut lines: Vec<String> = output
         .lines()
-        .map(|l| kubectl_deletion(l.trim_end()).replace(PARTICIPANT_NAMESPACE, "<your namespace>"))
+        .map(|l| {
+            guides_port(&kubectl_deletion(l.trim_end()))
+                .replace(PARTICIPANT_NAMESPACE, "<your namespace>")
+        })
         .collect();
     while lines.last().is_some_and(String::is_empty) {
         lines.pop();
     }
     lines
+}
+
+/// The test API server's address as the guide starts it (port 8010), whatever port the
+/// session's server took: the first line of install and run names the cluster.
+pub(crate) fn guides_port(line: &str) -> String {
+    let at = "//127.0.0.1:";
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(found) = rest.find(at) {
+        let (before, after) = rest.split_at(found + at.len());
+        out.push_str(before);
+        let digits = after.chars().take_while(char::is_ascii_digit).count();
+        out.push_str(if digits > 0 { "8010" } else { "" });
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn the_sessions_port_reads_as_the_guides() {
+    assert_eq!(
+        guides_port("on context test-apiserver (http://127.0.0.1:41233/)"),
+        "on context test-apiserver (http://127.0.0.1:8010/)"
+    );
+    assert_eq!(guides_port("no address here"), "no address here");
 }
 
 /// A deletion as kubectl 1.32 and 1.33 print it: 1.34 and later add the namespace

@@ -48,7 +48,7 @@ messages! {
     TABLE_EXPIRES: "TOKEN VALID UNTIL", "トークンの有効期限";
     EXPIRES_IN: "{at} (in {hours} h)", "{at} (あと {hours} 時間)";
     ROOM_HAND_OUT: "Give each participant their file (a shared folder, a USB stick): it goes to workshop/room/<name>.kubeconfig in their clone. Then they type, in every terminal:",
-        "各参加者に自分のファイルを渡してください (共有フォルダーか USB メモリ)。置き場所は各自のクローンの workshop/room/<名前>.kubeconfig です。参加者はターミナルごとに次の 2 行を入力します:";
+        "各参加者に自分のファイルを渡してください (共有ドライブか USB メモリ)。置き場所は各自のクローンの workshop/room/<名前>.kubeconfig です。参加者はターミナルごとに次の 2 行を入力します:";
 
     // Taking the room down.
     DOWN_ON: "taking the room down on {described}", "{described} の会場を片付けます";
@@ -84,7 +84,7 @@ messages! {
     CLI_ROOM_TOKEN_HOURS: "How long the participants' tokens last, in hours (default 36: the evening before and the day).",
         "参加者のトークンの有効期間 (時間)。既定は 36 (前日の夜から当日まで)";
     CLI_ROOM_DIR: "Where the participants' kubeconfigs are (default: workshop/room/).",
-        "参加者の kubeconfig を置くフォルダー (既定: workshop/room/)";
+        "参加者の kubeconfig を置くディレクトリ (既定: workshop/room/)";
     CLI_ROOM_DOWN: "For the organiser: take the room down (its namespaces, ServiceAccounts and their tokens, RBAC, CRDs, files).",
         "主催者向け: 会場を片付ける (Namespace、ServiceAccount とそのトークン、RBAC、CRD、ファイル)";
 }
