@@ -113,9 +113,11 @@ async fn a_room_taken_down_leaves_nothing_and_the_next_command_says_access_ended
             "taking the room down on context test-apiserver, {}/",
             server.url()
         ),
-        "deleted 2 ServiceAccounts, whose tokens now answer 401: alice, bob".to_string(),
-        "deleted the ClusterRole math-workshop-participant and 2 ClusterRoleBindings".to_string(),
-        "deleted 4 namespaces, and with them the Roles, RoleBindings and objects in them: \
+        "deleted the ServiceAccounts, whose tokens now answer 401: alice, bob".to_string(),
+        "deleted the ClusterRole math-workshop-participant and its ClusterRoleBindings: \
+         math-workshop-participant-alice, math-workshop-participant-bob"
+            .to_string(),
+        "deleted the namespaces, and with them the Roles, RoleBindings and objects in them: \
          math-workshop-alice, math-workshop-bob, math-workshop-check-alice, \
          math-workshop-check-bob"
             .to_string(),
@@ -123,7 +125,7 @@ async fn a_room_taken_down_leaves_nothing_and_the_next_command_says_access_ended
          fermats.math.example.com, numbers.math.example.com, tuples.math.example.com"
             .to_string(),
         format!(
-            "removed 2 files from {}: alice.kubeconfig, bob.kubeconfig",
+            "removed the files from {}: alice.kubeconfig, bob.kubeconfig",
             room.display()
         ),
     ];

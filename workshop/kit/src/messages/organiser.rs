@@ -20,7 +20,7 @@ messages! {
         "PARTICIPANT={name}: 参加者の名前は、会場のファイル名と同じく ASCII の小文字、数字、ハイフンだけです。PARTICIPANT={suggested} を使ってください";
 
     // The address the participants' files carry.
-    ROOM_ON: "setting up the room on {described} for {count} participants; their files will name {server}",
+    ROOM_ON: "setting up the room on {described} (participants: {count}); their files will name {server}",
         "{described} に参加者 {count} 人の会場をセットアップします。ファイルに書く接続先は {server} です";
     ROOM_SERVER_LOCAL: "the cluster of your kubeconfig ({described}) is served at {server}, an address of this machine only (loopback, or kind's or minikube's network on it): no participant's laptop reaches it. Give the address they reach it at: make workshop-room ROOM_SERVER=https://<address>:<port> PARTICIPANTS=\"…\" (ORGANISER.md says how to make a cluster reachable)",
         "kubeconfig のクラスター ({described}) の接続先 {server} は、このマシンの中だけのアドレスです (ループバックか、このマシン上の kind や minikube のネットワーク)。参加者のノート PC からは届きません。参加者から届くアドレスを指定してください: make workshop-room ROOM_SERVER=https://<アドレス>:<ポート> PARTICIPANTS=\"…\" (クラスターを会場から届くようにする方法は ORGANISER.md にあります)";
@@ -52,15 +52,15 @@ messages! {
 
     // Taking the room down.
     DOWN_ON: "taking the room down on {described}", "{described} の会場を片付けます";
-    DOWN_ACCOUNTS: "deleted {count} ServiceAccounts, whose tokens now answer 401: {names}",
-        "ServiceAccount を {count} 個削除しました (そのトークンは以後 401 になります): {names}";
-    DOWN_CLUSTER_RBAC: "deleted the ClusterRole {role} and {count} ClusterRoleBindings",
-        "ClusterRole {role} と ClusterRoleBinding {count} 個を削除しました";
-    DOWN_NAMESPACES: "deleted {count} namespaces, and with them the Roles, RoleBindings and objects in them: {names}",
-        "Namespace を {count} 個削除しました (中の Role、RoleBinding、オブジェクトも一緒に消えます): {names}";
+    DOWN_ACCOUNTS: "deleted the ServiceAccounts, whose tokens now answer 401: {names}",
+        "ServiceAccount を削除しました (そのトークンは以後 401 になります): {names}";
+    DOWN_CLUSTER_RBAC: "deleted the ClusterRole {role} and its ClusterRoleBindings: {names}",
+        "ClusterRole {role} とその ClusterRoleBinding を削除しました: {names}";
+    DOWN_NAMESPACES: "deleted the namespaces, and with them the Roles, RoleBindings and objects in them: {names}",
+        "Namespace を削除しました (中の Role、RoleBinding、オブジェクトも一緒に消えます): {names}";
     DOWN_CRDS: "deleted the room's CRDs, and with them every Number, Tuple and Fermat: {names}",
         "会場の CRD を削除しました (Number、Tuple、Fermat もすべて一緒に消えます): {names}";
-    DOWN_FILES: "removed {count} files from {dir}: {names}", "{dir} からファイルを {count} 個削除しました: {names}";
+    DOWN_FILES: "removed the files from {dir}: {names}", "{dir} のファイルを削除しました: {names}";
     DOWN_GONE: "nothing of the room is left on the cluster (gone after {seconds} s)",
         "クラスターに会場のものは何も残っていません ({seconds} 秒で消えました)";
     DOWN_LEFT: "still there after {seconds} s: {left}. The cluster's namespace controller or garbage collector is slow: run make workshop-room-down again later",

@@ -63,7 +63,7 @@ messages! {
     STATUS_NEVER: "never started", "未起動";
     CLI_ROOM_STATUS: "For the organiser: a live table of the room (stage reached, runner up, last Warning Event per participant).",
         "主催者向け: 会場の様子をライブで表示する (参加者ごとに到達したステージ、ランナーが動いているか、最後の Warning イベント)";
-    ROOM_READY: "room ready on {described}: {count} participants",
+    ROOM_READY: "room ready on {described} (participants: {count})",
         "{described} に会場を用意しました: 参加者 {count} 人";
     WHERE: "participant {participant}, namespace {namespace}, on {on}", "参加者 {participant}、Namespace {namespace}、接続先 {on}";
     WHERE_NOT_KUBECTLS: "participant {participant}, namespace {namespace}, on {on} (kubectl puts what you apply in {context}; to make it yours: kubectl config set-context --current --namespace {namespace})",

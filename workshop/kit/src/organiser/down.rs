@@ -42,25 +42,17 @@ pub async fn take_down(
         .iter()
         .any(|names| !names.is_empty());
     if !accounts.is_empty() {
-        say(t!(
-            m::DOWN_ACCOUNTS,
-            count = accounts.len(),
-            names = accounts.join(", ")
-        ));
+        say(t!(m::DOWN_ACCOUNTS, names = accounts.join(", ")));
     }
     if !roles.is_empty() || !bindings.is_empty() {
         say(t!(
             m::DOWN_CLUSTER_RBAC,
             role = roles.join(", "),
-            count = bindings.len()
+            names = bindings.join(", ")
         ));
     }
     if !namespaces.is_empty() {
-        say(t!(
-            m::DOWN_NAMESPACES,
-            count = namespaces.len(),
-            names = namespaces.join(", ")
-        ));
+        say(t!(m::DOWN_NAMESPACES, names = namespaces.join(", ")));
     }
     if !crds.is_empty() {
         say(t!(m::DOWN_CRDS, names = crds.join(", ")));
@@ -69,7 +61,6 @@ pub async fn take_down(
     if !files.is_empty() {
         say(t!(
             m::DOWN_FILES,
-            count = files.len(),
             dir = dir.display(),
             names = files.join(", ")
         ));

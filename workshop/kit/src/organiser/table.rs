@@ -25,7 +25,8 @@ pub struct Handed {
 pub fn expiry(expires: Option<Timestamp>, now: Timestamp) -> String {
     match expires {
         Some(at) => {
-            let hours = (at.as_second() - now.as_second()) / 3600;
+            // To the nearest hour: a token asked for 36 h a second ago has 36 h left.
+            let hours = (at.as_second() - now.as_second() + 1800).div_euclid(3600);
             t!(m::EXPIRES_IN, at = at, hours = hours)
         }
         None => "?".to_string(),
@@ -58,23 +59,35 @@ pub fn closing(handed: &[Handed], base: &Path, now: Timestamp) -> Vec<String> {
     lines
 }
 
-/// Rows as columns two spaces apart, each as wide as its widest cell (in characters: the
-/// Japanese headings are wider on screen, which the rows below them do not mind).
+/// Rows as columns two spaces apart, each as wide on screen as its widest cell ([`width`]: the
+/// Japanese headings take two columns a character).
 fn aligned(rows: &[Vec<String>]) -> Vec<String> {
     let columns = rows.first().map_or(0, Vec::len);
     let widths: Vec<usize> = (0..columns)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .map(|c| rows.iter().map(|r| width(&r[c])).max().unwrap_or(0))
         .collect();
     rows.iter()
         .map(|row| {
             let cells: Vec<String> = row
                 .iter()
                 .zip(&widths)
-                .map(|(cell, width)| format!("{cell:<width$}"))
+                .map(|(cell, wide)| format!("{cell}{}", " ".repeat(wide - width(cell))))
                 .collect();
             cells.join("  ").trim_end().to_string()
         })
         .collect()
+}
+
+/// How many columns of a terminal `text` takes: two for the wide characters of East Asian
+/// scripts (kana, kanji, hangul, full-width forms), one for the others.
+fn width(text: &str) -> usize {
+    text.chars()
+        .map(|c| match u32::from(c) {
+            0x1100..=0x115F | 0x2E80..=0xA4CF | 0xAC00..=0xD7A3 | 0xF900..=0xFAFF => 2,
+            0xFE30..=0xFE4F | 0xFF00..=0xFF60 | 0xFFE0..=0xFFE6 => 2,
+            _ => 1,
+        })
+        .sum()
 }
 
 #[cfg(test)]
@@ -103,6 +116,21 @@ mod tests {
                 "  export PARTICIPANT=<name>",
                 "  export KUBECONFIG=$PWD/workshop/room/$PARTICIPANT.kubeconfig",
             ]
+        );
+        // Read a few seconds after the server counted from its own clock: still 36 h.
+        let moments_later: Timestamp = "2026-11-28T18:00:05Z".parse().expect("a time");
+        assert_eq!(
+            expiry(Some(later), moments_later),
+            "2026-11-30T06:00:00Z (in 36 h)"
+        );
+        assert_eq!(width("名前"), 4);
+        assert_eq!(width("NAME"), 4);
+        assert_eq!(
+            aligned(&[
+                vec!["名前".into(), "x".into()],
+                vec!["alice".into(), "y".into()]
+            ]),
+            ["名前   x", "alice  y"]
         );
     }
 }
