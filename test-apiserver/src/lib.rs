@@ -177,21 +177,7 @@ impl TestServer {
             false => None,
         };
         std::fs::write(&kubeconfig, kubeconfig_yaml(&url, identity.as_ref()))?;
-        let shared = Arc::new(Shared {
-            state: Mutex::new(store::State::default()),
-            log: Mutex::new(vec![]),
-            faults: Mutex::new(vec![]),
-            latencies: Mutex::new(vec![]),
-            write_weights: Mutex::new(vec![]),
-            faults_io: faults::Faults::new(opts.start_down),
-            gc_notify: Notify::new(),
-            bookmark_interval: Mutex::new(opts.bookmark_interval),
-            url: url.clone(),
-            tokens: auth::Tokens::default(),
-            crds_unavailable_until: Mutex::new(None),
-            misbehave: misbehave::Misbehaviour::default(),
-            rbac: rbac::Rbac::default(),
-        });
+        let shared = fresh(&url, opts.start_down, opts.bookmark_interval);
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let app = server::router(shared.clone());
         let listener = shared.faults_io.listener(listener, addr);
@@ -406,6 +392,25 @@ impl TestServer {
             task.abort();
         }
     }
+}
+
+/// The state of a server that starts now at `url` (down if `start_down`): empty, no faults.
+fn fresh(url: &str, start_down: bool, bookmark_interval: Duration) -> Arc<Shared> {
+    Arc::new(Shared {
+        state: Mutex::new(store::State::default()),
+        log: Mutex::new(vec![]),
+        faults: Mutex::new(vec![]),
+        latencies: Mutex::new(vec![]),
+        write_weights: Mutex::new(vec![]),
+        faults_io: faults::Faults::new(start_down),
+        gc_notify: Notify::new(),
+        bookmark_interval: Mutex::new(bookmark_interval),
+        url: url.to_string(),
+        tokens: auth::Tokens::default(),
+        crds_unavailable_until: Mutex::new(None),
+        misbehave: misbehave::Misbehaviour::default(),
+        rbac: rbac::Rbac::default(),
+    })
 }
 
 /// Serves `app` on `listener` until `stopped`, with the server's background loop (the garbage

@@ -74,16 +74,7 @@ enum Command {
         #[arg(long)]
         timeout: Option<u64>,
     },
-    Room {
-        #[arg(required = true)]
-        participants: Vec<String>,
-        #[arg(long)]
-        server: Option<String>,
-        #[arg(long, default_value_t = organiser::TOKEN_HOURS, allow_negative_numbers = true)]
-        token_hours: i64,
-        #[arg(long)]
-        dir: Option<PathBuf>,
-    },
+    Room(organising::Asked),
     RoomDown {
         #[arg(long)]
         dir: Option<PathBuf>,
@@ -195,20 +186,7 @@ async fn execute(command: Command, exercises: fn() -> Track) -> anyhow::Result<E
             let opts = check_options(stage, cluster, &who, force, timeout);
             return check_stage(&Track::select(solution, exercises), &opts).await;
         }
-        Command::Room {
-            participants,
-            server,
-            token_hours,
-            dir,
-        } => {
-            let asked = organising::Asked {
-                participants,
-                server,
-                token_hours,
-                dir,
-            };
-            organising::set_up(asked).await?
-        }
+        Command::Room(asked) => organising::set_up(asked).await?,
         Command::RoomDown { dir } => organising::take_down(dir).await?,
         Command::RoomStatus => {
             let instead = m::ROOM_NEEDS_A_CLUSTER.text();
@@ -322,11 +300,16 @@ async fn install(
     for note in install.notes {
         println!("({note})");
     }
+    kubectl_apply(&repository, dir)
+}
+
+/// `kubectl apply -f <dir>/` in the repository, said first.
+fn kubectl_apply(repository: &std::path::Path, dir: &str) -> anyhow::Result<()> {
     let kubectl = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".to_string());
     println!("{kubectl} apply -f {dir}/");
     let status = std::process::Command::new(&kubectl)
         .args(["apply", "-f", &format!("{dir}/")])
-        .current_dir(&repository)
+        .current_dir(repository)
         .status()
         .map_err(|e| anyhow::anyhow!("{}", t!(m::COULD_NOT_RUN, program = kubectl, error = e)))?;
     anyhow::ensure!(status.success(), "{}", m::KUBECTL_APPLY_FAILED.text());

@@ -13,12 +13,17 @@ use crate::organiser::{self, files, names, reach, table};
 use crate::{check, cluster, crds, t};
 
 /// What `room` was asked: the names as given, `--server` (`ROOM_SERVER`), `--token-hours`
-/// (`TOKEN_HOURS`), `--dir`.
+/// (`TOKEN_HOURS`), `--dir`. (The help texts are in the catalogue, set by the app's HELP.)
+#[derive(clap::Args, Debug)]
 pub(super) struct Asked {
-    pub(super) participants: Vec<String>,
-    pub(super) server: Option<String>,
-    pub(super) token_hours: i64,
-    pub(super) dir: Option<PathBuf>,
+    #[arg(required = true)]
+    participants: Vec<String>,
+    #[arg(long)]
+    server: Option<String>,
+    #[arg(long, default_value_t = organiser::TOKEN_HOURS, allow_negative_numbers = true)]
+    token_hours: i64,
+    #[arg(long)]
+    dir: Option<PathBuf>,
 }
 
 /// Where the participants' files are: `--dir`, else `workshop/room/` of the repository.
@@ -43,21 +48,7 @@ pub(super) async fn set_up(asked: Asked) -> anyhow::Result<()> {
     );
     let instead = m::ROOM_NEEDS_A_CLUSTER.text();
     let connected = cluster::connect(&instead).await?;
-    let kubeconfig = Kubeconfig::read()?;
-    let (context, entry) = files::current_cluster(&kubeconfig)?;
-    let server = files::room_server(
-        asked.server.as_deref(),
-        &context,
-        &entry,
-        &connected.described,
-    )
-    .map_err(anyhow::Error::msg)?;
-    let portable = files::portable_cluster(&entry, &server).map_err(anyhow::Error::msg)?;
-    let config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
-    reach::answers_at(config, &server)
-        .await
-        .map_err(anyhow::Error::msg)?;
+    let (server, portable) = address(asked.server.as_deref(), &connected.described).await?;
     println!(
         "{}",
         t!(
@@ -90,6 +81,27 @@ pub(super) async fn set_up(asked: Asked) -> anyhow::Result<()> {
         println!("{line}");
     }
     Ok(())
+}
+
+/// The address the files carry ([`files::room_server`]) and the participants' cluster entry
+/// ([`files::portable_cluster`]), once the API server answered there with a certificate that
+/// names it ([`reach::answers_at`]); `explicit` is `ROOM_SERVER`, `described` the organiser's
+/// cluster as the lines name it.
+async fn address(
+    explicit: Option<&str>,
+    described: &str,
+) -> anyhow::Result<(http::Uri, serde_json::Value)> {
+    let kubeconfig = Kubeconfig::read()?;
+    let (context, entry) = files::current_cluster(&kubeconfig)?;
+    let server =
+        files::room_server(explicit, &context, &entry, described).map_err(anyhow::Error::msg)?;
+    let portable = files::portable_cluster(&entry, &server).map_err(anyhow::Error::msg)?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    reach::answers_at(config, &server)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    Ok((server, portable))
 }
 
 /// One line per token the cluster cut shorter than asked (its maximum lifetime).
