@@ -24,6 +24,8 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use super::help;
+
 /// The buckets of `workqueue_queue_duration_seconds` and `workqueue_work_duration_seconds`:
 /// client-go's `ExponentialBuckets(10e-9, 10, 12)`, 10 ns to 1000 s.
 pub fn duration_buckets() -> impl Iterator<Item = f64> {
@@ -84,7 +86,9 @@ fn read(live: &Live, now: Instant) -> [f64; 3] {
         Err(_) => Vec::new(),
     };
     let longest = running.iter().copied().fold(0.0, f64::max);
-    [depth, running.iter().sum(), longest]
+    // Folded from +0.0: `Sum` of no f64 is -0.0, which an idle queue showed as `-0.0`.
+    let unfinished = running.iter().fold(0.0, |sum, s| sum + s);
+    [depth, unfinished, longest]
 }
 
 const GAUGES: [(&str, &str); 3] = [
@@ -131,6 +135,26 @@ impl Collector for LiveQueues {
     }
 }
 
+/// The counters' and histograms' names and help texts, as controller-runtime v0.24 registers
+/// them (the encoder appends a counter's `_total`).
+const ADDS: (&str, &str) = (
+    "workqueue_adds",
+    "Total number of adds handled by workqueue",
+);
+const QUEUE_DURATION: (&str, &str) = (
+    "workqueue_queue_duration_seconds",
+    "How long in seconds an item stays in workqueue before being requested",
+);
+const WORK_DURATION: (&str, &str) = (
+    "workqueue_work_duration_seconds",
+    "How long in seconds processing an item from workqueue takes.",
+);
+const RETRIES: (&str, &str) = (
+    "workqueue_retries",
+    "Total number of items added to the workqueue with a non-zero delay (rate-limited \
+     requeues, explicit RequeueAfter or AddAfter calls)",
+);
+
 /// The workqueue families of every controller.
 pub(super) struct WorkqueueSeries {
     adds: Family<QueueLabels, Counter>,
@@ -150,14 +174,10 @@ impl WorkqueueSeries {
             live: Arc::default(),
         };
         let r = registry;
-        let help = "Total number of adds handled by workqueue";
-        r.register("workqueue_adds", help, s.adds.clone());
-        let help = "How long in seconds an item stays in workqueue before being requested";
-        r.register("workqueue_queue_duration_seconds", help, s.waits.clone());
-        let help = "How long in seconds processing an item from workqueue takes.";
-        r.register("workqueue_work_duration_seconds", help, s.work.clone());
-        let help = "Total number of retries handled by workqueue";
-        r.register("workqueue_retries", help, s.retries.clone());
+        help::register(r, ADDS, s.adds.clone());
+        help::register(r, QUEUE_DURATION, s.waits.clone());
+        help::register(r, WORK_DURATION, s.work.clone());
+        help::register(r, RETRIES, s.retries.clone());
         r.register_collector(Box::new(s.live.clone()));
         s
     }
