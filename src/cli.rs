@@ -24,7 +24,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Print the three CustomResourceDefinitions as YAML (or write them into a directory).
+    /// Print the three CustomResourceDefinitions as YAML (or write them, with the kustomization
+    /// that lists them, into a directory).
     Crds {
         /// Write one file per CRD into this directory instead of printing.
         #[arg(long)]
