@@ -389,3 +389,54 @@ fn docker_push_and_buildx_ask_the_engine_for_a_push_and_a_multi_platform_build()
     ensure!(out.contains("buildx rm math-controller-builder"), "{out}");
     Ok(())
 }
+
+/// The flags of kubebuilder's scaffolded `cmd/main.go` (v4): what its `config/` passes.
+const KUBEBUILDER_FLAGS: [&str; 12] = [
+    "--metrics-bind-address",
+    "--health-probe-bind-address",
+    "--leader-elect",
+    "--metrics-secure",
+    "--metrics-cert-path",
+    "--metrics-cert-name",
+    "--metrics-cert-key",
+    "--enable-http2",
+    "--webhook-cert-path",
+    "--webhook-cert-name",
+    "--webhook-cert-key",
+    "--webhook-port",
+];
+
+/// Ours, documented in docs/operations.md: the log format (kubebuilder's zap flags have no
+/// equivalent here).
+const OUR_FLAGS: [&str; 1] = ["--log-format"];
+
+/// deploy/'s Deployment speaks kubebuilder's flags (and the binary accepts them).
+#[test]
+fn the_deployment_passes_kubebuilders_flags() -> Result<()> {
+    use clap::Parser;
+    let docs = documents(&std::fs::read_to_string(
+        repo().join("deploy/30-deployment.yaml"),
+    )?)?;
+    let args: Vec<String> = docs[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .context("args")?
+        .iter()
+        .filter_map(|a| a.as_str().map(str::to_string))
+        .collect();
+    for arg in &args {
+        let flag = arg.split('=').next().unwrap_or_default();
+        ensure!(
+            KUBEBUILDER_FLAGS.contains(&flag) || OUR_FLAGS.contains(&flag),
+            "{flag} is neither kubebuilder's nor a documented one of ours"
+        );
+    }
+    let kubebuilders = args
+        .iter()
+        .filter(|a| KUBEBUILDER_FLAGS.iter().any(|f| a.starts_with(f)))
+        .count();
+    ensure!(kubebuilders >= 4, "{args:?}");
+    math_controller::cli::Cli::try_parse_from(
+        std::iter::once("math-controller".into()).chain(args),
+    )?;
+    Ok(())
+}
