@@ -359,6 +359,22 @@ async fn tuple_t_ready(server: &TestServer) {
     .await;
 }
 
+const FERMAT: &str = "apiVersion: math.example.com/v1beta1\nkind: Fermat\nmetadata:\n  name: thirteen\n  namespace: default\nspec:\n  number: 13\n";
+
+/// Until the Fermat `thirteen` is Ready, read from the server's storage.
+async fn fermat_ready_on(server: &TestServer) {
+    let group = "math.example.com";
+    eventually(
+        "the Fermat 13 to be Ready",
+        || async {
+            let object = server.object(group, "fermats", Some("default"), "thirteen")?;
+            serde_json::from_value::<math_controller::api::Fermat>(object).ok()
+        },
+        fermat_ready,
+    )
+    .await;
+}
+
 /// The requests the manager's client sent (the test's own go through kubectl): by status code
 /// and HTTP method, as the API server answered them.
 fn answered_to_the_manager(server: &TestServer) -> BTreeMap<(String, String), f64> {
@@ -409,7 +425,15 @@ async fn results_are_what_a_reconcile_asked_of_the_queue() -> Result<()> {
     let (m, _) = manager(&server, "a").await?;
     try_kubectl(&server, &["apply", "-f", "-"], Some(TUPLE)).await?;
     tuple_t_ready(&server).await;
-    let scrape = Scrape::parse(&m.metrics.encode());
+    // The reconcile that wrote the Ready status is counted as it returns, a moment later.
+    let last = r#"math_controller_reconcile_progress_total{controller="tuple",progress="final"}"#;
+    let text = eventually(
+        "the final reconcile counted",
+        || async { Some(m.metrics.encode()) },
+        |t| sample(t, last).is_some_and(|n| n >= 1.0),
+    )
+    .await;
+    let scrape = Scrape::parse(&text);
     let result = |r: &str| {
         let labels = [("controller", "tuple"), ("result", r)];
         scrape
@@ -440,6 +464,36 @@ async fn results_are_what_a_reconcile_asked_of_the_queue() -> Result<()> {
     );
     for p in ["waiting", "blocked", "final"] {
         ensure!(progress(p) >= 1.0, "progress {p}: {text}");
+    }
+    let host = host_of(&server);
+    let counted = counted_by_the_client(&scrape, &host);
+    ensure!(
+        counted.get(&("403".into(), "POST".into())) == Some(&1.0),
+        "{counted:?}"
+    );
+    ensure!(
+        counted.get(&("409".into(), "PATCH".into())) == Some(&conflicts),
+        "{counted:?}"
+    );
+    // Each reconcile that asked for a delay is a retry, as client-go counts every AddAfter
+    // with one (the error policy's too), also when news brought the object back first: a
+    // Fermat's waiting reconciles are overtaken by its Tuples' news all the time.
+    try_kubectl(&server, &["apply", "-f", "-"], Some(FERMAT)).await?;
+    fermat_ready_on(&server).await;
+    let scrape = Scrape::parse(&m.metrics.encode());
+    for c in ["tuple", "fermat"] {
+        let result = |r: &str| {
+            let labels = [("controller", c), ("result", r)];
+            scrape
+                .value("controller_runtime_reconcile_total", &labels)
+                .unwrap_or(0.0)
+        };
+        let retries = scrape.value("workqueue_retries_total", &[("name", c)]);
+        let delayed = result("requeue") + result("requeue_after") + result("error");
+        ensure!(
+            retries.is_some_and(|r| r >= delayed),
+            "{c}: {retries:?} retries, {delayed} delays"
+        );
     }
     let host = host_of(&server);
     let counted = counted_by_the_client(&scrape, &host);
