@@ -286,6 +286,16 @@ async fn a_scrape_has_controller_runtimes_series_names_types_labels_buckets_and_
     ensure!(leader == Some(1.0), "leader: {leader:?}");
     let adds = scrape.value("workqueue_adds_total", &[("name", "number")]);
     ensure!(adds.is_some_and(|v| v >= 1.0), "adds: {adds:?}");
+    // The depth by the priorities of controller-runtime v0.24's default queue (its priority
+    // queue): 0, and -100 (handler.LowPriority) for the initial list's and resyncs' objects.
+    let priorities: BTreeSet<&str> = (scrape.samples.iter())
+        .filter(|s| s.name == "workqueue_depth" && s.labels["name"] == "number")
+        .map(|s| s.labels["priority"].as_str())
+        .collect();
+    ensure!(
+        priorities == BTreeSet::from(["0", "-100"]),
+        "{priorities:?}"
+    );
     let host = host_of(&server);
     for (code, method) in [("200", "GET"), ("200", "PATCH"), ("200", "PUT")] {
         let labels = [("code", code), ("method", method), ("host", host.as_str())];
@@ -547,10 +557,9 @@ async fn a_standby_exports_no_controller_series() -> Result<()> {
         "the standby to wait for the Lease",
         || async { Some(standby.metrics.encode()) },
         |t| {
-            sample(
-                t,
-                &format!("leader_election_master_status{{name=\"{LEASE}\"}}"),
-            ) == Some(0.0)
+            let status = format!("leader_election_master_status{{name=\"{LEASE}\"}}");
+            // It has read the Lease (its first request) and found it held.
+            sample(t, &status) == Some(0.0) && t.contains("\nrest_client_requests_total{")
         },
     )
     .await;

@@ -174,7 +174,7 @@ fn the_queue_counts_adds_retries_waits_and_work_in_progress() {
     let q = m.queue("tuple", 4);
     let depth = Arc::new(AtomicUsize::new(0));
     let source = depth.clone();
-    q.show_depth(move || source.load(Ordering::Relaxed));
+    q.show_depth(move || (source.load(Ordering::Relaxed), 1));
     q.add();
     q.add();
     // A retry is counted when it is decided; its add when the delay is over and the object
@@ -194,8 +194,11 @@ fn the_queue_counts_adds_retries_waits_and_work_in_progress() {
     assert_eq!(get("workqueue_work_duration_seconds_count"), Some(0.0));
     assert!(get("workqueue_unfinished_work_seconds").is_some_and(|s| s >= 0.02));
     assert!(get("workqueue_longest_running_processor_seconds").is_some_and(|s| s >= 0.02));
-    let depth_series = "workqueue_depth{name=\"tuple\",controller=\"tuple\",priority=\"\"}";
+    // By controller-runtime's priorities: 0 for urgent objects, -100 for settled ones.
+    let depth_series = "workqueue_depth{name=\"tuple\",controller=\"tuple\",priority=\"0\"}";
     assert_eq!(sample(&text, depth_series), Some(2.0));
+    let depth_series = "workqueue_depth{name=\"tuple\",controller=\"tuple\",priority=\"-100\"}";
+    assert_eq!(sample(&text, depth_series), Some(1.0));
     assert_eq!(
         sample(
             &text,

@@ -182,15 +182,16 @@ where
         self.book().len()
     }
 
-    /// Reads how many keys wait for their turn only (`workqueue_depth`), for as long as the
-    /// scheduler lives (it holds no reference to it: 0 once it is gone).
-    pub fn queued_reader(&self) -> impl Fn() -> usize + Send + Sync + 'static
+    /// Reads how many keys wait for their turn only (`workqueue_depth`), urgent and settled
+    /// apart, for as long as the scheduler lives (it holds no reference to it: 0 once it is
+    /// gone).
+    pub fn queued_reader(&self) -> impl Fn() -> (usize, usize) + Send + Sync + 'static
     where
         K: Sync,
     {
         let shared = Arc::downgrade(&self.shared);
         move || {
-            shared.upgrade().map_or(0, |shared| {
+            shared.upgrade().map_or((0, 0), |shared| {
                 let book = (shared.book.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
                 book.queued()
             })
