@@ -16,7 +16,8 @@ set -f
 NEEDED_MINOR=89
 KUBECTL_VERSION=v1.33.0
 
-# The language, as the Rust tools choose it: the first of LC_ALL, LC_MESSAGES, LANG that is set.
+# The language, as the Rust tools choose it: `--lang ja|en` first (make's WORKSHOP_LANG=ja),
+# else the first of LC_ALL, LC_MESSAGES, LANG that is set.
 lang=en
 for value in "${LC_ALL:-}" "${LC_MESSAGES:-}" "${LANG:-}"; do
     if [ -n "$value" ]; then
@@ -24,6 +25,11 @@ for value in "${LC_ALL:-}" "${LC_MESSAGES:-}" "${LANG:-}"; do
         break
     fi
 done
+case ${1:-} in
+--lang=*) lang=${1#--lang=} && shift ;;
+--lang) lang=${2:-$lang} && shift 2 ;;
+esac
+case $lang in ja* | JA* | Ja*) lang=ja ;; *) lang=en ;; esac
 
 # msg KEY: the template of a message in the chosen language (workshop/kit/src/messages/doctor.rs).
 msg() {
