@@ -213,7 +213,7 @@ if [ "$system" = wsl ]; then
     esac
 fi
 
-# The day's build and crates take 2.1-2.7 GB (make workshop-prepare, measured); 4 GB leaves
+# The day's build and crates take 2.3 GB (make workshop-prepare, measured 2026-11-28); 4 GB leaves
 # room for the second build of a catch-up. What make workshop-prepare already built (the
 # workshop profile's target/, the crates cargo fetched) counts: after it, the doctor must not
 # ask for the space the build rightly took. No df (a minimal container): not checked.
