@@ -81,13 +81,7 @@ pub(super) async fn run(
     if server.is_none() {
         prepare_cluster(&connected, track, stage, namespace.as_deref(), participant).await?;
     }
-    // On a cluster the runner's heartbeat says it runs (in kubectl's namespace when it looks
-    // after every one): the organiser's table and the finished manager read it.
-    let beat = match &namespace {
-        _ if server.is_some() => None,
-        Some(namespace) => Some(namespace.clone()),
-        None => Some(connected.kubectls.clone()),
-    };
+    let beat = heartbeat_namespace(server.is_some(), &namespace, &connected.kubectls);
     let ctx = Context::new(connected.client, namespace.clone());
     let mut controllers = Controllers::start(track, stage, &ctx);
     let watching = match &namespace {
@@ -113,6 +107,20 @@ pub(super) async fn run(
         }
     }
     finish(controllers, server, others).await
+}
+
+/// Where the runner's heartbeat goes: on a cluster, the namespace it looks after (kubectl's
+/// when it looks after every one). The organiser's table and the finished manager read it.
+fn heartbeat_namespace(
+    on_test_server: bool,
+    namespace: &Option<String>,
+    kubectls: &str,
+) -> Option<String> {
+    match namespace {
+        _ if on_test_server => None,
+        Some(namespace) => Some(namespace.clone()),
+        None => Some(kubectls.to_string()),
+    }
 }
 
 /// When the run ends: the controllers stop and the test server goes; the run fails with what
