@@ -65,7 +65,13 @@ pub async fn connect_as(instead: &str, participant: Option<&str>) -> anyhow::Res
     })
 }
 
-/// The kubeconfig kubectl would read, or what to do when there is none.
+/// How the guide starts its test API server (the route without a cluster), which writes
+/// `/tmp/math.kubeconfig`.
+const GUIDE_TEST_SERVER: &str = "cargo run --profile workshop -p test-apiserver -- --port 8010 --kubeconfig /tmp/math.kubeconfig";
+
+/// The kubeconfig kubectl would read, or what to do when there is none: the guide's route
+/// first (a terminal without the `export KUBECONFIG` of the guide's test API server is the
+/// likeliest cause), then a cluster's.
 fn read_kubeconfig(instead: &str) -> anyhow::Result<Kubeconfig> {
     Kubeconfig::read().map_err(|e| {
         anyhow::anyhow!(
@@ -73,6 +79,7 @@ fn read_kubeconfig(instead: &str) -> anyhow::Result<Kubeconfig> {
             t!(
                 m::START_A_CLUSTER,
                 missing = missing_kubeconfig(&e),
+                command = GUIDE_TEST_SERVER,
                 instead = instead
             )
         )

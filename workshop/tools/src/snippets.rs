@@ -38,6 +38,18 @@ const PRELUDE: &str = r#"    use std::sync::Arc;
     use math_workshop::solutions::tuple::{Tuple, child_name};
 "#;
 
+/// What fermat.rs imports, for its whole functions (`fermat-items`).
+const FERMAT_IMPORTS: &str = r#"    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::{Resource, ResourceExt};
+    use serde_json::json;
+
+    use math_workshop::context::{Context, Error, MANAGER, Result};
+    use math_workshop::math;
+    use math_workshop::solutions::fermat::{Fermat, FermatStatus, child_name};
+    use math_workshop::solutions::tuple::{Tuple, TupleSpec};
+"#;
+
 /// A place a snippet goes: extra imports, the lines before it and the lines after it.
 struct Place {
     name: &'static str,
@@ -47,7 +59,7 @@ struct Place {
 }
 
 /// Every context a marker may name.
-const PLACES: [Place; 7] = [
+const PLACES: [Place; 10] = [
     // Type definitions, at the top of an exercise file (nothing imported: they define the names).
     Place {
         name: "items",
@@ -89,6 +101,28 @@ const PLACES: [Place; 7] = [
         imports: "    use math_workshop::solutions::tuple::reconcile;\n",
         head: "    pub async fn snippet(ctx: Arc<Context>) {\n",
         tail: "    }\n",
+    },
+    // The guides' folds of complete code (`make workshop-hint`'s last step): whole functions of
+    // number.rs and tuple.rs, where the exercise file has them, with its imports.
+    Place {
+        name: "number-items",
+        imports: "",
+        head: "",
+        tail: "",
+    },
+    Place {
+        name: "tuple-items",
+        imports: "    use math_workshop::solutions::tuple::TupleStatus;\n",
+        head: "",
+        tail: "",
+    },
+    // Whole functions of fermat.rs, with that file's imports (its `child_name` is the Fermat's:
+    // no prelude).
+    Place {
+        name: "fermat-items",
+        imports: FERMAT_IMPORTS,
+        head: "",
+        tail: "",
     },
     // Inside fermat.rs's status: the Fermat's number `n`, a child Tuple's `[a, b]`, in a
     // function that returns an `Option` (where `?` on `exact_sqrt` belongs).
@@ -211,7 +245,7 @@ pub fn render(snippets: &[Snippet]) -> String {
             "\n/// {}, under \"{}\": rust block {index} (context `{}`).\nmod {stem}_{index} {{\n    #![allow(unused, clippy::all)]\n",
             snippet.file, snippet.heading, place.name
         ));
-        if place.name != "items" {
+        if place.name != "items" && place.name != "fermat-items" {
             out.push_str(PRELUDE);
         }
         out.push_str(place.imports);

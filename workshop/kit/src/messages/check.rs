@@ -15,6 +15,8 @@ messages! {
     TRACK_EXERCISES: "your exercises", "自分の演習";
     TRACK_SOLUTIONS: "the reference solutions", "模範解答";
     SUMMARY: "{passed} passed, {failed} failed", "合格 {passed} 件、不合格 {failed} 件";
+    STAGE_ZERO_CHECK: "Stage 0 (define the API: exercise 1a in {file}) has no check of its own: make workshop-check STAGE=1 checks it with its first two lines, then the Number controller of exercise 1b",
+        "ステージ 0 (API の定義: {file} の演習 1a) には専用のチェックがありません。make workshop-check STAGE=1 の最初の 2 行がこれを確かめ、そのあと演習 1b の Number コントローラーを確かめます";
     NO_SUCH_STAGE: "there are stages 1, 2 and 3, not {stage}",
         "ステージは 1、2、3 です ({stage} はありません)";
     CHECK_WITHOUT_CLUSTER: "or leave out CLUSTER=1 (the check then brings a test API server of its own)",

@@ -10,8 +10,8 @@ messages! {
         "kubeconfig がありません (KUBECONFIG が未設定で、~/.kube/config もありません)";
     NO_USABLE_KUBECONFIG: "no usable kubeconfig at KUBECONFIG={path} ({cause})",
         "KUBECONFIG={path} に使える kubeconfig がありません (「{cause}」)";
-    START_A_CLUSTER: "{missing}: start minikube or kind (they write one), {instead}",
-        "{missing}。minikube か kind を起動するか (どちらも kubeconfig を書きます)、{instead}";
+    START_A_CLUSTER: "{missing}: with the guide's test API server, export KUBECONFIG=/tmp/math.kubeconfig in this terminal (the server writes it when it starts: {command}, in a terminal of its own); with minikube or kind, start it (they write one); {instead}",
+        "{missing}。ガイドのテスト用 API サーバーを使っているなら、このターミナルで export KUBECONFIG=/tmp/math.kubeconfig を実行してください (このファイルはサーバーが起動時に書きます。専用のターミナルで {command})。minikube か kind なら起動してください (どちらも kubeconfig を書きます)。{instead}";
     KUBECONFIG_UNUSABLE: "the kubeconfig ({paths}) cannot be used: {cause}; {instead}",
         "kubeconfig ({paths}) を使えません: 「{cause}」。{instead}";
     NO_CLIENT: "cannot make a client for {described}: {cause}", "{described} のクライアントを作れません: 「{cause}」";

@@ -11,6 +11,8 @@ messages! {
     SCOPE_ALL: "every namespace", "すべての Namespace を対象に";
     TEST_SERVER_STARTED: "test API server on {url} with your CRDs installed; in another terminal:\n  export KUBECONFIG={kubeconfig}",
         "テスト用 API サーバーを {url} で起動し、自分の CRD をインストールしました。別のターミナルで:\n  export KUBECONFIG={kubeconfig}";
+    STAGE_ZERO_RUN: "stage 0 defines the API and has no controller: make workshop-run STAGE=1 runs the Number controller (exercise 1b)",
+        "ステージ 0 は API を定義するだけで、コントローラーはありません。make workshop-run STAGE=1 で Number コントローラー (演習 1b) が動きます";
     RUN_WITHOUT_CLUSTER: "or run against a test API server of your own (ARGS=--test-server)",
         "または専用のテスト用 API サーバーで動かしてください (ARGS=--test-server)";
     CONTROLLER_STOPPED: "the {kind} controller stopped: {why}{others}. Fix it, then run again",
