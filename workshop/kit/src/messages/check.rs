@@ -35,7 +35,7 @@ messages! {
     CRD_APPLY_FAILED: "kubectl apply of the CRDs generated from your types failed: {said}",
         "自分の型から生成した CRD の kubectl apply が失敗しました: 「{said}」";
     CRD_APPLY_HINT: "is the cluster reachable (kubectl get namespaces)? Does the CRD generate (cargo run --profile workshop -p math-workshop -- crds)?",
-        "クラスターにつながりますか (kubectl get namespaces)? CRD を生成できますか (cargo run --profile workshop -p math-workshop -- crds)?";
+        "クラスターにつながりますか (kubectl get namespaces)？ CRD を生成できますか (cargo run --profile workshop -p math-workshop -- crds)？";
     CRD_NOT_ESTABLISHED: "crd/{name} is not Established (the API server does not serve its kind yet)",
         "crd/{name} が Established になっていません (API サーバーがまだその Kind を扱っていません)";
     CRDS_INSTALLED: "installed the CRDs generated from {track} (kubectl apply), namespace {namespace}",
@@ -43,7 +43,7 @@ messages! {
     CRDS_ALREADY: "the CRDs generated from {track} are installed already, namespace {namespace}",
         "{track}から生成した CRD はインストール済み。Namespace は {namespace}";
     REACHABLE: "is the cluster reachable (kubectl get namespaces)?",
-        "クラスターにつながりますか (kubectl get namespaces)?";
+        "クラスターにつながりますか (kubectl get namespaces)？";
     APPLY_FAILED_ABOVE: "its kubectl apply failed above", "上の kubectl apply が失敗しています";
 
     // The check: what the stages share.
@@ -130,7 +130,7 @@ messages! {
     NUMBER_CRD_STATUS_HINT: "NumberStatus lacks {missing}: add `observed_generation: i64`, `fizz_buzz: String`, `is_square: bool`, `is_prime: bool`, keeping #[serde(rename_all = \"camelCase\")] (EXERCISE 1a in {file})",
         "NumberStatus に {missing} がありません。#[serde(rename_all = \"camelCase\")] は残したまま、`observed_generation: i64`、`fizz_buzz: String`、`is_square: bool`、`is_prime: bool` を追加してください ({file} の演習 1a)";
     NUMBER_APPLY_HINT: "does NumberSpec have `pub value: i64` (EXERCISE 1a)? The CRD is generated from it",
-        "NumberSpec に `pub value: i64` はありますか (演習 1a)? CRD はそこから生成されます";
+        "NumberSpec に `pub value: i64` はありますか (演習 1a)？ CRD はそこから生成されます";
     NOT_EXIST: "{kind} {name} does not exist", "{kind} {name} が存在しません";
     NUMBER_EXPECTED: "fizzBuzz {fizz}, isSquare {square}, isPrime {prime}",
         "fizzBuzz は {fizz}、isSquare は {square}、isPrime は {prime}";
@@ -139,18 +139,18 @@ messages! {
         "status.observedGeneration が {observed} で、metadata.generation の {generation} と違います";
     NUMBER_NO_STATUS: "{subject} has no status.fizzBuzz {after}", "{subject} に status.fizzBuzz がありません {after}";
     NUMBER_NO_STATUS_HINT: "did you patch the status subresource (Api::patch_status), not the object? (EXERCISE 1b in {file})",
-        "オブジェクト本体ではなく、ステータスサブリソースにパッチしましたか (Api::patch_status)? ({file} の演習 1b)";
+        "オブジェクト本体ではなく、ステータスサブリソースにパッチしましたか (Api::patch_status)？ ({file} の演習 1b)";
     NUMBER_WRONG_HINT: "compute every field from the current spec.value on each reconcile (crate::math::fizzbuzz, is_square, is_prime) and set observed_generation from metadata.generation (EXERCISE 1b in {file})",
         "リコンサイルのたびに、今の spec.value からすべてのフィールドを計算し (crate::math::fizzbuzz、is_square、is_prime)、observed_generation は metadata.generation から取ってください ({file} の演習 1b)";
 
     // The check: stage 2.
-    TUPLE_CRD_HINT: "is the Tuple CRD installed?", "Tuple の CRD はインストールされていますか?";
+    TUPLE_CRD_HINT: "is the Tuple CRD installed?", "Tuple の CRD はインストールされていますか？";
     TUPLE_CREATE_HINT: "create one Number per item, named <tuple>-<index>, with Api::patch(.., &PatchParams::apply(MANAGER).force(), &Patch::Apply(&number)) (EXERCISE 2a in {file})",
         "要素ごとに <tuple>-<index> という名前の Number を、Api::patch(.., &PatchParams::apply(MANAGER).force(), &Patch::Apply(&number)) で 1 つずつ作ってください ({file} の演習 2a)";
     TUPLE_OWNER_HINT: "set number.metadata.owner_references to the Tuple's controller_owner_ref(&()), with block_owner_deletion: Some(true) (EXERCISE 2a in {file}): the garbage collector and .owns() follow it",
         "number.metadata.owner_references に Tuple の controller_owner_ref(&()) を block_owner_deletion: Some(true) 付きで入れてください ({file} の演習 2a)。ガベージコレクターも .owns() もこれをたどります";
     TUPLE_STATUS_HINT: "once every child Number's status describes its current spec (status.observedGeneration = metadata.generation), write TupleStatus with patch_status (EXERCISE 2c in {file}); are you woken when a Number's status changes (.owns, EXERCISE 2d)? Do the Numbers get a status (stage 1)?",
-        "子の Number の status がすべて今の spec のもの (status.observedGeneration = metadata.generation) になったら、patch_status で TupleStatus を書いてください ({file} の演習 2c)。Number の status が変わったときに起こされていますか (.owns、演習 2d)? Number に status は付いていますか (ステージ 1)?";
+        "子の Number の status がすべて今の spec のもの (status.observedGeneration = metadata.generation) になったら、patch_status で TupleStatus を書いてください ({file} の演習 2c)。Number の status が変わったときに、Tuple のリコンサイルは呼ばれていますか (.owns、演習 2d)？ Number に status は付いていますか (ステージ 1)？";
     TUPLE_NOT_WOKEN_HINT: "every Number of the Tuple has answered, yet the Tuple wrote no status: is it woken when a Number's status changes? Add .owns(ctx.watched::<Number>(), watcher::Config::default()) to its Controller (EXERCISE 2d in {file}); once every child has answered, write TupleStatus with patch_status (EXERCISE 2c)",
         "Tuple の Number はすべて status を書き終えたのに、Tuple の status が書かれていません。Number の status が変わったときに、Tuple のリコンサイルは呼ばれていますか？ Controller に .owns(ctx.watched::<Number>(), watcher::Config::default()) を追加してください ({file} の演習 2d)。子の status がすべてそろったら、patch_status で TupleStatus を書きます (演習 2c)";
     TUPLE_OWNS_HINT: "add .owns(ctx.watched::<Number>(), watcher::Config::default()) to the Tuple's Controller (EXERCISE 2d in {file}): without it, nothing tells the Tuple that its Number changed",
@@ -180,13 +180,13 @@ messages! {
         "allSquares が true になるのは、子の Number の status.isSquare がすべて true のときだけです。{hint}";
 
     // The check: stage 3.
-    FERMAT_CRD_HINT: "is the Fermat CRD installed?", "Fermat の CRD はインストールされていますか?";
+    FERMAT_CRD_HINT: "is the Fermat CRD installed?", "Fermat の CRD はインストールされていますか？";
     FERMAT_CREATE_HINT: "create one Tuple [a, n-a] per a in 1..=n/2, named <fermat>-<a>-and-<n-a>, with Api::patch and Patch::Apply (EXERCISE 3a in {file})",
         "1..=n/2 の a ごとに、<fermat>-<a>-and-<n-a> という名前の Tuple [a, n-a] を Api::patch と Patch::Apply で作ってください ({file} の演習 3a)";
     FERMAT_OWNER_HINT: "set tuple.metadata.owner_references to the Fermat's controller_owner_ref(&()), with block_owner_deletion: Some(true) (EXERCISE 3a in {file})",
         "tuple.metadata.owner_references に Fermat の controller_owner_ref(&()) を block_owner_deletion: Some(true) 付きで入れてください ({file} の演習 3a)";
     FERMAT_STATUS_HINT: "once every child Tuple's status describes its current spec, write FermatStatus with patch_status (EXERCISE 3c in {file}); are you woken when a Tuple changes (.owns, EXERCISE 3d)? Do the Tuples get allSquares (stage 2)?",
-        "子の Tuple の status がすべて今の spec のものになったら、patch_status で FermatStatus を書いてください ({file} の演習 3c)。Tuple が変わったときに起こされていますか (.owns、演習 3d)? Tuple に allSquares は付いていますか (ステージ 2)?";
+        "子の Tuple の status がすべて今の spec のものになったら、patch_status で FermatStatus を書いてください ({file} の演習 3c)。Tuple が変わったときに、Fermat のリコンサイルは呼ばれていますか (.owns、演習 3d)？ Tuple に allSquares は付いていますか (ステージ 2)？";
     FERMAT_NOT_WOKEN_HINT: "every Tuple of the Fermat has answered, yet the Fermat wrote no status: is it woken when a Tuple's status changes? Add .owns(ctx.watched::<Tuple>(), watcher::Config::default()) to its Controller (EXERCISE 3d in {file}); once every child has answered, write FermatStatus with patch_status (EXERCISE 3c)",
         "Fermat の Tuple はすべて status を書き終えたのに、Fermat の status が書かれていません。Tuple の status が変わったときに、Fermat のリコンサイルは呼ばれていますか？ Controller に .owns(ctx.watched::<Tuple>(), watcher::Config::default()) を追加してください ({file} の演習 3d)。子の status がすべてそろったら、patch_status で FermatStatus を書きます (演習 3c)";
     FERMAT_OWNS_HINT: "add .owns(ctx.watched::<Tuple>(), watcher::Config::default()) to the Fermat's Controller (EXERCISE 3d in {file})",

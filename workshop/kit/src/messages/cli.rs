@@ -87,6 +87,6 @@ messages! {
     CLI_MISSING_ARGUMENT: "missing {arg}", "{arg} を指定してください";
     CLI_CONFLICT: "{arg} cannot be used with {other}", "{arg} と {other} は一緒に使えません";
     CLI_INVALID_COMMAND_LINE: "the command line is not valid", "コマンドラインが正しくありません";
-    CLI_DID_YOU_MEAN: " (did you mean {suggested}?)", " ({suggested} のことですか?)";
+    CLI_DID_YOU_MEAN: " (did you mean {suggested}?)", " ({suggested} のことですか？)";
     CLI_SEE_HELP: "; --help shows the usage", "。使い方は --help で表示できます";
 }

@@ -20,7 +20,7 @@ messages! {
     DID_NOT_ANSWER: "the cluster of your kubeconfig ({described}) did not answer within 10 s. {start}, {instead}",
         "kubeconfig のクラスター ({described}) が 10 秒以内に応答しませんでした。{start}。{instead}";
     START_TEST_SERVER: "Is the test API server still running? Start it again ({command})",
-        "テスト用 API サーバーはまだ動いていますか? もう一度起動してください ({command})";
+        "テスト用 API サーバーはまだ動いていますか？ もう一度起動してください ({command})";
     START_MINIKUBE: "Start it (minikube start)", "起動してください (minikube start)";
     START_KIND: "Start it (docker start {name}-control-plane)", "起動してください (docker start {name}-control-plane)";
     START_ANY: "Start it (minikube start, or docker start <name>-control-plane for kind)",
