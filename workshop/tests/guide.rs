@@ -475,6 +475,10 @@ fn bash(script: &str, kubeconfig: &Path, dir: &Path) -> String {
         .current_dir(dir)
         .env("KUBECONFIG", kubeconfig)
         .env("PATH", path)
+        // A terminal of its own, as the participant has: under `make workshop-guide-outputs`
+        // the guide's `make install` would say which directory it enters.
+        .env_remove("MAKELEVEL")
+        .env_remove("MAKEFLAGS")
         .output()
         .expect("bash runs");
     String::from_utf8_lossy(&output.stdout).into_owned()

@@ -110,6 +110,18 @@ pub(crate) struct Wrong {
     pub cause: Option<Cause>,
 }
 
+/// How many states of `seen` are answers: a status that claims to describe its object's
+/// current spec (none before a controller wrote one: nothing to judge then).
+pub(crate) fn answers(seen: &[Seen]) -> usize {
+    seen.iter()
+        .filter(|s| !s.deleted && s.current())
+        .filter(|s| {
+            right_answer(s.kind, &s.object["spec"])
+                .is_some_and(|right| given(&s.object["status"], &right).is_some())
+        })
+        .count()
+}
+
 /// Every object's first wrong answer in `seen` (ordered as [`History::seen`](super::history)
 /// orders it).
 pub(crate) fn wrong_answers(seen: &[Seen]) -> Vec<Wrong> {
