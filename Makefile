@@ -58,9 +58,14 @@ STAGE ?= 1
 # Everything the workshop builds uses one profile (Cargo.toml's [profile.workshop]: no debug
 # information in the dependencies), so that a laptop holds one build of them, not two.
 WORKSHOP_PROFILE ?= workshop
-WORKSHOP = $(CARGO) run --locked --profile $(WORKSHOP_PROFILE) -p math-workshop --
+# The tools' language: WORKSHOP_LANG=ja (or en) whatever the locale says (WSL and the
+# devcontainer start with LANG=C.UTF-8, which answers in English); empty: the locale's.
+WORKSHOP_LANG ?=
+LANG_FLAG = $(if $(WORKSHOP_LANG), --lang $(WORKSHOP_LANG))
+DOCTOR = sh workshop/doctor.sh$(LANG_FLAG)
+WORKSHOP = $(CARGO) run --locked --profile $(WORKSHOP_PROFILE) -p math-workshop --$(LANG_FLAG)
 # Watch and skip: a crate of their own, so that they work while the exercises do not compile.
-TOOLS = $(CARGO) run --locked --profile $(WORKSHOP_PROFILE) --quiet -p math-workshop-tools --
+TOOLS = $(CARGO) run --locked --profile $(WORKSHOP_PROFILE) --quiet -p math-workshop-tools --$(LANG_FLAG)
 # Who you are, for the namespace of CLUSTER=1 checks (default: user-host); FORCE=1 replaces
 # CRDs that objects in other namespaces use (a cluster of your own only). In a room on a shared
 # cluster, `export PARTICIPANT=alice` once: install, run, check and watch then use the
@@ -79,12 +84,12 @@ WHERE_FLAGS = $(if $(PARTICIPANT), --participant $(PARTICIPANT))$(if $(NAMESPACE
 
 .PHONY: workshop-room workshop-room-status workshop-prepare workshop-skip workshop-hint workshop-watch workshop-snippets workshop-guide-outputs workshop-doctor
 
-workshop-doctor: ## Workshop: is every tool the build needs here (Rust new enough, a C compiler, make, git, kubectl)? One line each that is missing, with its install command.
-	@sh workshop/doctor.sh
+workshop-doctor: ## Workshop: is every tool the build needs here (Rust new enough, a C compiler, make, git, kubectl)? One line each that is missing, with its install command (WORKSHOP_LANG=ja: every workshop tool in Japanese).
+	@$(DOCTOR)
 
 workshop-prepare: PREPARE_STARTED := $(shell date +%s)
 workshop-prepare: ## Workshop: fetch and build everything the day needs, once, with network (then none is needed); ends with its time and disk.
-	@sh workshop/doctor.sh
+	@$(DOCTOR)
 	$(CARGO) fetch --locked
 	$(CARGO) build --locked --profile $(WORKSHOP_PROFILE) -p math-workshop
 	$(CARGO) build --locked --profile $(WORKSHOP_PROFILE) -p math-workshop-tools
@@ -92,7 +97,7 @@ workshop-prepare: ## Workshop: fetch and build everything the day needs, once, w
 	$(CARGO) build --locked --profile $(WORKSHOP_PROFILE)
 	$(CARGO) install --locked --offline --profile $(WORKSHOP_PROFILE) --path crates/kubectl-math
 	$(WORKSHOP) crds > /dev/null
-	@sh workshop/doctor.sh --footprint $(PREPARE_STARTED)
+	@$(DOCTOR) --footprint $(PREPARE_STARTED)
 
 workshop-crds: ## Workshop: write the CRDs generated from your types (workshop/src/exercises) to workshop/crds/.
 	$(WORKSHOP) crds --dir workshop/crds

@@ -16,7 +16,8 @@ set -f
 NEEDED_MINOR=89
 KUBECTL_VERSION=v1.33.0
 
-# The language, as the Rust tools choose it: the first of LC_ALL, LC_MESSAGES, LANG that is set.
+# The language, as the Rust tools choose it: `--lang ja|en` first (make's WORKSHOP_LANG=ja),
+# else the first of LC_ALL, LC_MESSAGES, LANG that is set.
 lang=en
 for value in "${LC_ALL:-}" "${LC_MESSAGES:-}" "${LANG:-}"; do
     if [ -n "$value" ]; then
@@ -24,6 +25,11 @@ for value in "${LC_ALL:-}" "${LC_MESSAGES:-}" "${LANG:-}"; do
         break
     fi
 done
+case ${1:-} in
+--lang=*) lang=${1#--lang=} && shift ;;
+--lang) lang=${2:-$lang} && shift 2 ;;
+esac
+case $lang in ja* | JA* | Ja*) lang=ja ;; *) lang=en ;; esac
 
 # msg KEY: the template of a message in the chosen language (workshop/kit/src/messages/doctor.rs).
 msg() {
@@ -46,6 +52,10 @@ msg() {
     ja:WSL_MNT) echo '✗ このクローンは Windows 側のディスク ({dir}) にあります。WSL ではそこでのビルドが何倍も遅くなります。Linux のホームにクローンしてください: cd ~ && git clone <リポジトリの URL>' ;;
     en:DISK) echo "✗ only {free} of disk is free here; the day's build needs {needed}: free some space (cargo clean in old Rust projects is a good start)" ;;
     ja:DISK) echo '✗ ここのディスクの空きは {free} しかありません。当日のビルドには {needed} 必要です。空きを作ってください (古い Rust プロジェクトでの cargo clean が手始めです)' ;;
+    en:DISK_MORE) echo "✗ only {free} of disk is free here; the day's build needs {needed} more ({built} of it is built already): free some space (cargo clean in old Rust projects is a good start)" ;;
+    ja:DISK_MORE) echo '✗ ここのディスクの空きは {free} しかありません。当日のビルドには、ビルド済みの {built} のほかにあと {needed} 必要です。空きを作ってください (古い Rust プロジェクトでの cargo clean が手始めです)' ;;
+    en:PLUGIN_PATH) echo '✗ make workshop-prepare installs kubectl math into {dir}, which is not on your PATH, so kubectl would not find it; run: export PATH="{dir}:$PATH" (and add that line to ~/.bashrc)' ;;
+    ja:PLUGIN_PATH) echo '✗ make workshop-prepare は kubectl math を {dir} にインストールしますが、そのディレクトリが PATH に入っていないため、kubectl から見つかりません。実行してください: export PATH="{dir}:$PATH" (~/.bashrc にも同じ行を書き足します)' ;;
     en:CARGO_PATH) echo '✗ Rust is installed in ~/.cargo/bin, but that folder is not on your PATH; run: . "$HOME/.cargo/env" (or open a new terminal)' ;;
     ja:CARGO_PATH) echo '✗ Rust は ~/.cargo/bin にインストールされていますが、そのディレクトリが PATH に入っていません。実行してください: . "$HOME/.cargo/env" (または新しいターミナルを開きます)' ;;
     en:PREPARED) echo 'workshop-prepare: done in {minutes} min {seconds} s, {total} of disk (target/ {target}, crates in ~/.cargo {crates}); the workshop now runs without network' ;;
@@ -203,9 +213,15 @@ if [ "$system" = wsl ]; then
     esac
 fi
 
-# The day's build and crates take 2.1 GB (make workshop-prepare, measured); 4 GB leaves room
-# for the second build of a catch-up. No df (a minimal container): not checked.
+# The day's build and crates take 2.3 GB (make workshop-prepare, measured 2026-11-28); 4 GB leaves
+# room for the second build of a catch-up. What make workshop-prepare already built (the
+# workshop profile's target/, the crates cargo fetched) counts: after it, the doctor must not
+# ask for the space the build rightly took. No df (a minimal container): not checked.
 NEEDED_KIB=4194304
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+built=$(($(kilobytes "${CARGO_TARGET_DIR:-$clone/target}/workshop") + $(kilobytes "$cargo_home/registry")))
+still=$((NEEDED_KIB - built))
+[ "$still" -ge 524288 ] || still=524288
 free=$(df -Pk "$clone" 2>/dev/null | {
     read -r _header
     read -r _fs _blocks _used available _rest
@@ -214,9 +230,13 @@ free=$(df -Pk "$clone" 2>/dev/null | {
 case $free in
 '' | *[!0-9]*) ;;
 *)
-    if [ "$free" -lt "$NEEDED_KIB" ]; then
+    if [ "$free" -lt "$still" ]; then
         missing=$((missing + 1))
-        fill "$(msg DISK)" free "$(size "$free")" needed "4 GB"
+        if [ "$built" -gt 0 ]; then
+            fill "$(msg DISK_MORE)" free "$(size "$free")" needed "$(size "$still")" built "$(size "$built")"
+        else
+            fill "$(msg DISK)" free "$(size "$free")" needed "4 GB"
+        fi
     fi
     ;;
 esac
@@ -231,6 +251,19 @@ case ":$PATH:" in
         rust_off_path=yes
         missing=$((missing + 1))
         msg CARGO_PATH
+    fi
+    ;;
+esac
+
+# make workshop-prepare installs kubectl math (cargo install) into $CARGO_HOME/bin, which rustup
+# puts on the PATH; after Rust's standalone installer (the organiser's offline route) nothing
+# does, and kubectl would not find the plugin at stage 2.
+case ":$PATH:" in
+*":$cargo_home/bin:"* | *":$cargo_home/bin/:"*) ;;
+*)
+    if [ "$rust_off_path" = no ] && have cargo; then
+        missing=$((missing + 1))
+        fill "$(msg PLUGIN_PATH)" dir "$cargo_home/bin"
     fi
     ;;
 esac

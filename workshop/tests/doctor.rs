@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use math_workshop::messages::{
-    DOCTOR_CARGO_PATH, DOCTOR_CC, DOCTOR_DISK, DOCTOR_MISSING, DOCTOR_OK, DOCTOR_PREPARED,
-    DOCTOR_RUST_OLD, DOCTOR_SUMMARY, DOCTOR_WSL_MNT, Lang, Msg,
+    DOCTOR_CARGO_PATH, DOCTOR_CC, DOCTOR_DISK, DOCTOR_DISK_MORE, DOCTOR_MISSING, DOCTOR_OK,
+    DOCTOR_PLUGIN_PATH, DOCTOR_PREPARED, DOCTOR_RUST_OLD, DOCTOR_SUMMARY, DOCTOR_WSL_MNT, Lang,
+    Msg,
 };
 
 fn repository() -> PathBuf {
@@ -35,6 +36,13 @@ struct Laptop {
     cargo_home_off_path: bool,
     /// A tool in `~/.cargo/bin` (not on the PATH) besides the one of that name on the PATH.
     in_cargo_bin_too: Option<(&'static str, &'static str)>,
+    /// Rust from the standalone installer (its tools elsewhere on the PATH), and `~/.cargo/bin`,
+    /// where `cargo install` puts `kubectl math`, not on the PATH. Otherwise it is, as rustup
+    /// leaves it.
+    standalone_rust: bool,
+    /// What `make workshop-prepare` already built, as `du -sk` counts it, in KiB: the clone's
+    /// `target/workshop/` and the crates in `~/.cargo/registry`.
+    built_kib: Option<(u64, u64)>,
 }
 
 const RUSTC: (&str, &str) = ("rustc", "rustc 1.90.0 (1159e78c4 2025-09-14)");
@@ -65,6 +73,8 @@ impl Laptop {
             free_kib: None,
             cargo_home_off_path: false,
             in_cargo_bin_too: None,
+            standalone_rust: false,
+            built_kib: None,
         }
     }
 
@@ -116,15 +126,33 @@ impl Laptop {
                 ),
             );
         }
+        let clone = tempfile::tempdir().expect("a temporary clone");
+        if let Some((target, crates)) = self.built_kib {
+            std::fs::create_dir_all(clone.path().join("target/workshop")).expect("mkdir target");
+            std::fs::create_dir_all(home.path().join(".cargo/registry")).expect("mkdir registry");
+            fake(
+                bin.path(),
+                "du",
+                &format!(
+                    "case $2 in */target/workshop) echo '{target} x' ;; */registry) echo '{crates} x' ;; *) echo '0 x' ;; esac"
+                ),
+            );
+        }
+        let mut path = bin.path().display().to_string();
+        if !self.standalone_rust && !self.cargo_home_off_path {
+            path = format!("{path}:{}", cargo_bin.display());
+        }
         let mut command = Command::new("/bin/sh");
         command
             .arg(script())
             .env_clear()
-            .env("PATH", bin.path())
+            .env("PATH", path)
             .env("HOME", home.path())
             .env("LANG", lang);
         if let Some(clone) = self.clone {
             command.env("DOCTOR_CLONE", clone);
+        } else if self.built_kib.is_some() {
+            command.env("DOCTOR_CLONE", clone.path());
         }
         let output = command.output().expect("sh runs");
         let text = String::from_utf8_lossy(&output.stdout).into_owned()
@@ -413,7 +441,9 @@ fn the_script_speaks_the_catalogues_words() {
         &math_workshop::messages::DOCTOR_KUBECTL_UNTESTED,
         &DOCTOR_WSL_MNT,
         &DOCTOR_DISK,
+        &DOCTOR_DISK_MORE,
         &DOCTOR_CARGO_PATH,
+        &DOCTOR_PLUGIN_PATH,
     ];
     let mut wrong = Vec::new();
     for msg in catalogue {
@@ -462,7 +492,7 @@ fn a_wsl_clone_under_mnt_c_is_sent_to_the_linux_home() {
     assert_eq!(laptop.doctor(ENGLISH).1, Some(0));
 }
 
-/// The day's build takes 2.1 GB (make workshop-prepare, measured): below 4 GB free the doctor
+/// The day's build takes 2.3 GB (make workshop-prepare, measured): below 4 GB free the doctor
 /// says how much there is and how much is needed; with enough it says nothing of disk.
 #[test]
 fn too_little_free_disk_is_one_line_with_what_is_free() {
@@ -485,6 +515,66 @@ fn too_little_free_disk_is_one_line_with_what_is_free() {
     }
     laptop.free_kib = Some(20 * 1_048_576);
     assert_eq!(laptop.doctor(ENGLISH).1, Some(0));
+}
+
+/// After `make workshop-prepare` the build is on the disk already: 4 GB is what the day takes
+/// from a clone with nothing built, so what is built counts, and the doctor (run again, or at
+/// the start of a second prepare) does not send a participant to free space the build has
+/// rightly used.
+#[test]
+fn the_disk_check_counts_what_prepare_already_built() {
+    let mut laptop = Laptop::complete(DEBIAN, &["apt-get"]);
+    laptop.built_kib = Some((2_097_152, 524_288)); // 2 GB of target/workshop, 512 MB of crates
+    laptop.free_kib = Some(1_572_864); // 1.5 GB: the 1.5 GB still needed
+    let (lines, code) = laptop.doctor(ENGLISH);
+    assert_eq!(code, Some(0), "{lines:?}");
+    laptop.free_kib = Some(1_048_576); // 1 GB: half a GB short
+    for (lang, reader) in [(ENGLISH, Lang::En), ("ja_JP.UTF-8", Lang::Ja)] {
+        let (lines, code) = laptop.doctor(lang);
+        assert_eq!(
+            lines,
+            [
+                say(
+                    &DOCTOR_DISK_MORE,
+                    reader,
+                    &[
+                        ("free", "1.0 GB"),
+                        ("needed", "1.5 GB"),
+                        ("built", "2.5 GB")
+                    ]
+                ),
+                say(&DOCTOR_SUMMARY, reader, &[("count", "1")]),
+            ]
+        );
+        assert_eq!(code, Some(1));
+    }
+}
+
+/// Rust from the standalone installer (the organiser's offline route) is on the PATH, but
+/// `~/.cargo/bin`, where `make workshop-prepare` installs `kubectl math`, is not: kubectl would
+/// not find the plugin at stage 2. The doctor says so before the build, with the line to run.
+#[test]
+fn kubectl_math_off_the_path_after_a_standalone_rust_is_named_with_how() {
+    let mut laptop = Laptop::complete(DEBIAN, &["apt-get"]);
+    laptop.standalone_rust = true;
+    for (lang, reader) in [(ENGLISH, Lang::En), ("ja_JP.UTF-8", Lang::Ja)] {
+        let (lines, code) = laptop.doctor(lang);
+        let cargo_bin = lines
+            .first()
+            .and_then(|l| l.split_once("export PATH=\""))
+            .and_then(|(_, after)| after.split_once(':'))
+            .map(|(dir, _)| dir.to_string())
+            .unwrap_or_default();
+        assert!(cargo_bin.ends_with("/.cargo/bin"), "{lines:?}");
+        assert_eq!(
+            lines,
+            [
+                say(&DOCTOR_PLUGIN_PATH, reader, &[("dir", &cargo_bin)]),
+                say(&DOCTOR_SUMMARY, reader, &[("count", "1")]),
+            ]
+        );
+        assert_eq!(code, Some(1));
+    }
 }
 
 /// rustup put cargo and rustc into ~/.cargo/bin, but this shell's PATH does not have it (a

@@ -296,3 +296,110 @@ fn lang_ja_before_the_subcommand_gets_help_in_japanese_under_lang_c() {
     let (_, output) = run_binary(&tools(), "C", &["skip", "--help", "--lang=ja"]);
     assert!(output.contains("使い方:"), "{output}");
 }
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// What `make -n TARGET VARS…` would run, from the repository's root.
+fn make_would_run(target: &str, vars: &[&str]) -> String {
+    let output = Command::new("make")
+        .args(["-n", "-s", target, "STAGE=1", "PARTICIPANTS=alice"])
+        .args(vars)
+        .current_dir(repository())
+        .env_remove("WORKSHOP_LANG")
+        .output()
+        .expect("make runs");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The lines of a recipe that start a workshop tool: the runner and checker, watch and skip,
+/// the doctor.
+fn tool_lines(recipe: &str) -> Vec<&str> {
+    recipe
+        .lines()
+        .filter(|l| {
+            let tool = l.contains("-p math-workshop ")
+                || l.contains("-p math-workshop-tools ")
+                || l.contains("doctor.sh");
+            tool && !l.contains(" test ")
+        })
+        .collect()
+}
+
+/// WSL and the devcontainer start with `LANG=C.UTF-8`: `WORKSHOP_LANG=ja` (on make's line, or
+/// exported once) gives every workshop tool that a make target starts `--lang ja`, and without
+/// it none is given a language (the locale decides).
+#[test]
+fn workshop_lang_ja_reaches_every_workshop_tool_make_starts() {
+    let makefile = std::fs::read_to_string(repository().join("Makefile")).unwrap_or_default();
+    let mut targets: Vec<&str> = makefile
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|(name, _)| name))
+        .filter(|name| name.starts_with("workshop-") && !name.contains(' '))
+        .collect();
+    targets.sort_unstable();
+    targets.dedup();
+    let mut started = 0;
+    let mut wrong = Vec::new();
+    for target in targets {
+        for line in tool_lines(&make_would_run(target, &["WORKSHOP_LANG=ja"])) {
+            started += 1;
+            if !line.contains("--lang ja") {
+                wrong.push(format!("make {target} WORKSHOP_LANG=ja: {line}"));
+            }
+        }
+        for line in tool_lines(&make_would_run(target, &[])) {
+            if line.contains("--lang") {
+                wrong.push(format!("make {target}: {line}"));
+            }
+        }
+    }
+    assert!(
+        started >= 10,
+        "only {started} tools started: are the targets gone?"
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The doctor is a shell script (it must answer before anything is built): `--lang ja` makes
+/// it Japanese under `LANG=C.UTF-8` too, as `WORKSHOP_LANG=ja` passes it.
+#[test]
+fn the_doctor_answers_in_japanese_with_lang_ja_under_lang_c() {
+    let doctor = |args: &[&str]| {
+        let output = Command::new("sh")
+            .arg("workshop/doctor.sh")
+            .args(args)
+            .current_dir(repository())
+            .env("LANG", "C.UTF-8")
+            .env_remove("LC_ALL")
+            .env_remove("LC_MESSAGES")
+            .output()
+            .expect("sh runs");
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    };
+    let japanese_words = |text: &str| text.chars().filter(|c| japanese(*c)).count();
+    let asked = doctor(&["--lang", "ja"]);
+    assert!(japanese_words(&asked) >= 10, "{asked}");
+    let english = doctor(&[]);
+    assert_eq!(japanese_words(&english), 0, "{english}");
+}
+
+/// A devcontainer starts with the image's locale (`C.UTF-8`, English): it is given the host's
+/// `LANG` (and `WORKSHOP_LANG`), so that a Japanese laptop gets Japanese tools inside it too.
+#[test]
+fn the_devcontainer_passes_the_hosts_lang() {
+    let config = std::fs::read_to_string(repository().join(".devcontainer/devcontainer.json"))
+        .unwrap_or_default();
+    for variable in ["LANG", "WORKSHOP_LANG"] {
+        let passed = format!("\"{variable}\": \"${{localEnv:{variable}");
+        assert!(
+            config.contains(&passed),
+            "{variable} is not passed: {config}"
+        );
+    }
+}

@@ -81,7 +81,8 @@ pub struct NumberStatus {}
 /// these fields, and applying the same status again changes nothing. Return
 /// `Ok(Action::await_change())`: nothing to do until the Number changes again. Rename `_number`
 /// and `_ctx` to use them. You will need `use kube::ResourceExt;` (`namespace()`,
-/// `name_any()`), `use kube::api::{Patch, PatchParams};` and `use crate::context::MANAGER;`.
+/// `name_any()`), `use kube::api::{Patch, PatchParams};`, `use serde_json::json;` (`json!`) and
+/// `use crate::context::MANAGER;`.
 /// Stuck? `make workshop-hint STAGE=1` shows the next hint, up to the complete code.
 ///
 /// 演習 1b: `number.spec.value` から `NumberStatus` を作ります (`crate::math::fizzbuzz`、`is_square`、`is_prime` はどの `i64` でも正確です。浮動小数点の平方根ではそうはいきません)。
@@ -93,7 +94,7 @@ pub struct NumberStatus {}
 /// API サーバーが、これらのフィールドは `math-workshop` のものだと記録し、同じ status をもう一度 apply しても何も変わりません。
 /// `Ok(Action::await_change())` を返します (Number がまた変わるまで、することはありません)。
 /// 使うときは `_number` と `_ctx` の `_` を外してください。
-/// 必要な `use`: `use kube::ResourceExt;` (`namespace()` と `name_any()`)、`use kube::api::{Patch, PatchParams};`、`use crate::context::MANAGER;`。
+/// 必要な `use`: `use kube::ResourceExt;` (`namespace()` と `name_any()`)、`use kube::api::{Patch, PatchParams};`、`use serde_json::json;` (`json!`)、`use crate::context::MANAGER;`。
 /// 行き詰まったら `make workshop-hint STAGE=1` で次のヒントが出ます (最後は完成したコードです)。
 pub async fn reconcile(_number: Arc<Number>, _ctx: Arc<Context>) -> Result<Action> {
     todo!(

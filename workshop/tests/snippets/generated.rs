@@ -27,20 +27,15 @@ mod readme_2 {
 mod readme_3 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
-
     use futures::StreamExt;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::CustomResource;
+    use kube::api::Api;
     use kube::runtime::controller::{Action, Controller};
     use kube::runtime::watcher;
-    use kube::{Resource, ResourceExt};
-    use serde_json::json;
-
-    use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
-    use math_workshop::math;
-    use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
-    use math_workshop::solutions::tuple::{Tuple, child_name};
-    use math_workshop::solutions::number::reconcile;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::number::*;
 
     pub async fn snippet(ctx: Arc<Context>) {
         let numbers: Api<Number> = ctx.watched();              // the Numbers of the namespace you run in
@@ -55,19 +50,22 @@ mod readme_3 {
 mod readme_4 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
-
     use futures::StreamExt;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::CustomResource;
+    use kube::api::Api;
     use kube::runtime::controller::{Action, Controller};
     use kube::runtime::watcher;
-    use kube::{Resource, ResourceExt};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::number::*;
+
+    use kube::ResourceExt;
+    use kube::api::{Patch, PatchParams};
     use serde_json::json;
 
-    use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
-    use math_workshop::math;
-    use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
-    use math_workshop::solutions::tuple::{Tuple, child_name};
+    use crate::context::MANAGER;
+    use crate::math;
 
     pub async fn reconcile(number: Arc<Number>, ctx: Arc<Context>) -> Result<Action> {
         let value = number.spec.value;
@@ -97,20 +95,16 @@ mod readme_4 {
 mod readme_5 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
-
     use futures::StreamExt;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::CustomResource;
+    use kube::api::Api;
     use kube::runtime::controller::{Action, Controller};
     use kube::runtime::watcher;
-    use kube::{Resource, ResourceExt};
-    use serde_json::json;
-
-    use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
-    use math_workshop::math;
-    use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
-    use math_workshop::solutions::tuple::{Tuple, child_name};
-    use math_workshop::solutions::tuple::{apply_children, delete_extras, write_status};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use math_workshop::solutions::number::Number;
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::tuple::*;
 
     pub async fn snippet(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Action> {
         if tuple.metadata.deletion_timestamp.is_some() {      // being deleted: see "Delete the parent"
@@ -127,20 +121,24 @@ mod readme_5 {
 mod readme_6 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
-
     use futures::StreamExt;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::CustomResource;
+    use kube::api::Api;
     use kube::runtime::controller::{Action, Controller};
     use kube::runtime::watcher;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use math_workshop::solutions::number::Number;
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::tuple::*;
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
     use kube::{Resource, ResourceExt};
     use serde_json::json;
 
-    use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
-    use math_workshop::math;
-    use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
-    use math_workshop::solutions::tuple::{Tuple, child_name};
-    use math_workshop::solutions::tuple::TupleStatus;
+    use math_workshop::solutions::number::NumberSpec;
+    use crate::context::{Error, MANAGER};
 
     pub async fn apply_children(tuple: &Tuple, ctx: &Context) -> Result<Vec<Number>> {
         let numbers: Api<Number> =
@@ -220,15 +218,26 @@ mod readme_6 {
 /// workshop/README.md, under "Stage 3: a Fermat owns Tuples": rust block 7 (context `fermat-items`).
 mod readme_7 {
     #![allow(unused, clippy::all)]
+    use std::sync::Arc;
+    use futures::StreamExt;
+    use kube::CustomResource;
+    use kube::api::Api;
+    use kube::runtime::controller::{Action, Controller};
+    use kube::runtime::watcher;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use math_workshop::solutions::tuple::Tuple;
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::fermat::*;
+
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
     use kube::{Resource, ResourceExt};
     use serde_json::json;
 
-    use math_workshop::context::{Context, Error, MANAGER, Result};
-    use math_workshop::math;
-    use math_workshop::solutions::fermat::{Fermat, FermatStatus, child_name};
-    use math_workshop::solutions::tuple::{Tuple, TupleSpec};
+    use math_workshop::solutions::tuple::TupleSpec;
+    use crate::context::{Error, MANAGER};
+    use crate::math;
 
     pub async fn apply_children(fermat: &Fermat, ctx: &Context) -> Result<Vec<Tuple>> {
         let tuples: Api<Tuple> =
@@ -349,20 +358,15 @@ mod readme_ja_2 {
 mod readme_ja_3 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
-
     use futures::StreamExt;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::CustomResource;
+    use kube::api::Api;
     use kube::runtime::controller::{Action, Controller};
     use kube::runtime::watcher;
-    use kube::{Resource, ResourceExt};
-    use serde_json::json;
-
-    use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
-    use math_workshop::math;
-    use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
-    use math_workshop::solutions::tuple::{Tuple, child_name};
-    use math_workshop::solutions::number::reconcile;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::number::*;
 
     pub async fn snippet(ctx: Arc<Context>) {
         let numbers: Api<Number> = ctx.watched();              // 動かしている Namespace の Number
@@ -377,19 +381,22 @@ mod readme_ja_3 {
 mod readme_ja_4 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
-
     use futures::StreamExt;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::CustomResource;
+    use kube::api::Api;
     use kube::runtime::controller::{Action, Controller};
     use kube::runtime::watcher;
-    use kube::{Resource, ResourceExt};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::number::*;
+
+    use kube::ResourceExt;
+    use kube::api::{Patch, PatchParams};
     use serde_json::json;
 
-    use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
-    use math_workshop::math;
-    use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
-    use math_workshop::solutions::tuple::{Tuple, child_name};
+    use crate::context::MANAGER;
+    use crate::math;
 
     pub async fn reconcile(number: Arc<Number>, ctx: Arc<Context>) -> Result<Action> {
         let value = number.spec.value;
@@ -419,20 +426,16 @@ mod readme_ja_4 {
 mod readme_ja_5 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
-
     use futures::StreamExt;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::CustomResource;
+    use kube::api::Api;
     use kube::runtime::controller::{Action, Controller};
     use kube::runtime::watcher;
-    use kube::{Resource, ResourceExt};
-    use serde_json::json;
-
-    use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
-    use math_workshop::math;
-    use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
-    use math_workshop::solutions::tuple::{Tuple, child_name};
-    use math_workshop::solutions::tuple::{apply_children, delete_extras, write_status};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use math_workshop::solutions::number::Number;
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::tuple::*;
 
     pub async fn snippet(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Action> {
         if tuple.metadata.deletion_timestamp.is_some() {      // 削除中: 「親を消します」を参照
@@ -449,20 +452,24 @@ mod readme_ja_5 {
 mod readme_ja_6 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
-
     use futures::StreamExt;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::CustomResource;
+    use kube::api::Api;
     use kube::runtime::controller::{Action, Controller};
     use kube::runtime::watcher;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use math_workshop::solutions::number::Number;
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::tuple::*;
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
     use kube::{Resource, ResourceExt};
     use serde_json::json;
 
-    use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
-    use math_workshop::math;
-    use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
-    use math_workshop::solutions::tuple::{Tuple, child_name};
-    use math_workshop::solutions::tuple::TupleStatus;
+    use math_workshop::solutions::number::NumberSpec;
+    use crate::context::{Error, MANAGER};
 
     pub async fn apply_children(tuple: &Tuple, ctx: &Context) -> Result<Vec<Number>> {
         let numbers: Api<Number> =
@@ -542,15 +549,26 @@ mod readme_ja_6 {
 /// workshop/README.ja.md, under "ステージ 3: Fermat が Tuple を所有する": rust block 7 (context `fermat-items`).
 mod readme_ja_7 {
     #![allow(unused, clippy::all)]
+    use std::sync::Arc;
+    use futures::StreamExt;
+    use kube::CustomResource;
+    use kube::api::Api;
+    use kube::runtime::controller::{Action, Controller};
+    use kube::runtime::watcher;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use math_workshop::solutions::tuple::Tuple;
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::fermat::*;
+
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
     use kube::{Resource, ResourceExt};
     use serde_json::json;
 
-    use math_workshop::context::{Context, Error, MANAGER, Result};
-    use math_workshop::math;
-    use math_workshop::solutions::fermat::{Fermat, FermatStatus, child_name};
-    use math_workshop::solutions::tuple::{Tuple, TupleSpec};
+    use math_workshop::solutions::tuple::TupleSpec;
+    use crate::context::{Error, MANAGER};
+    use crate::math;
 
     pub async fn apply_children(fermat: &Fermat, ctx: &Context) -> Result<Vec<Tuple>> {
         let tuples: Api<Tuple> =
@@ -650,24 +668,23 @@ mod readme_ja_7 {
 mod cheatsheet_1 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
-
     use futures::StreamExt;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::CustomResource;
+    use kube::api::Api;
     use kube::runtime::controller::{Action, Controller};
     use kube::runtime::watcher;
-    use kube::{Resource, ResourceExt};
-    use serde_json::json;
-
-    use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
-    use math_workshop::math;
-    use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
-    use math_workshop::solutions::tuple::{Tuple, child_name};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::number::*;
 
     pub async fn snippet(number: Arc<Number>, ctx: Arc<Context>, status: NumberStatus) -> Result<Action> {
-        // 1b: write the status you computed (use kube::ResourceExt; use kube::api::{Patch, PatchParams};)
+        // 1b: write the status you computed
+        use kube::ResourceExt; // namespace(), name_any()
+        use kube::api::{Patch, PatchParams};
+        use crate::context::MANAGER;
         let numbers: Api<Number> = Api::namespaced(ctx.client.clone(), &number.namespace().unwrap_or_default());
-        let patch = json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Number", "status": status });
+        let patch = serde_json::json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Number", "status": status });
         numbers.patch_status(&number.name_any(), &PatchParams::apply(MANAGER).force(), &Patch::Apply(patch)).await?;
         Ok(Action::await_change())
     }
@@ -677,21 +694,23 @@ mod cheatsheet_1 {
 mod cheatsheet_2 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
-
     use futures::StreamExt;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::CustomResource;
+    use kube::api::Api;
     use kube::runtime::controller::{Action, Controller};
     use kube::runtime::watcher;
-    use kube::{Resource, ResourceExt};
-    use serde_json::json;
-
-    use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
-    use math_workshop::math;
-    use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
-    use math_workshop::solutions::tuple::{Tuple, child_name};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use math_workshop::solutions::number::Number;
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::tuple::*;
 
     pub async fn snippet(tuple: &Tuple, ctx: &Context, index: usize, value: i64, wanted: &[String]) -> Result<()> {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+        use kube::{Resource, ResourceExt}; // controller_owner_ref(); namespace(), name_any(), uid()
+        use math_workshop::solutions::number::NumberSpec;
+        use crate::context::{Error, MANAGER};
         let numbers: Api<Number> = Api::namespaced(ctx.client.clone(), &tuple.namespace().unwrap_or_default());
         // 2a: the child, controlled by the Tuple; the apply creates it, corrects it or changes nothing
         let owner = OwnerReference {
@@ -718,20 +737,16 @@ mod cheatsheet_2 {
 mod cheatsheet_3 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
-
     use futures::StreamExt;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::CustomResource;
+    use kube::api::Api;
     use kube::runtime::controller::{Action, Controller};
     use kube::runtime::watcher;
-    use kube::{Resource, ResourceExt};
-    use serde_json::json;
-
-    use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
-    use math_workshop::math;
-    use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
-    use math_workshop::solutions::tuple::{Tuple, child_name};
-    use math_workshop::solutions::tuple::reconcile;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use math_workshop::solutions::number::Number;
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::tuple::*;
 
     pub async fn snippet(ctx: Arc<Context>) {
         Controller::new(ctx.watched::<Tuple>(), watcher::Config::default())
@@ -746,21 +761,19 @@ mod cheatsheet_3 {
 mod cheatsheet_4 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
-
     use futures::StreamExt;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::CustomResource;
+    use kube::api::Api;
     use kube::runtime::controller::{Action, Controller};
     use kube::runtime::watcher;
-    use kube::{Resource, ResourceExt};
-    use serde_json::json;
-
-    use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
-    use math_workshop::math;
-    use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
-    use math_workshop::solutions::tuple::{Tuple, child_name};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use math_workshop::solutions::tuple::Tuple;
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::fermat::*;
 
     pub fn snippet(n: i64, a: i64, b: i64) -> Option<String> {
+        use crate::math;
         // 3c: a Tuple [a, b] of two squares is x² + y² (exact_sqrt is None for a non-square: `?` in a fn returning Option)
         Some(math::format_decomposition(math::exact_sqrt(a)?, math::exact_sqrt(b)?))
     }
@@ -770,24 +783,23 @@ mod cheatsheet_4 {
 mod cheatsheet_ja_1 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
-
     use futures::StreamExt;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::CustomResource;
+    use kube::api::Api;
     use kube::runtime::controller::{Action, Controller};
     use kube::runtime::watcher;
-    use kube::{Resource, ResourceExt};
-    use serde_json::json;
-
-    use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
-    use math_workshop::math;
-    use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
-    use math_workshop::solutions::tuple::{Tuple, child_name};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::number::*;
 
     pub async fn snippet(number: Arc<Number>, ctx: Arc<Context>, status: NumberStatus) -> Result<Action> {
-        // 1b: 計算した status を書く (use kube::ResourceExt; use kube::api::{Patch, PatchParams};)
+        // 1b: 計算した status を書く
+        use kube::ResourceExt; // namespace()、name_any()
+        use kube::api::{Patch, PatchParams};
+        use crate::context::MANAGER;
         let numbers: Api<Number> = Api::namespaced(ctx.client.clone(), &number.namespace().unwrap_or_default());
-        let patch = json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Number", "status": status });
+        let patch = serde_json::json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Number", "status": status });
         numbers.patch_status(&number.name_any(), &PatchParams::apply(MANAGER).force(), &Patch::Apply(patch)).await?;
         Ok(Action::await_change())
     }
@@ -797,21 +809,23 @@ mod cheatsheet_ja_1 {
 mod cheatsheet_ja_2 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
-
     use futures::StreamExt;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::CustomResource;
+    use kube::api::Api;
     use kube::runtime::controller::{Action, Controller};
     use kube::runtime::watcher;
-    use kube::{Resource, ResourceExt};
-    use serde_json::json;
-
-    use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
-    use math_workshop::math;
-    use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
-    use math_workshop::solutions::tuple::{Tuple, child_name};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use math_workshop::solutions::number::Number;
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::tuple::*;
 
     pub async fn snippet(tuple: &Tuple, ctx: &Context, index: usize, value: i64, wanted: &[String]) -> Result<()> {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+        use kube::{Resource, ResourceExt}; // controller_owner_ref(); namespace(), name_any(), uid()
+        use math_workshop::solutions::number::NumberSpec;
+        use crate::context::{Error, MANAGER};
         let numbers: Api<Number> = Api::namespaced(ctx.client.clone(), &tuple.namespace().unwrap_or_default());
         // 2a: Tuple がコントロールする子。apply で、なければ作り、違えば直し、合っていれば何もしない
         let owner = OwnerReference {
@@ -838,20 +852,16 @@ mod cheatsheet_ja_2 {
 mod cheatsheet_ja_3 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
-
     use futures::StreamExt;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::CustomResource;
+    use kube::api::Api;
     use kube::runtime::controller::{Action, Controller};
     use kube::runtime::watcher;
-    use kube::{Resource, ResourceExt};
-    use serde_json::json;
-
-    use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
-    use math_workshop::math;
-    use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
-    use math_workshop::solutions::tuple::{Tuple, child_name};
-    use math_workshop::solutions::tuple::reconcile;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use math_workshop::solutions::number::Number;
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::tuple::*;
 
     pub async fn snippet(ctx: Arc<Context>) {
         Controller::new(ctx.watched::<Tuple>(), watcher::Config::default())
@@ -866,21 +876,19 @@ mod cheatsheet_ja_3 {
 mod cheatsheet_ja_4 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
-
     use futures::StreamExt;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::CustomResource;
+    use kube::api::Api;
     use kube::runtime::controller::{Action, Controller};
     use kube::runtime::watcher;
-    use kube::{Resource, ResourceExt};
-    use serde_json::json;
-
-    use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
-    use math_workshop::math;
-    use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
-    use math_workshop::solutions::tuple::{Tuple, child_name};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use math_workshop::solutions::tuple::Tuple;
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::fermat::*;
 
     pub fn snippet(n: i64, a: i64, b: i64) -> Option<String> {
+        use crate::math;
         // 3c: 2 つとも平方数の Tuple [a, b] は x² + y² (平方数でなければ exact_sqrt は None。Option を返す関数の中で `?`)
         Some(math::format_decomposition(math::exact_sqrt(a)?, math::exact_sqrt(b)?))
     }

@@ -187,17 +187,57 @@ fn code(solution: &str, item: Item) -> String {
     pieces.join("\n\n")
 }
 
-/// The `use` lines of a solution file (a list rustfmt split over lines, whole).
-fn imports(solution: &str) -> String {
-    let mut out = Vec::new();
-    let mut open = false;
-    for line in solution.lines() {
-        if line.starts_with("use ") || open {
-            out.push(line);
-            open = !line.trim_end().ends_with(';');
+/// The paths a file's `use` lines import, one each (`use kube::{Resource, ResourceExt};` is
+/// `kube::Resource` and `kube::ResourceExt`; a list rustfmt split over lines too).
+fn imported(source: &str) -> Vec<String> {
+    let mut statements = Vec::new();
+    let mut statement = String::new();
+    for line in source.lines() {
+        if statement.is_empty() && !line.starts_with("use ") {
+            continue;
+        }
+        statement.push_str(line.trim());
+        if line.trim_end().ends_with(';') {
+            statements.push(std::mem::take(&mut statement));
         }
     }
-    out.join("\n")
+    let mut paths = Vec::new();
+    for statement in statements {
+        let body = statement.trim_start_matches("use ").trim_end_matches(';');
+        match body.split_once('{') {
+            Some((prefix, list)) => paths.extend(
+                (list.trim_end_matches('}').split(','))
+                    .map(str::trim)
+                    .filter(|name| !name.is_empty())
+                    .map(|name| format!("{prefix}{name}")),
+            ),
+            None => paths.push(body.to_string()),
+        }
+    }
+    paths
+}
+
+/// The `use` lines the learner's file still lacks for the solution's code, grouped by their
+/// module as rustfmt would: pasted beside their own, they compile (a path imported twice
+/// would not).
+fn missing_imports(solution: &str, yours: &str) -> String {
+    let have = imported(yours);
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for path in imported(solution).into_iter().filter(|p| !have.contains(p)) {
+        let (module, name) = path.rsplit_once("::").unwrap_or(("", &path));
+        groups
+            .entry(module.to_string())
+            .or_default()
+            .push(name.to_string());
+    }
+    let lines: Vec<String> = groups
+        .into_iter()
+        .map(|(module, names)| match names.as_slice() {
+            [one] => format!("use {module}::{one};"),
+            _ => format!("use {module}::{{{}}};", names.join(", ")),
+        })
+        .collect();
+    lines.join("\n")
 }
 
 /// What was shown so far, per exercise (`2a 1` per line).
@@ -217,8 +257,9 @@ fn write_shown(shown: &BTreeMap<String, usize>) -> String {
         .collect()
 }
 
-/// Step `step` (1-based) of an exercise, with its heading: the way, or the code.
-fn step(exercise: &Exercise, step: usize, solution: &str) -> String {
+/// Step `step` (1-based) of an exercise, with its heading: the way, or the code (with the `use`
+/// lines `yours` lacks for it).
+fn step(exercise: &Exercise, step: usize, solution: &str, yours: &str) -> String {
     let file = format!("workshop/src/exercises/{}", exercise.file);
     let item = match exercise.item {
         Item::Structs(names) => names.join(", "),
@@ -238,7 +279,12 @@ fn step(exercise: &Exercise, step: usize, solution: &str) -> String {
     if step < STEPS {
         format!("{}\n  {}\n", heading(m::HINT_HEADING), exercise.way.text())
     } else {
-        let body = format!("{}\n\n{}", imports(solution), code(solution, exercise.item));
+        let imports = missing_imports(solution, yours);
+        let code = code(solution, exercise.item);
+        let body = match imports.is_empty() {
+            true => code,
+            false => format!("{imports}\n\n{code}"),
+        };
         let indented: Vec<String> = body
             .lines()
             .map(|l| format!("    {l}").trim_end().to_string())
@@ -260,18 +306,19 @@ pub fn hint(repository: &Path, stage: u8, all: bool) -> anyhow::Result<String> {
     };
     let exercises = of_stage(stage);
     let solution = |e: &Exercise| read(&format!("workshop/src/solutions/{}", e.file));
+    let yours = |e: &Exercise| read(&format!("workshop/src/exercises/{}", e.file));
     if all {
         let mut said = String::new();
         for e in &exercises {
             for n in 1..=STEPS {
-                said.push_str(&step(e, n, &solution(e)?));
+                said.push_str(&step(e, n, &solution(e)?, &yours(e)?));
             }
         }
         return Ok(said);
     }
     let mut unwritten = None;
     for e in &exercises {
-        if unfinished(e, &read(&format!("workshop/src/exercises/{}", e.file))?) {
+        if unfinished(e, &yours(e)?) {
             unwritten = Some(*e);
             break;
         }
@@ -290,7 +337,10 @@ pub fn hint(repository: &Path, stage: u8, all: bool) -> anyhow::Result<String> {
     } else {
         t!(m::HINT_LAST, exercise = e.name, stage = stage)
     };
-    Ok(format!("{}{next}\n", step(&e, n, &solution(&e)?)))
+    Ok(format!(
+        "{}{next}\n",
+        step(&e, n, &solution(&e)?, &yours(&e)?)
+    ))
 }
 
 #[cfg(test)]
@@ -309,9 +359,13 @@ mod tests {
             code(SOLUTION, Item::Structs(&["NumberSpec"])),
             "pub struct NumberSpec {\n    pub value: i64,\n}"
         );
+        // What the learner's file lacks, grouped by module: not what it has already.
+        let yours = "use std::sync::Arc;\nuse kube::api::Api;\n";
+        assert_eq!(missing_imports(SOLUTION, yours), "use kube::api::Patch;");
+        let more = "use kube::{CustomResource, Resource, ResourceExt};\nuse crate::math;\n";
         assert_eq!(
-            imports(SOLUTION),
-            "use std::sync::Arc;\nuse kube::api::{\n    Api, Patch,\n};"
+            missing_imports(more, "use kube::CustomResource;\n"),
+            "use crate::math;\nuse kube::{Resource, ResourceExt};"
         );
     }
 
@@ -388,9 +442,7 @@ mod tests {
             "{second}"
         );
         assert!(
-            second.contains(
-                "    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};"
-            ),
+            second.contains("    use kube::api::{DeleteParams, ListParams, Patch, PatchParams};"),
             "{second}"
         );
         assert!(

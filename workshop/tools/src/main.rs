@@ -162,7 +162,13 @@ fn write_snippets(repository: &Path) -> Result<&'static str, Vec<String>> {
         return Err(errors);
     }
     let path = repository.join(snippets::GENERATED);
-    std::fs::write(&path, snippets::render(&all))
+    let exercise = |name: &str| {
+        let file = repository
+            .join(snippets::EXERCISES)
+            .join(format!("{name}.rs"));
+        std::fs::read_to_string(file).unwrap_or_default()
+    };
+    std::fs::write(&path, snippets::render(&all, &exercise))
         .map_err(|e| vec![format!("{}: {e}", snippets::GENERATED)])?;
     Ok(snippets::GENERATED)
 }

@@ -17,43 +17,17 @@ pub const FILES: [&str; 4] = [
     "workshop/CHEATSHEET.ja.md",
 ];
 
+/// Where the exercise files are, relative to the repository: `number` is `number.rs` there.
+pub const EXERCISES: &str = "workshop/src/exercises";
+
 /// Where the generated file goes, relative to the repository.
 pub const GENERATED: &str = "workshop/tests/snippets/generated.rs";
 
-/// What every snippet may use, as an exercise file does once the imports its comments name are
-/// added; the types are the reference solutions' (the starter's are empty on purpose).
-const PRELUDE: &str = r#"    use std::sync::Arc;
-
-    use futures::StreamExt;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
-    use kube::runtime::controller::{Action, Controller};
-    use kube::runtime::watcher;
-    use kube::{Resource, ResourceExt};
-    use serde_json::json;
-
-    use math_workshop::context::{Context, Error, MANAGER, Result, error_policy, log};
-    use math_workshop::math;
-    use math_workshop::solutions::number::{Number, NumberSpec, NumberStatus};
-    use math_workshop::solutions::tuple::{Tuple, child_name};
-"#;
-
-/// What fermat.rs imports, for its whole functions (`fermat-items`).
-const FERMAT_IMPORTS: &str = r#"    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
-    use kube::{Resource, ResourceExt};
-    use serde_json::json;
-
-    use math_workshop::context::{Context, Error, MANAGER, Result};
-    use math_workshop::math;
-    use math_workshop::solutions::fermat::{Fermat, FermatStatus, child_name};
-    use math_workshop::solutions::tuple::{Tuple, TupleSpec};
-"#;
-
-/// A place a snippet goes: extra imports, the lines before it and the lines after it.
+/// A place a snippet goes: the exercise file it is pasted into (`None`: a file's top, where the
+/// types are defined), the lines before it and the lines after it.
 struct Place {
     name: &'static str,
-    imports: &'static str,
+    exercise: Option<&'static str>,
     head: &'static str,
     tail: &'static str,
 }
@@ -63,64 +37,62 @@ const PLACES: [Place; 10] = [
     // Type definitions, at the top of an exercise file (nothing imported: they define the names).
     Place {
         name: "items",
-        imports: "",
+        exercise: None,
         head: "",
         tail: "",
     },
     // The body of number.rs's `run`.
     Place {
         name: "number-run",
-        imports: "    use math_workshop::solutions::number::reconcile;\n",
+        exercise: Some("number"),
         head: "    pub async fn snippet(ctx: Arc<Context>) {\n",
         tail: "    }\n",
     },
     // Inside number.rs's `reconcile`, once the status is computed.
     Place {
         name: "number-status",
-        imports: "",
+        exercise: Some("number"),
         head: "    pub async fn snippet(number: Arc<Number>, ctx: Arc<Context>, status: NumberStatus) -> Result<Action> {\n",
         tail: "    }\n",
     },
     // The beginning of tuple.rs's `reconcile` (its last line, `Ok(…)`, follows).
     Place {
         name: "tuple-reconcile",
-        imports: "    use math_workshop::solutions::tuple::{apply_children, delete_extras, write_status};\n",
+        exercise: Some("tuple"),
         head: "    pub async fn snippet(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Action> {\n",
         tail: "        Ok(Action::await_change())\n    }\n",
     },
     // Inside tuple.rs's functions: one child (`index`, `value`), the names still wanted.
     Place {
         name: "tuple-child",
-        imports: "",
+        exercise: Some("tuple"),
         head: "    pub async fn snippet(tuple: &Tuple, ctx: &Context, index: usize, value: i64, wanted: &[String]) -> Result<()> {\n",
         tail: "        Ok(())\n    }\n",
     },
     // The body of tuple.rs's `run`.
     Place {
         name: "tuple-run",
-        imports: "    use math_workshop::solutions::tuple::reconcile;\n",
+        exercise: Some("tuple"),
         head: "    pub async fn snippet(ctx: Arc<Context>) {\n",
         tail: "    }\n",
     },
-    // The guides' folds of complete code (`make workshop-hint`'s last step): whole functions of
-    // number.rs and tuple.rs, where the exercise file has them, with its imports.
+    // The guides' folds of complete code (`make workshop-hint`'s last step): whole functions,
+    // with the `use` lines they add to the exercise file's.
     Place {
         name: "number-items",
-        imports: "",
+        exercise: Some("number"),
         head: "",
         tail: "",
     },
     Place {
         name: "tuple-items",
-        imports: "    use math_workshop::solutions::tuple::TupleStatus;\n",
+        exercise: Some("tuple"),
         head: "",
         tail: "",
     },
-    // Whole functions of fermat.rs, with that file's imports (its `child_name` is the Fermat's:
-    // no prelude).
     Place {
         name: "fermat-items",
-        imports: FERMAT_IMPORTS,
+        exercise: Some("fermat"),
         head: "",
         tail: "",
     },
@@ -128,11 +100,39 @@ const PLACES: [Place; 10] = [
     // function that returns an `Option` (where `?` on `exact_sqrt` belongs).
     Place {
         name: "fermat-decomposition",
-        imports: "",
+        exercise: Some("fermat"),
         head: "    pub fn snippet(n: i64, a: i64, b: i64) -> Option<String> {\n",
         tail: "    }\n",
     },
 ];
+
+/// What is in scope where a snippet is pasted into the exercise file `exercise` (`number`,
+/// `tuple`, `fermat`) whose text is `source`: the file's own `use` lines as the participant has
+/// them (no more: a snippet that needs another import says so in its own `use` lines), and the
+/// items the file defines, taken from the reference solution of the same shape (the starter's
+/// types are empty on purpose). `super::` (a sibling exercise) becomes the sibling solution;
+/// `crate::` stays, the test crate that compiles the snippets names `context` and `math` at its
+/// root as the workshop crate does.
+pub fn in_scope(exercise: &str, source: &str) -> String {
+    let mut out = String::new();
+    let mut statement = String::new();
+    for line in source.lines() {
+        if statement.is_empty() && !line.starts_with("use ") {
+            continue;
+        }
+        statement.push_str(line);
+        statement.push('\n');
+        if line.trim_end().ends_with(';') {
+            out.push_str("    ");
+            out.push_str(&statement.replacen("use super::", "use math_workshop::solutions::", 1));
+            statement.clear();
+        }
+    }
+    out.push_str(&format!(
+        "    use math_workshop::solutions::{exercise}::*;\n"
+    ));
+    out
+}
 
 /// One ```` ```rust ```` block of a Markdown file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,7 +219,8 @@ fn known() -> String {
 
 /// The Rust file that compiles every snippet: one module each, named after its file and its
 /// position there, so that a compile error points at the snippet.
-pub fn render(snippets: &[Snippet]) -> String {
+/// `exercise` gives the text of an exercise file (`number` → `workshop/src/exercises/number.rs`).
+pub fn render(snippets: &[Snippet], exercise: &dyn Fn(&str) -> String) -> String {
     let mut out = String::from(
         "// @generated by `make workshop-snippets` from the ```rust blocks of the workshop's guides and\n\
          // cheat sheets (workshop/tools/src/snippets.rs): each compiles in the context its marker\n\
@@ -245,19 +246,20 @@ pub fn render(snippets: &[Snippet]) -> String {
             "\n/// {}, under \"{}\": rust block {index} (context `{}`).\nmod {stem}_{index} {{\n    #![allow(unused, clippy::all)]\n",
             snippet.file, snippet.heading, place.name
         ));
-        if place.name != "items" && place.name != "fermat-items" {
-            out.push_str(PRELUDE);
+        if let Some(file) = place.exercise {
+            out.push_str(&in_scope(file, &exercise(file)));
         }
-        out.push_str(place.imports);
         out.push('\n');
         out.push_str(place.head);
         let depth = if place.head.is_empty() { 4 } else { 8 };
         for line in snippet.code.lines() {
+            // A sibling exercise, as the participant's file names it, is the sibling solution.
+            let line = line.replacen("use super::", "use math_workshop::solutions::", 1);
             if line.is_empty() {
                 out.push('\n');
             } else {
                 out.push_str(&" ".repeat(depth));
-                out.push_str(line);
+                out.push_str(&line);
                 out.push('\n');
             }
         }
@@ -306,10 +308,19 @@ mod tests {
     fn an_indented_block_loses_its_indentation_and_gets_the_place_around_it() {
         let md = "- a list item:\n\n  <!-- rust: tuple-run -->\n  ```rust\n  foo();\n  ```\n";
         let snippets = extract("CHEATSHEET.md", md).unwrap_or_default();
-        let rendered = render(&snippets);
+        let rendered = render(&snippets, &|_| "use std::sync::Arc;\n".to_string());
         assert!(rendered.contains("mod cheatsheet_1 {"), "{rendered}");
         assert!(
             rendered.contains("pub async fn snippet(ctx: Arc<Context>) {\n        foo();\n    }\n")
+        );
+    }
+
+    #[test]
+    fn a_snippet_has_in_scope_what_its_exercise_file_imports_and_defines_and_no_more() {
+        let source = "//! Stage 2.\n\nuse std::sync::Arc;\n\nuse kube::{\n    Api,\n    ResourceExt,\n};\n\nuse super::number::Number;\nuse crate::context::{Context, Result};\n\n// use serde_json::json;\npub struct TupleSpec {}\n";
+        assert_eq!(
+            in_scope("tuple", source),
+            "    use std::sync::Arc;\n    use kube::{\n    Api,\n    ResourceExt,\n};\n    use math_workshop::solutions::number::Number;\n    use crate::context::{Context, Result};\n    use math_workshop::solutions::tuple::*;\n"
         );
     }
 }

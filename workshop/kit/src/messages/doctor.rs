@@ -23,6 +23,10 @@ messages! {
         "✗ このクローンは Windows 側のディスク ({dir}) にあります。WSL ではそこでのビルドが何倍も遅くなります。Linux のホームにクローンしてください: cd ~ && git clone <リポジトリの URL>";
     DOCTOR_DISK: "✗ only {free} of disk is free here; the day's build needs {needed}: free some space (cargo clean in old Rust projects is a good start)",
         "✗ ここのディスクの空きは {free} しかありません。当日のビルドには {needed} 必要です。空きを作ってください (古い Rust プロジェクトでの cargo clean が手始めです)";
+    DOCTOR_DISK_MORE: "✗ only {free} of disk is free here; the day's build needs {needed} more ({built} of it is built already): free some space (cargo clean in old Rust projects is a good start)",
+        "✗ ここのディスクの空きは {free} しかありません。当日のビルドには、ビルド済みの {built} のほかにあと {needed} 必要です。空きを作ってください (古い Rust プロジェクトでの cargo clean が手始めです)";
+    DOCTOR_PLUGIN_PATH: "✗ make workshop-prepare installs kubectl math into {dir}, which is not on your PATH, so kubectl would not find it; run: export PATH=\"{dir}:$PATH\" (and add that line to ~/.bashrc)",
+        "✗ make workshop-prepare は kubectl math を {dir} にインストールしますが、そのディレクトリが PATH に入っていないため、kubectl から見つかりません。実行してください: export PATH=\"{dir}:$PATH\" (~/.bashrc にも同じ行を書き足します)";
     DOCTOR_CARGO_PATH: "✗ Rust is installed in ~/.cargo/bin, but that folder is not on your PATH; run: . \"$HOME/.cargo/env\" (or open a new terminal)",
         "✗ Rust は ~/.cargo/bin にインストールされていますが、そのディレクトリが PATH に入っていません。実行してください: . \"$HOME/.cargo/env\" (または新しいターミナルを開きます)";
     DOCTOR_PREPARED: "workshop-prepare: done in {minutes} min {seconds} s, {total} of disk (target/ {target}, crates in ~/.cargo {crates}); the workshop now runs without network",

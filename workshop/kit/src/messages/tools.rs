@@ -56,8 +56,8 @@ messages! {
         "これが最後のステージでした。make workshop-check STAGE=3 で合格を確かめられます。ガイドは数学の話に続きます。\n";
     HINT_HEADING: "Exercise {exercise} ({file}, {item}), hint {n} of {count}:",
         "演習 {exercise} ({file} の {item})、ヒント {n}/{count}:";
-    HINT_CODE_HEADING: "Exercise {exercise} ({file}, {item}), hint {n} of {count}: the complete code, as {solution} has it, with that file's imports:",
-        "演習 {exercise} ({file} の {item})、ヒント {n}/{count}: 完成したコードです。{solution} にあるとおりで、そのファイルの use も付けています:";
+    HINT_CODE_HEADING: "Exercise {exercise} ({file}, {item}), hint {n} of {count}: the complete code, as {solution} has it, after the use lines your file still lacks for it:",
+        "演習 {exercise} ({file} の {item})、ヒント {n}/{count}: 完成したコードです。{solution} にあるとおりで、自分のファイルにまだない、このコードに必要な use を先に付けています:";
     HINT_NEXT: "Try it. Still stuck? make workshop-hint STAGE={stage} again shows hint {next} of {count} (the complete code); ALL=1 shows every hint of the stage at once.",
         "まず試してみましょう。それでも進めなければ、もう一度 make workshop-hint STAGE={stage} でヒント {next}/{count} (完成したコード) が出ます。ALL=1 を付けるとステージのヒントをすべて表示します。";
     HINT_LAST: "That was the last hint of exercise {exercise}. Once it is written (its starter gone), make workshop-hint STAGE={stage} goes on with the next exercise; make workshop-check STAGE={stage} says what is still wrong.",
