@@ -80,12 +80,9 @@ async fn patching_the_object_instead_of_the_status() {
         ..solutions::track()
     };
     let outcome = check(1, track).await;
-    assert_hint(
+    assert_first(
         &outcome,
         "Number number-sample (15) has no status.fizzBuzz after 5 s",
-    );
-    assert_hint(
-        &outcome,
         "did you patch the status subresource (Api::patch_status), not the object?",
     );
 }
@@ -109,8 +106,11 @@ async fn a_todo_is_reported_with_where_it_is() {
         ..solutions::track()
     };
     let outcome = check(1, track).await;
-    assert_hint(
+    // The ✗ says the time the wait really took: it ended when the controller stopped, not
+    // after the 5 s it could have lasted.
+    assert_first(
         &outcome,
+        "Number number-sample (15) has no status.fizzBuzz after 0.",
         "the Number controller panicked: not yet implemented: EXERCISE 1b: compute the Number's status and patch it (at workshop/tests/hints.rs:",
     );
     assert_hint(
@@ -171,12 +171,9 @@ async fn children_without_an_owner_reference() {
         ..solutions::track()
     };
     let outcome = check(2, track).await;
-    assert_hint(
+    assert_first(
         &outcome,
         "each of them has a controller ownerReference to Tuple tuple-sample",
-    );
-    assert_hint(
-        &outcome,
         "set number.metadata.owner_references to the Tuple's controller_owner_ref(&())",
     );
     assert_hint(
@@ -192,12 +189,9 @@ async fn extras_not_deleted() {
         ..solutions::track()
     };
     let outcome = check(2, track).await;
-    assert_hint(
+    assert_first(
         &outcome,
         "after shrinking tuple-sample to [2]: Numbers tuple-sample-1, tuple-sample-2 still exist after 5 s",
-    );
-    assert_hint(
-        &outcome,
         "delete the Numbers the Tuple owns that its spec no longer lists (EXERCISE 2b",
     );
 }
@@ -312,7 +306,11 @@ async fn the_last_reconcile_error_is_named() {
         ..solutions::track()
     };
     let outcome = check(2, track).await;
-    assert_hint(&outcome, "(last Tuple reconcile error: tuple-s");
+    assert_first(
+        &outcome,
+        "Tuple tuple-sample has its 3 Numbers",
+        "(last Tuple reconcile error: tuple-s",
+    );
     assert_hint(&outcome, "the object has no uid)");
 }
 
@@ -332,12 +330,9 @@ async fn a_parent_being_deleted_in_the_foreground_is_left_to_the_garbage_collect
         ..solutions::track()
     };
     let outcome = check(2, track).await;
-    assert_hint(
+    assert_first(
         &outcome,
         "while Tuple tuple-squares waited for its Numbers (foreground deletion), the Tuple controller re-created tuple-squares-1",
-    );
-    assert_hint(
-        &outcome,
         "the given reconcile returns at once for it (`if tuple.metadata.deletion_timestamp.is_some()`",
     );
 }
@@ -382,8 +377,9 @@ async fn children_whose_owner_reference_does_not_block_deletion() {
         ..solutions::track()
     };
     let outcome = check(2, track).await;
-    assert_hint(
+    assert_first(
         &outcome,
+        "each of them has a controller ownerReference to Tuple tuple-sample",
         "tuple-sample-0, tuple-sample-1, tuple-sample-2: the ownerReference lacks blockOwnerDeletion: true",
     );
     assert_hint(
