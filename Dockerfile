@@ -21,6 +21,6 @@ COPY --from=builder /usr/local/bin/math-controller /math-controller
 USER 65532:65532
 # The ports deploy/ serves (tests/operations.rs checks that they agree): 8443 /metrics over
 # HTTPS (--metrics-secure --metrics-bind-address=:8443), 8081 /healthz and /readyz
-# (--health-probe-bind-address=0.0.0.0:8081).
+# (--health-probe-bind-address=:8081).
 EXPOSE 8443 8081
 ENTRYPOINT ["/math-controller"]

@@ -4,6 +4,12 @@
 CARGO ?= cargo
 KUBECTL ?= kubectl
 
+# Recipes run in bash with pipefail, as a kubebuilder project's: a pipeline fails when any of its
+# commands does (`render | kubectl apply` with a render that failed would apply nothing and
+# exit 0).
+SHELL := bash
+.SHELLFLAGS := -o pipefail -c
+
 .PHONY: help install uninstall run samples unsamples crds test test-peer fmt lint bench testserver
 .PHONY: workshop-crds workshop-install workshop-run workshop-check workshop-verify
 

@@ -1,12 +1,17 @@
 #!/bin/sh
-# Prints deploy/ rendered by kustomize with the manager's image set to $1, plus the components
-# named after it (e.g. optional/prometheus), for `make deploy` / `make undeploy`.
+# Prints deploy/ rendered by kustomize with the manager's image set to IMAGE, plus the
+# components named after it (e.g. optional/prometheus), for `make deploy`, `make undeploy` and
+# `make build-installer`. --without-crds leaves the CRDs out (what `make undeploy` deletes:
+# the CRDs, and with them every Number, Tuple and Fermat, go only with `make uninstall`).
 #
 # kubectl's built-in kustomize has no `kustomize edit set image`, so this writes a throwaway
 # overlay (an `images:` transformer over ../deploy) and renders that. The overlay sits in the
-# repository root because kustomize accepts only relative paths to its bases.
+# repository root because kustomize accepts only relative paths to its bases. KUBECTL may be a
+# command with arguments (`kubectl --context kind-kind`).
 set -eu
-IMG=${1:?usage: hack/deploy-render.sh IMAGE [COMPONENT...]}
+without_crds=
+if [ "${1:-}" = --without-crds ]; then without_crds=1; shift; fi
+IMG=${1:?usage: hack/deploy-render.sh [--without-crds] IMAGE [COMPONENT...]}
 shift
 KUBECTL=${KUBECTL:-kubectl}
 cd "$(dirname "$0")/.."
@@ -39,5 +44,18 @@ trap 'rm -rf "$overlay"' EXIT INT TERM
   echo "    newName: \"$name\""
   if [ -n "$digest" ]; then echo "    digest: \"$digest\""; fi
   if [ -n "$tag" ]; then echo "    newTag: \"$tag\""; fi
+  if [ -n "$without_crds" ]; then
+    echo "patches:"
+    echo "  - target:"
+    echo "      kind: CustomResourceDefinition"
+    echo "    patch: |-"
+    echo "      \$patch: delete"
+    echo "      apiVersion: apiextensions.k8s.io/v1"
+    echo "      kind: CustomResourceDefinition"
+    echo "      metadata:"
+    echo "        name: every-crd"
+  fi
 } > "$overlay/kustomization.yaml"
-"$KUBECTL" kustomize "$overlay"
+# Unquoted: a command and its arguments.
+# shellcheck disable=SC2086
+$KUBECTL kustomize "$overlay"

@@ -1,7 +1,8 @@
 //! The three custom resources of `math.example.com/v1beta1`.
 //!
 //! The Rust types are the single source of truth: `crds/` is generated from them
-//! (`make crds`, or `math-controller crds`) and a test fails when the two drift apart.
+//! (`make crds`, or `math-controller crds`), its kustomization with them, and a test fails
+//! when the two drift apart.
 //! Field names follow the Kubernetes API conventions (camelCase), unlike the Go original's
 //! snake_case status fields.
 
@@ -185,13 +186,41 @@ pub fn crds_yaml() -> Result<String, serde_yaml::Error> {
     Ok(out)
 }
 
-/// File names under `crds/`, one per kind, with the CRD that belongs in each.
+/// The name of `crds/`'s kustomization: one of the three names kustomize reads, and the one
+/// without an extension, so that `kubectl apply -f crds/` (which reads only `.yaml`, `.yml`
+/// and `.json` files of a directory) still applies the CRDs and nothing else, while `crds/` is
+/// a kustomize base that `deploy/` names as a resource (`kubectl apply -k deploy/` installs the
+/// CRDs with the manager, as kubebuilder's `config/default` does with `config/crd`).
+pub const KUSTOMIZATION: &str = "Kustomization";
+
+/// The files of `crds/`: one per kind, with the CRD that belongs in each, and the
+/// [`KUSTOMIZATION`] that lists them.
 pub fn crd_files() -> Result<Vec<(String, String)>, serde_yaml::Error> {
-    [Number::crd(), Tuple::crd(), Fermat::crd()]
+    let mut files = [Number::crd(), Tuple::crd(), Fermat::crd()]
         .into_iter()
         .map(|crd| {
             let name = format!("{}.yaml", crd.metadata.name.clone().unwrap_or_default());
             Ok((name, serde_yaml::to_string(&crd)?))
         })
-        .collect()
+        .collect::<Result<Vec<_>, serde_yaml::Error>>()?;
+    files.sort();
+    let kustomization = kustomization(files.iter().map(|(name, _)| name.as_str()));
+    files.push((KUSTOMIZATION.to_string(), kustomization));
+    Ok(files)
+}
+
+/// A kustomization whose resources are `files`.
+fn kustomization<'a>(files: impl Iterator<Item = &'a str>) -> String {
+    let mut out = String::from(
+        "# Generated with the CRDs beside it from src/api.rs (make crds): crds/ as a kustomize\n\
+         # base, which deploy/ names as a resource. `kubectl apply -f crds/` reads no file\n\
+         # without an extension, so it still applies the CRDs alone.\n\
+         apiVersion: kustomize.config.k8s.io/v1beta1\n\
+         kind: Kustomization\n\
+         resources:\n",
+    );
+    for file in files {
+        out.push_str(&format!("  - {file}\n"));
+    }
+    out
 }

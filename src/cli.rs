@@ -1,8 +1,14 @@
-//! The command line, as a kubebuilder manager's flags would read.
+//! The command line, as a kubebuilder manager's flags read: kubebuilder's names
+//! (`--metrics-bind-address`, `--health-probe-bind-address`, `--leader-elect`,
+//! `--metrics-secure`, `--metrics-cert-path`, `--metrics-cert-name`, `--metrics-cert-key`,
+//! `--enable-http2`), their booleans also written Go's way (`--metrics-secure=false`), beside
+//! ours. Our defaults differ where `cargo run` on a laptop wants them to: plain metrics on
+//! loopback (kubebuilder's: none, or HTTPS); `deploy/` passes kubebuilder's.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::BoolishValueParser;
 use clap::{Parser, Subcommand};
 
 use crate::ops::telemetry::LogFormat;
@@ -24,7 +30,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Print the three CustomResourceDefinitions as YAML (or write them into a directory).
+    /// Print the three CustomResourceDefinitions as YAML (or write them, with the kustomization
+    /// that lists them, into a directory).
     Crds {
         /// Write one file per CRD into this directory instead of printing.
         #[arg(long)]
@@ -55,18 +62,31 @@ pub struct RunArgs {
     #[arg(long)]
     pub metrics_bind_address: Option<BindAddress>,
     /// Serve /metrics over HTTPS, only to bearer tokens the cluster allows to get /metrics
-    /// (TokenReview and SubjectAccessReview), as a kubebuilder v4 manager does.
-    #[arg(long)]
+    /// (TokenReview and SubjectAccessReview), as a kubebuilder v4 manager does
+    /// (`--metrics-secure=false`: plain HTTP).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new())]
     pub metrics_secure: bool,
-    /// Directory with tls.crt and tls.key for --metrics-secure, re-read when they change
-    /// (default: a self-signed certificate generated at start).
-    #[arg(long, requires = "metrics_secure")]
-    pub metrics_cert_dir: Option<PathBuf>,
+    /// Directory with the certificate and key for --metrics-secure, re-read when they change
+    /// (default: a self-signed certificate generated at start). Also --metrics-cert-dir.
+    #[arg(long, visible_alias = "metrics-cert-dir", requires = "metrics_secure")]
+    pub metrics_cert_path: Option<PathBuf>,
+    /// The certificate's file name in --metrics-cert-path.
+    #[arg(long, default_value = serving::secure_metrics::tls::CERT_FILE)]
+    pub metrics_cert_name: String,
+    /// The key's file name in --metrics-cert-path.
+    #[arg(long, default_value = serving::secure_metrics::tls::KEY_FILE)]
+    pub metrics_cert_key: String,
+    /// HTTP/2 for the metrics server: off, as kubebuilder's default, and only off here (the
+    /// servers speak HTTP/1.1, out of reach of HTTP/2's stream-cancellation and rapid-reset
+    /// attacks); `true` is refused with a line that says so.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false", value_parser = parse_enable_http2)]
+    pub enable_http2: bool,
     /// Where /healthz and /readyz are served; 0 turns them off.
     #[arg(long, default_value = "127.0.0.1:8081")]
     pub health_probe_bind_address: BindAddress,
-    /// Hold a coordination.k8s.io Lease so that only one replica reconciles.
-    #[arg(long)]
+    /// Hold a coordination.k8s.io Lease so that only one replica reconciles
+    /// (`--leader-elect=false`: do not).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new())]
     pub leader_elect: bool,
     /// Namespace of the Lease (default in a cluster: the pod's namespace; required outside one).
     #[arg(long)]
@@ -116,7 +136,9 @@ impl RunArgs {
     pub fn metrics_security(&self) -> Option<serving::secure_metrics::SecureMetrics> {
         self.metrics_secure
             .then(|| serving::secure_metrics::SecureMetrics {
-                cert_dir: self.metrics_cert_dir.clone(),
+                cert_dir: self.metrics_cert_path.clone(),
+                cert_name: self.metrics_cert_name.clone(),
+                key_name: self.metrics_cert_key.clone(),
                 reader_role: Some(METRICS_READER_ROLE.to_string()),
                 ..Default::default()
             })
@@ -149,6 +171,18 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         _ => Err(format!(
             "`{text}`: unknown unit `{unit}` (use ms, s, m or h)"
         )),
+    }
+}
+
+/// `--enable-http2`: a boolean as Go's flags write it, and false.
+fn parse_enable_http2(text: &str) -> Result<bool, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "false" | "f" | "0" | "no" | "off" => Ok(false),
+        "true" | "t" | "1" | "yes" | "on" => Err("HTTP/2 is not served: the metrics and probe \
+                                                  servers speak HTTP/1.1 only (kubebuilder's \
+                                                  default, --enable-http2=false)"
+            .to_string()),
+        _ => Err(format!("`{text}` is not true or false")),
     }
 }
 
@@ -228,7 +262,7 @@ mod tests {
         let deployed = run(&[
             "--metrics-secure",
             "--metrics-bind-address=:8443",
-            "--metrics-cert-dir=/certs",
+            "--metrics-cert-path=/certs",
         ]);
         assert_eq!(
             deployed.metrics_address(),
@@ -242,6 +276,49 @@ mod tests {
         assert!(
             Cli::try_parse_from(["math-controller", "--metrics-cert-dir=/certs"]).is_err(),
             "a certificate directory without --metrics-secure is a mistake"
+        );
+    }
+
+    /// kubebuilder's flags as its scaffolded `cmd/main.go` declares them, booleans written Go's
+    /// way too; ours stay as aliases.
+    #[test]
+    fn kubebuilders_flag_names_are_accepted() {
+        let kubebuilder = run(&[
+            "--metrics-bind-address=:8443",
+            "--health-probe-bind-address=:8081",
+            "--leader-elect=true",
+            "--leader-election-namespace=math-system",
+            "--metrics-secure=true",
+            "--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs",
+            "--metrics-cert-name=server.crt",
+            "--metrics-cert-key=server.key",
+            "--enable-http2=false",
+        ]);
+        assert!(kubebuilder.leader_elect);
+        let secure = kubebuilder.metrics_security().unwrap();
+        let dir = PathBuf::from("/tmp/k8s-metrics-server/metrics-certs");
+        assert_eq!(secure.cert_dir, Some(dir));
+        assert_eq!(
+            (secure.cert_name.as_str(), secure.key_name.as_str()),
+            ("server.crt", "server.key")
+        );
+        assert_eq!(
+            kubebuilder.health_probe_bind_address.0,
+            Some(([0, 0, 0, 0], 8081).into())
+        );
+        let plain = run(&["--metrics-secure=false", "--leader-elect=false"]);
+        assert!(plain.metrics_security().is_none() && !plain.leader_elect);
+        let defaults = run(&["--metrics-secure"]).metrics_security().unwrap();
+        assert_eq!(
+            (defaults.cert_name.as_str(), defaults.key_name.as_str()),
+            ("tls.crt", "tls.key")
+        );
+        let ours = run(&["--metrics-secure", "--metrics-cert-dir=/certs"]);
+        assert_eq!(ours.metrics_cert_path, Some(PathBuf::from("/certs")));
+        let http2 = Cli::try_parse_from(["math-controller", "--enable-http2"]).unwrap_err();
+        assert!(
+            http2.to_string().contains("HTTP/2 is not served"),
+            "{http2}"
         );
     }
 }

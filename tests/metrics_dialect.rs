@@ -1,7 +1,9 @@
-//! The operator dialect: a running manager's `/metrics` against the series controller-runtime
-//! v0.24 exports (names, types, label sets, histogram buckets), served in both text formats by
-//! content negotiation; and every PromQL query of the Grafana dashboards in deploy/grafana/
-//! against the series and labels a running manager exports.
+//! The operator dialect: a running manager's `/metrics` against the series a controller-runtime
+//! v0.24 manager exports (names, types, label sets, histogram buckets, help texts), served in
+//! both text formats by content negotiation; `result` as controller-runtime sets it;
+//! `rest_client_requests_total` equal to what the API server answered the manager's client; no
+//! controller series on a standby replica; the metrics certificate's reads counted. The
+//! dashboards' queries are `tests/metrics_dashboards.rs`.
 
 mod common;
 
@@ -10,10 +12,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
+use common::exposition::Scrape;
 use common::*;
 use math_controller::ops::leader::LeaderElectionConfig;
 use math_controller::ops::manager::Options;
-use serde_json::Value;
+use test_apiserver::{RequestFilter, TestServer, Verb};
 
 /// How a family's histogram is bucketed.
 #[derive(Clone, Copy, Debug)]
@@ -25,109 +28,87 @@ enum Buckets {
     Workqueue,
 }
 
-/// controller-runtime v0.24's series that this manager has an equivalent of, as its Prometheus
-/// text format names them: (name, type, labels, buckets). Sources, all in the repository
-/// kubernetes-sigs/controller-runtime: `pkg/internal/controller/metrics/metrics.go` (the
-/// reconcile series), `pkg/metrics/workqueue.go` (client-go's workqueue series with the
-/// `controller` label and the depth's `priority`), `pkg/metrics/leaderelection.go`; and
-/// prometheus/client_golang's `prometheus/process_collector.go`, which controller-runtime
-/// registers (the series kubebuilder's resources dashboard reads).
-const CONTROLLER_RUNTIME: &[(&str, &str, &[&str], Buckets)] = &[
-    (
-        "controller_runtime_reconcile_total",
-        "counter",
-        &["controller", "result"],
-        Buckets::None,
-    ),
-    (
-        "controller_runtime_reconcile_errors_total",
-        "counter",
-        &["controller"],
-        Buckets::None,
-    ),
-    (
-        "controller_runtime_terminal_reconcile_errors_total",
-        "counter",
-        &["controller"],
-        Buckets::None,
-    ),
-    (
-        "controller_runtime_reconcile_panics_total",
-        "counter",
-        &["controller"],
-        Buckets::None,
-    ),
-    (
-        "controller_runtime_reconcile_time_seconds",
-        "histogram",
-        &["controller"],
-        Buckets::ReconcileTime,
-    ),
-    (
-        "controller_runtime_max_concurrent_reconciles",
-        "gauge",
-        &["controller"],
-        Buckets::None,
-    ),
-    (
-        "controller_runtime_active_workers",
-        "gauge",
-        &["controller"],
-        Buckets::None,
-    ),
-    (
-        "workqueue_depth",
-        "gauge",
-        &["controller", "name", "priority"],
-        Buckets::None,
-    ),
-    (
-        "workqueue_adds_total",
-        "counter",
-        &["controller", "name"],
-        Buckets::None,
-    ),
-    (
-        "workqueue_queue_duration_seconds",
-        "histogram",
-        &["controller", "name"],
-        Buckets::Workqueue,
-    ),
-    (
-        "workqueue_work_duration_seconds",
-        "histogram",
-        &["controller", "name"],
-        Buckets::Workqueue,
-    ),
-    (
-        "workqueue_unfinished_work_seconds",
-        "gauge",
-        &["controller", "name"],
-        Buckets::None,
-    ),
-    (
-        "workqueue_longest_running_processor_seconds",
-        "gauge",
-        &["controller", "name"],
-        Buckets::None,
-    ),
-    (
-        "workqueue_retries_total",
-        "counter",
-        &["controller", "name"],
-        Buckets::None,
-    ),
-    (
-        "leader_election_master_status",
-        "gauge",
-        &["name"],
-        Buckets::None,
-    ),
-    ("process_cpu_seconds_total", "counter", &[], Buckets::None),
-    ("process_resident_memory_bytes", "gauge", &[], Buckets::None),
-    ("process_virtual_memory_bytes", "gauge", &[], Buckets::None),
-    ("process_start_time_seconds", "gauge", &[], Buckets::None),
-    ("process_open_fds", "gauge", &[], Buckets::None),
+/// A family as controller-runtime's text format shows it.
+struct Series {
+    name: &'static str,
+    kind: &'static str,
+    labels: &'static [&'static str],
+    buckets: Buckets,
+    help: &'static str,
+}
+
+const fn series(
+    name: &'static str,
+    kind: &'static str,
+    labels: &'static [&'static str],
+    help: &'static str,
+) -> Series {
+    Series {
+        name,
+        kind,
+        labels,
+        buckets: Buckets::None,
+        help,
+    }
+}
+
+const fn histogram(
+    name: &'static str,
+    labels: &'static [&'static str],
+    buckets: Buckets,
+    help: &'static str,
+) -> Series {
+    Series {
+        name,
+        kind: "histogram",
+        labels,
+        buckets,
+        help,
+    }
+}
+
+const C: &[&str] = &["controller"];
+const Q: &[&str] = &["controller", "name"];
+
+/// Every series a kubebuilder manager of controller-runtime v0.24.1 exports on Linux without
+/// webhooks, but Go's runtime series (`go_*`). Sources, in kubernetes-sigs/controller-runtime:
+/// `pkg/internal/controller/metrics/metrics.go` (the reconcile series, `reconcile_timeouts`
+/// since v0.23), `pkg/internal/metrics/workqueue.go` (client-go's workqueue series with the
+/// `controller` label and the depth's `priority`), `pkg/metrics/leaderelection.go` (which
+/// declares `leader_election_slowpath_total` but registers only the gauge),
+/// `pkg/metrics/client_go_adapter.go`, `pkg/certwatcher/metrics/metrics.go`; and
+/// prometheus/client_golang v1.23.2's `prometheus/process_collector.go` and
+/// `process_collector_procfsenabled.go`, which controller-runtime registers.
+#[rustfmt::skip]
+const CONTROLLER_RUNTIME: &[Series] = &[
+    series("controller_runtime_reconcile_total", "counter", &["controller", "result"], "Total number of reconciliations per controller"),
+    series("controller_runtime_reconcile_errors_total", "counter", C, "Total number of reconciliation errors per controller"),
+    series("controller_runtime_terminal_reconcile_errors_total", "counter", C, "Total number of terminal reconciliation errors per controller"),
+    series("controller_runtime_reconcile_panics_total", "counter", C, "Total number of reconciliation panics per controller"),
+    series("controller_runtime_reconcile_timeouts_total", "counter", C, "Total number of reconciliation timeouts per controller"),
+    histogram("controller_runtime_reconcile_time_seconds", C, Buckets::ReconcileTime, "Length of time per reconciliation per controller"),
+    series("controller_runtime_max_concurrent_reconciles", "gauge", C, "Maximum number of concurrent reconciles per controller"),
+    series("controller_runtime_active_workers", "gauge", C, "Number of currently used workers per controller"),
+    series("workqueue_depth", "gauge", &["controller", "name", "priority"], "Current depth of workqueue by workqueue and priority"),
+    series("workqueue_adds_total", "counter", Q, "Total number of adds handled by workqueue"),
+    histogram("workqueue_queue_duration_seconds", Q, Buckets::Workqueue, "How long in seconds an item stays in workqueue before being requested"),
+    histogram("workqueue_work_duration_seconds", Q, Buckets::Workqueue, "How long in seconds processing an item from workqueue takes."),
+    series("workqueue_unfinished_work_seconds", "gauge", Q, "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases."),
+    series("workqueue_longest_running_processor_seconds", "gauge", Q, "How many seconds has the longest running processor for workqueue been running."),
+    series("workqueue_retries_total", "counter", Q, "Total number of items added to the workqueue with a non-zero delay (rate-limited requeues, explicit RequeueAfter or AddAfter calls)"),
+    series("leader_election_master_status", "gauge", &["name"], "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name."),
+    series("rest_client_requests_total", "counter", &["code", "host", "method"], "Number of HTTP requests, partitioned by status code, method, and host."),
+    series("certwatcher_read_certificate_total", "counter", &[], "Total number of certificate reads"),
+    series("certwatcher_read_certificate_errors_total", "counter", &[], "Total number of certificate read errors"),
+    series("process_cpu_seconds_total", "counter", &[], "Total user and system CPU time spent in seconds."),
+    series("process_open_fds", "gauge", &[], "Number of open file descriptors."),
+    series("process_max_fds", "gauge", &[], "Maximum number of open file descriptors."),
+    series("process_virtual_memory_bytes", "gauge", &[], "Virtual memory size in bytes."),
+    series("process_virtual_memory_max_bytes", "gauge", &[], "Maximum amount of virtual memory available in bytes."),
+    series("process_resident_memory_bytes", "gauge", &[], "Resident memory size in bytes."),
+    series("process_start_time_seconds", "gauge", &[], "Start time of the process since unix epoch in seconds."),
+    series("process_network_receive_bytes_total", "counter", &[], "Number of bytes received by the process over the network."),
+    series("process_network_transmit_bytes_total", "counter", &[], "Number of bytes sent by the process over the network."),
 ];
 
 const RECONCILE_TIME: [f64; 40] = [
@@ -147,96 +128,12 @@ fn bounds(buckets: Buckets) -> Vec<f64> {
     b
 }
 
-/// Labels Prometheus adds to every series of a target (Kubernetes service discovery and the
-/// ServiceMonitor), which dashboards filter by; never in the exposition itself.
-const TARGET_LABELS: [&str; 7] = [
-    "job",
-    "namespace",
-    "instance",
-    "pod",
-    "container",
-    "service",
-    "endpoint",
-];
-
-/// A scrape in the Prometheus text format, by family: type, label names, bucket bounds; and by
-/// sample name: the label names its samples carry.
-#[derive(Default, Debug)]
-struct Scrape {
-    types: BTreeMap<String, String>,
-    labels: BTreeMap<String, BTreeSet<String>>,
-    buckets: BTreeMap<String, BTreeSet<String>>,
-    samples: BTreeMap<String, BTreeSet<String>>,
-}
-
-/// `name{a="x",b="y"} 1` → (name, [(a, x), (b, y)]). Label values here never hold `,` or `"`.
-fn parse_sample(line: &str) -> Option<(&str, Vec<(&str, &str)>)> {
-    let (series, _value) = line.rsplit_once(' ')?;
-    let Some((name, labels)) = series.split_once('{') else {
-        return Some((series, Vec::new()));
-    };
-    let labels = labels.strip_suffix('}')?;
-    let pairs = labels
-        .split(',')
-        .filter(|p| !p.is_empty())
-        .filter_map(|p| {
-            let (k, v) = p.split_once('=')?;
-            Some((k, v.trim_matches('"')))
-        })
-        .collect();
-    Some((name, pairs))
-}
-
-fn family_of(scrape: &Scrape, sample: &str) -> Option<String> {
-    if scrape.types.contains_key(sample) {
-        return Some(sample.to_string());
-    }
-    ["_bucket", "_sum", "_count"]
-        .iter()
-        .filter_map(|s| sample.strip_suffix(s))
-        .find(|f| scrape.types.get(*f).is_some_and(|t| t == "histogram"))
-        .map(str::to_string)
-}
-
-fn parse_text(text: &str) -> Scrape {
-    let mut scrape = Scrape::default();
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("# TYPE ") {
-            if let Some((name, kind)) = rest.split_once(' ') {
-                scrape.types.insert(name.to_string(), kind.to_string());
-            }
-            continue;
-        }
-        if line.starts_with('#') || line.is_empty() {
-            continue;
-        }
-        let Some((name, pairs)) = parse_sample(line) else {
-            continue;
-        };
-        let names: BTreeSet<String> = pairs.iter().map(|(k, _)| k.to_string()).collect();
-        scrape
-            .samples
-            .entry(name.to_string())
-            .or_default()
-            .extend(names.clone());
-        let Some(family) = family_of(&scrape, name) else {
-            continue;
-        };
-        let labels: BTreeSet<String> = names.into_iter().filter(|k| k != "le").collect();
-        scrape
-            .labels
-            .entry(family.clone())
-            .or_default()
-            .extend(labels);
-        if let Some((_, le)) = pairs.iter().find(|(k, _)| *k == "le") {
-            scrape
-                .buckets
-                .entry(family)
-                .or_default()
-                .insert(le.to_string());
-        }
-    }
-    scrape
+fn same_bounds(have: &[f64], want: &[f64]) -> bool {
+    have.len() == want.len()
+        && have
+            .iter()
+            .zip(want)
+            .all(|(a, b)| a == b || ((a - b) / b).abs() < 1e-9)
 }
 
 const LEASE: &str = "math-controller";
@@ -277,93 +174,139 @@ async fn get_metrics(addr: SocketAddr, accept: Option<&str>) -> Result<(String, 
     .await?
 }
 
-/// A manager with leader election and plain /metrics, which has reconciled a Number; what it
-/// serves to curl (the Prometheus text format, as controller-runtime serves it).
-async fn running_manager() -> Result<(Running, SocketAddr, String)> {
-    let server = server().await?;
+const NUMBER: &str = "apiVersion: math.example.com/v1beta1\nkind: Number\nmetadata:\n  name: nine\n  namespace: default\nspec:\n  value: 9\n";
+
+/// A manager on the binary's client, with leader election (lease [`LEASE`]) and plain /metrics
+/// on a port of its own, as `cargo run -- --leader-elect …` runs.
+async fn manager(server: &TestServer, identity: &str) -> Result<(Running, SocketAddr)> {
     let metrics = free_port()?;
-    let mut election = LeaderElectionConfig::new(LEASE, "default", "a");
+    let mut election = LeaderElectionConfig::new(LEASE, "default", identity);
     election.retry_period = Duration::from_millis(200);
-    let m = Running::start(
-        &server,
-        Options {
-            metrics_address: Some(metrics),
-            leader_election: Some(election),
-            ..Options::default()
-        },
-    );
-    let number = "apiVersion: math.example.com/v1beta1\nkind: Number\nmetadata:\n  name: nine\n  namespace: default\nspec:\n  value: 9\n";
-    try_kubectl(&server, &["apply", "-f", "-"], Some(number)).await?;
+    let options = Options {
+        metrics_address: Some(metrics),
+        leader_election: Some(election),
+        ..Options::default()
+    };
+    Ok((
+        Running::with_the_binarys_client(server, options).await?,
+        metrics,
+    ))
+}
+
+/// A manager that has reconciled a Number; what it serves to curl (the Prometheus text
+/// format, as controller-runtime serves it).
+async fn running_manager() -> Result<(TestServer, Running, SocketAddr, String)> {
+    let server = server().await?;
+    let (m, address) = manager(&server, "a").await?;
+    try_kubectl(&server, &["apply", "-f", "-"], Some(NUMBER)).await?;
     let done = r#"controller_runtime_reconcile_total{controller="number",result="success"}"#;
     let text = eventually(
         "a Number reconciled",
-        || async { get_metrics(metrics, None).await.ok() },
+        || async { get_metrics(address, None).await.ok() },
         |(_, t)| sample(t, done).is_some_and(|v| v >= 1.0),
     )
     .await
     .1;
-    // The server must outlive the manager's requests: leak it for the test's lifetime.
-    std::mem::forget(server);
-    Ok((m, metrics, text))
+    Ok((server, m, address, text))
+}
+
+/// The API server's `host:port`, as client-go's `host` label names it.
+fn host_of(server: &TestServer) -> String {
+    let url = server.url();
+    let authority = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+    authority.trim_end_matches('/').to_string()
+}
+
+/// One family of the scrape against controller-runtime's: type, label names, buckets, help.
+fn check_family(scrape: &Scrape, s: &Series) -> Result<()> {
+    let name = s.name;
+    let got = scrape.types.get(name);
+    ensure!(
+        got.map(String::as_str) == Some(s.kind),
+        "{name}: type {got:?}, want {}",
+        s.kind
+    );
+    ensure!(scrape.of_family(name).next().is_some(), "{name}: no sample");
+    let want: BTreeSet<String> = s.labels.iter().map(|l| l.to_string()).collect();
+    let have = scrape.label_names(name);
+    ensure!(have == want, "{name}: labels {have:?}, want {want:?}");
+    let mut have: Vec<f64> = (scrape.of_family(name))
+        .filter(|x| x.name.ends_with("_bucket"))
+        .filter_map(|x| match x.labels.get("le")?.as_str() {
+            "+Inf" => Some(f64::INFINITY),
+            le => le.parse::<f64>().ok(),
+        })
+        .collect();
+    have.sort_by(f64::total_cmp);
+    have.dedup();
+    let want = bounds(s.buckets);
+    ensure!(
+        same_bounds(&have, &want),
+        "{name}: buckets {have:?}, want {want:?}"
+    );
+    let help = scrape.help.get(name).map(String::as_str);
+    ensure!(
+        help == Some(s.help),
+        "{name}: help {help:?}, want {:?}",
+        s.help
+    );
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_match_controller_runtimes_names_types_labels_and_buckets() -> Result<()> {
-    let (_m, address, text) = running_manager().await?;
-    let scrape = parse_text(&text);
-    for (name, kind, labels, buckets) in CONTROLLER_RUNTIME {
-        let got = scrape.types.get(*name);
-        ensure!(
-            got.map(String::as_str) == Some(*kind),
-            "{name}: type {got:?}, want {kind}\n{text}"
-        );
-        let want: BTreeSet<String> = labels.iter().map(|l| l.to_string()).collect();
-        let have = scrape.labels.get(*name).cloned().unwrap_or_default();
-        ensure!(have == want, "{name}: labels {have:?}, want {want:?}");
-        let want = bounds(*buckets);
-        let mut have: Vec<f64> = scrape
-            .buckets
-            .get(*name)
-            .into_iter()
-            .flatten()
-            .map(|le| {
-                if le == "+Inf" {
-                    f64::INFINITY
-                } else {
-                    le.parse().unwrap_or(f64::NAN)
-                }
-            })
-            .collect();
-        have.sort_by(f64::total_cmp);
-        let same = have.len() == want.len()
-            && have
-                .iter()
-                .zip(&want)
-                .all(|(a, b)| a == b || ((a - b) / b).abs() < 1e-9);
-        ensure!(same, "{name}: buckets {have:?}, want {want:?}");
+async fn a_scrape_has_controller_runtimes_series_names_types_labels_buckets_and_help() -> Result<()>
+{
+    let (server, _m, address, text) = running_manager().await?;
+    let scrape = Scrape::parse(&text);
+    for s in CONTROLLER_RUNTIME {
+        check_family(&scrape, s).with_context(|| format!("in\n{text}"))?;
     }
-    // The series the test names are live: the lease's holder, each controller's queue.
-    ensure!(
-        sample(
-            &text,
-            &format!("leader_election_master_status{{name=\"{LEASE}\"}}")
-        ) == Some(1.0)
-    );
-    let adds = r#"workqueue_adds_total{name="number",controller="number"}"#;
-    ensure!(
-        sample(&text, adds).is_some_and(|v| v >= 1.0),
-        "{adds} in\n{text}"
-    );
     // Every other family is ours, under our prefix.
     for name in scrape.types.keys() {
-        let known = CONTROLLER_RUNTIME.iter().any(|(n, ..)| n == name);
+        let known = CONTROLLER_RUNTIME.iter().any(|s| s.name == name);
         ensure!(
             known || name.starts_with("math_controller_"),
             "{name}: neither controller-runtime's nor ours"
         );
     }
+    // Help texts as written: none doubled its full stop.
+    for (name, help) in &scrape.help {
+        ensure!(!help.ends_with(".."), "{name}: {help:?}");
+    }
+    // An idle queue's unfinished work is 0, not -0.
+    let negative_zero: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && (l.ends_with(" -0") || l.ends_with(" -0.0")))
+        .collect();
+    ensure!(negative_zero.is_empty(), "{negative_zero:?}");
+    // The series the test names are live: the lease's holder, each controller's queue, the
+    // client's lists and watches, its status patches and the lease's updates, by the API
+    // server's host.
+    let leader = scrape.value("leader_election_master_status", &[("name", LEASE)]);
+    ensure!(leader == Some(1.0), "leader: {leader:?}");
+    let adds = scrape.value("workqueue_adds_total", &[("name", "number")]);
+    ensure!(adds.is_some_and(|v| v >= 1.0), "adds: {adds:?}");
+    // The depth by the priorities of controller-runtime v0.24's default queue (its priority
+    // queue): 0, and -100 (handler.LowPriority) for the initial list's and resyncs' objects.
+    let priorities: BTreeSet<&str> = (scrape.samples.iter())
+        .filter(|s| s.name == "workqueue_depth" && s.labels["name"] == "number")
+        .map(|s| s.labels["priority"].as_str())
+        .collect();
+    ensure!(
+        priorities == BTreeSet::from(["0", "-100"]),
+        "{priorities:?}"
+    );
+    let host = host_of(&server);
+    for (code, method) in [("200", "GET"), ("200", "PATCH"), ("200", "PUT")] {
+        let labels = [("code", code), ("method", method), ("host", host.as_str())];
+        let n = scrape.value("rest_client_requests_total", &labels);
+        ensure!(n.is_some_and(|v| v >= 1.0), "{labels:?}: {n:?}\n{text}");
+    }
+    content_negotiation(address, &text).await
+}
 
-    // Content negotiation: what Prometheus asks for, OpenMetrics; curl, the text format.
+/// What Prometheus asks for gets OpenMetrics; curl, the text format; both the same samples.
+async fn content_negotiation(address: SocketAddr, text: &str) -> Result<()> {
     let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
     let (om_type, om) = get_metrics(address, Some(prometheus)).await?;
     ensure!(
@@ -382,224 +325,349 @@ async fn metrics_match_controller_runtimes_names_types_labels_and_buckets() -> R
         !text.contains("# EOF")
             && text.contains("# TYPE controller_runtime_reconcile_total counter\n")
     );
-    // Both formats carry the same samples.
     let names = |t: &str| -> BTreeSet<String> {
-        t.lines()
-            .filter(|l| !l.starts_with('#'))
-            .filter_map(|l| Some(parse_sample(l)?.0.to_string()))
+        Scrape::parse(t)
+            .samples
+            .into_iter()
+            .map(|s| s.name)
             .collect()
     };
+    ensure!(names(&om) == names(text), "the two formats' samples differ");
+    Ok(())
+}
+
+#[test]
+fn a_scrape_is_read_with_escaped_labels_and_special_values() {
+    let text = "# HELP a_total Things.\n# TYPE a_total counter\n\
+                a_total{code=\"<error>\",host=\"h:1\",msg=\"x\\\"y,z\"} 3\n\
+                # TYPE h histogram\nh_bucket{le=\"+Inf\"} 2\nh_sum NaN\nh_count 2\nup 1\n";
+    let s = Scrape::parse(text);
+    assert_eq!(s.help["a_total"], "Things.");
+    let a = s.value("a_total", &[("msg", "x\"y,z"), ("code", "<error>")]);
+    assert_eq!(a, Some(3.0));
+    assert_eq!(s.value("h_bucket", &[("le", "+Inf")]), Some(2.0));
+    assert!(s.value("h_sum", &[]).is_some_and(f64::is_nan));
+    assert_eq!(s.value("up", &[]), Some(1.0));
+    assert_eq!(s.of_family("h").count(), 3);
+    assert_eq!(s.label_names("a_total").len(), 3);
+}
+
+const TUPLE: &str = "apiVersion: math.example.com/v1beta1\nkind: Tuple\nmetadata:\n  name: t\n  namespace: default\nspec:\n  numbers: [4, 9]\n";
+
+/// Until the Tuple `t` is Ready, read from the server's storage: a GET of the test's own would
+/// count with the manager's (both are kube-rs clients).
+async fn tuple_t_ready(server: &TestServer) {
+    let group = "math.example.com";
+    eventually(
+        "the Tuple t to be Ready",
+        || async {
+            let object = server.object(group, "tuples", Some("default"), "t")?;
+            serde_json::from_value::<math_controller::api::Tuple>(object).ok()
+        },
+        tuple_ready,
+    )
+    .await;
+}
+
+const FERMAT: &str = "apiVersion: math.example.com/v1beta1\nkind: Fermat\nmetadata:\n  name: thirteen\n  namespace: default\nspec:\n  number: 13\n";
+
+/// Until the Fermat `thirteen` is Ready, read from the server's storage.
+async fn fermat_ready_on(server: &TestServer) {
+    let group = "math.example.com";
+    eventually(
+        "the Fermat 13 to be Ready",
+        || async {
+            let object = server.object(group, "fermats", Some("default"), "thirteen")?;
+            serde_json::from_value::<math_controller::api::Fermat>(object).ok()
+        },
+        fermat_ready,
+    )
+    .await;
+}
+
+/// The requests the manager's client sent (the test's own go through kubectl): by status code
+/// and HTTP method, as the API server answered them.
+fn answered_to_the_manager(server: &TestServer) -> BTreeMap<(String, String), f64> {
+    let mut out = BTreeMap::new();
+    for r in server.requests() {
+        if !r.user_agent.starts_with("kubectl") {
+            *out.entry((r.status.to_string(), r.method.clone()))
+                .or_default() += 1.0;
+        }
+    }
+    out
+}
+
+/// `rest_client_requests_total` of a scrape, by code and method, for `host`.
+fn counted_by_the_client(scrape: &Scrape, host: &str) -> BTreeMap<(String, String), f64> {
+    let mut out = BTreeMap::new();
+    for s in scrape
+        .samples
+        .iter()
+        .filter(|s| s.name == "rest_client_requests_total")
+    {
+        if s.labels.get("host").map(String::as_str) == Some(host) {
+            let (code, method) = (&s.labels["code"], &s.labels["method"]);
+            *out.entry((code.clone(), method.clone())).or_default() += s.value;
+        }
+    }
+    out
+}
+
+/// controller-runtime's `reconcileHandler`: `result` says what a reconcile asked of the queue.
+/// A Tuple whose first reconcile creates its Numbers and waits for them asks for nothing (their
+/// watch events bring it back): `success`, its status not final yet counted apart
+/// (`math_controller_reconcile_progress_total{progress="waiting"}`); a refused create, tried
+/// again after a delay of the manager's choosing: `requeue_after`; a 409 retried through the
+/// per-object backoff: `requeue`, at most once per 409 the API server answered the manager.
+/// Before, every waiting reconcile was a `requeue` and `requeue_after` never moved.
+/// `rest_client_requests_total` counts each of the client's requests by the code it got.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_are_what_a_reconcile_asked_of_the_queue() -> Result<()> {
+    let server = server().await?;
+    let number_creates = RequestFilter::new().verb(Verb::Create).resource("numbers");
+    server.fail_next(number_creates, 1, 403);
+    let tuple_statuses = RequestFilter::new()
+        .verb(Verb::Patch)
+        .resource("tuples")
+        .subresource("status");
+    server.fail_next(tuple_statuses, 1, 409);
+    let (m, _) = manager(&server, "a").await?;
+    try_kubectl(&server, &["apply", "-f", "-"], Some(TUPLE)).await?;
+    tuple_t_ready(&server).await;
+    // The reconcile that wrote the Ready status is counted as it returns, a moment later.
+    let last = r#"math_controller_reconcile_progress_total{controller="tuple",progress="final"}"#;
+    let text = eventually(
+        "the final reconcile counted",
+        || async { Some(m.metrics.encode()) },
+        |t| sample(t, last).is_some_and(|n| n >= 1.0),
+    )
+    .await;
+    let scrape = Scrape::parse(&text);
+    let result = |r: &str| {
+        let labels = [("controller", "tuple"), ("result", r)];
+        scrape
+            .value("controller_runtime_reconcile_total", &labels)
+            .unwrap_or(0.0)
+    };
+    let progress = |p: &str| {
+        let labels = [("controller", "tuple"), ("progress", p)];
+        scrape
+            .value("math_controller_reconcile_progress_total", &labels)
+            .unwrap_or(0.0)
+    };
+    let answered = answered_to_the_manager(&server);
+    let conflicts = answered
+        .get(&("409".into(), "PATCH".into()))
+        .copied()
+        .unwrap_or(0.0);
+    let text = m.metrics.encode();
+    ensure!(result("success") >= 1.0, "{text}");
     ensure!(
-        names(&om) == names(&text),
-        "the two formats' samples differ"
+        result("requeue_after") >= 1.0,
+        "the refusal's retry: {text}"
+    );
+    ensure!(
+        result("requeue") >= 1.0 && result("requeue") <= conflicts,
+        "requeue {} for {conflicts} conflicts: {text}",
+        result("requeue")
+    );
+    for p in ["waiting", "blocked", "final"] {
+        ensure!(progress(p) >= 1.0, "progress {p}: {text}");
+    }
+    let host = host_of(&server);
+    let counted = counted_by_the_client(&scrape, &host);
+    ensure!(
+        counted.get(&("403".into(), "POST".into())) == Some(&1.0),
+        "{counted:?}"
+    );
+    ensure!(
+        counted.get(&("409".into(), "PATCH".into())) == Some(&conflicts),
+        "{counted:?}"
+    );
+    // Each reconcile that asked for a delay is a retry, as client-go counts every AddAfter
+    // with one (the error policy's too), also when news brought the object back first: a
+    // Fermat's waiting reconciles are overtaken by its Tuples' news all the time.
+    try_kubectl(&server, &["apply", "-f", "-"], Some(FERMAT)).await?;
+    fermat_ready_on(&server).await;
+    let scrape = Scrape::parse(&m.metrics.encode());
+    for c in ["tuple", "fermat"] {
+        let result = |r: &str| {
+            let labels = [("controller", c), ("result", r)];
+            scrape
+                .value("controller_runtime_reconcile_total", &labels)
+                .unwrap_or(0.0)
+        };
+        let retries = scrape.value("workqueue_retries_total", &[("name", c)]);
+        let delayed = result("requeue") + result("requeue_after") + result("error");
+        ensure!(
+            retries.is_some_and(|r| r >= delayed),
+            "{c}: {retries:?} retries, {delayed} delays"
+        );
+    }
+    let host = host_of(&server);
+    let counted = counted_by_the_client(&scrape, &host);
+    ensure!(
+        counted.get(&("403".into(), "POST".into())) == Some(&1.0),
+        "{counted:?}"
+    );
+    ensure!(
+        counted.get(&("409".into(), "PATCH".into())) == Some(&conflicts),
+        "{counted:?}"
     );
     Ok(())
 }
 
-// ---------------------------------------------------------------------------------------------
-// The dashboards' queries
-
-/// What a PromQL expression reads: each metric with the labels it is filtered by, and the
-/// labels the expression groups by.
-#[derive(Debug, Default, PartialEq)]
-struct Reads {
-    metrics: Vec<(String, BTreeSet<String>)>,
-    grouped_by: BTreeSet<String>,
-}
-
-const KEYWORDS: [&str; 12] = [
-    "by",
-    "without",
-    "on",
-    "ignoring",
-    "group_left",
-    "group_right",
-    "and",
-    "or",
-    "unless",
-    "bool",
-    "offset",
-    "inf",
-];
-
-fn ident_end(s: &[u8], mut i: usize) -> usize {
-    while i < s.len() && (s[i].is_ascii_alphanumeric() || s[i] == b'_' || s[i] == b':') {
-        i += 1;
-    }
-    i
-}
-
-/// The label names in `(a, b)` or `{a="x", b=~"y"}` starting at `open`, and the index after it.
-fn label_list(expr: &str, open: usize, close: u8) -> (BTreeSet<String>, usize) {
-    let s = expr.as_bytes();
-    let (mut labels, mut i, mut in_string) = (BTreeSet::new(), open + 1, false);
-    while i < s.len() && (in_string || s[i] != close) {
-        if s[i] == b'"' {
-            in_string = !in_string;
-            i += 1;
-        } else if !in_string && (s[i].is_ascii_alphabetic() || s[i] == b'_') {
-            let end = ident_end(s, i);
-            labels.insert(expr[i..end].to_string());
-            i = end;
-        } else {
-            i += 1;
-        }
-    }
-    (labels, i + 1)
-}
-
-/// A small PromQL reader: enough for dashboards (selectors, functions, aggregations with
-/// `by`, ranges, numbers, strings).
-fn reads(expr: &str) -> Reads {
-    let s = expr.as_bytes();
-    let (mut out, mut i) = (Reads::default(), 0);
-    while i < s.len() {
-        let c = s[i];
-        if c == b'[' {
-            i += expr[i..].find(']').map_or(s.len() - i, |e| e + 1);
-        } else if c == b'"' {
-            i += 1 + expr[i + 1..].find('"').map_or(s.len() - i - 1, |e| e + 1);
-        } else if c.is_ascii_digit() || c == b'.' {
-            while i < s.len() && (s[i].is_ascii_alphanumeric() || s[i] == b'.') {
-                i += 1;
-            }
-        } else if c.is_ascii_alphabetic() || c == b'_' {
-            let end = ident_end(s, i);
-            let word = &expr[i..end];
-            let next = expr[end..].trim_start();
-            let at = end + (expr[end..].len() - next.len());
-            if word == "by" || word == "without" {
-                let (labels, after) = label_list(expr, at, b')');
-                out.grouped_by.extend(labels);
-                i = after;
-            } else if next.starts_with('(') || KEYWORDS.contains(&word) {
-                i = end;
-            } else if next.starts_with('{') {
-                let (labels, after) = label_list(expr, at, b'}');
-                out.metrics.push((word.to_string(), labels));
-                i = after;
-            } else {
-                out.metrics.push((word.to_string(), BTreeSet::new()));
-                i = end;
-            }
-        } else {
-            i += 1;
-        }
-    }
-    out
-}
-
-#[test]
-fn the_promql_reader_finds_metrics_filters_and_groupings() {
-    let r = reads(
-        r#"histogram_quantile(0.99, sum(rate(workqueue_queue_duration_seconds_bucket{job="$job", namespace=~"a,b"}[5m])) by (instance, name, le)) * 100"#,
-    );
-    let filters: BTreeSet<String> = ["job", "namespace"].map(String::from).into();
-    assert_eq!(
-        r.metrics,
-        vec![(
-            "workqueue_queue_duration_seconds_bucket".to_string(),
-            filters
-        )]
-    );
-    assert_eq!(
-        r.grouped_by,
-        ["instance", "le", "name"].map(String::from).into()
-    );
-    let r = reads("time() - process_start_time_seconds");
-    assert_eq!(
-        r.metrics,
-        vec![("process_start_time_seconds".to_string(), BTreeSet::new())]
-    );
-}
-
-/// Every PromQL string of a dashboard: panel targets and variable queries (`label_values(q,
-/// label)` gives `q` and the label it reads).
-fn queries(board: &Value) -> Vec<(String, Option<String>)> {
-    let mut out = Vec::new();
-    let panels = board["panels"].as_array().cloned().unwrap_or_default();
-    for target in panels
-        .iter()
-        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
-    {
-        if let Some(expr) = target["expr"].as_str() {
-            out.push((expr.to_string(), None));
-        }
-    }
-    let vars = board["templating"]["list"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    for query in vars.iter().filter_map(|v| v["query"]["query"].as_str()) {
-        let inner = query
-            .strip_prefix("label_values(")
-            .and_then(|q| q.strip_suffix(')'));
-        if let Some((q, label)) = inner.and_then(|q| q.rsplit_once(',')) {
-            out.push((q.trim().to_string(), Some(label.trim().to_string())));
-        }
-    }
-    out
-}
-
-/// Alert expressions written for controller-runtime managers.
-const ALERTS: [&str; 4] = [
-    "sum(rate(controller_runtime_reconcile_errors_total[5m])) by (controller) > 0",
-    r#"sum(rate(controller_runtime_reconcile_total{result="error"}[5m])) by (namespace, controller) / sum(rate(controller_runtime_reconcile_total[5m])) by (namespace, controller) > 0.1"#,
-    "max(workqueue_depth) by (name) > 100",
-    "max(leader_election_master_status) by (name) < 1",
-];
-
+/// Every request of the manager's client, every verb, is counted by the code the API server
+/// answered: once the cluster is quiet, the counts by code and method are the server's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_dashboard_query_reads_series_and_labels_the_manager_exports() -> Result<()> {
-    let (_m, _, text) = running_manager().await?;
-    let scrape = parse_text(&text);
-    let dir = repo().join("deploy/grafana");
-    let mut checked = 0;
-    for board in [
-        "controller-runtime-metrics.json",
-        "controller-resources-metrics.json",
-        "math-controller-metrics.json",
-    ] {
-        let json: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(board))?)?;
-        let all = queries(&json);
-        ensure!(!all.is_empty(), "{board} has no queries");
-        for (expr, label) in all {
-            let r = reads(&expr);
-            ensure!(!r.metrics.is_empty(), "{board}: {expr} reads no metric");
-            for (metric, filters) in &r.metrics {
-                let Some(have) = scrape.samples.get(metric) else {
-                    anyhow::bail!("{board}: {expr}: {metric} is not exported");
-                };
-                let wanted = filters.iter().chain(&r.grouped_by).chain(label.as_ref());
-                for l in wanted.filter(|l| !TARGET_LABELS.contains(&l.as_str())) {
-                    ensure!(
-                        have.contains(l),
-                        "{board}: {expr}: {metric} has no label {l} ({have:?})"
-                    );
-                }
-                checked += 1;
-            }
-        }
+async fn rest_client_requests_are_what_the_api_server_answered_the_client() -> Result<()> {
+    let (server, m, _, _) = running_manager().await?;
+    try_kubectl(&server, &["apply", "-f", "-"], Some(TUPLE)).await?;
+    tuple_t_ready(&server).await;
+    // A child the Tuple no longer wants is deleted: a DELETE.
+    let shrunk = TUPLE.replace("[4, 9]", "[4]");
+    try_kubectl(&server, &["apply", "-f", "-"], Some(&shrunk)).await?;
+    let host = host_of(&server);
+    let (counted, answered) = eventually(
+        "the client's counts to match the server's answers",
+        || async {
+            let counted = counted_by_the_client(&Scrape::parse(&m.metrics.encode()), &host);
+            Some((counted, answered_to_the_manager(&server)))
+        },
+        |(counted, answered)| counted == answered,
+    )
+    .await;
+    for method in ["GET", "POST", "PATCH", "PUT", "DELETE"] {
+        ensure!(
+            counted.keys().any(|(_, m)| m == method),
+            "no {method} in {counted:?} (the server: {answered:?})"
+        );
     }
-    // Alerts a kubebuilder user keeps (the kind the Prometheus Operator's runbooks and
-    // kubebuilder's docs suggest), unedited.
-    for alert in ALERTS {
-        for (metric, filters) in reads(alert).metrics {
-            let have = scrape
-                .samples
-                .get(&metric)
-                .with_context(|| format!("{alert}: {metric}"))?;
-            let grouped = reads(alert).grouped_by;
-            for l in filters
-                .iter()
-                .chain(&grouped)
-                .filter(|l| !TARGET_LABELS.contains(&l.as_str()))
-            {
-                ensure!(have.contains(l), "{alert}: {metric} has no label {l}");
-            }
-            checked += 1;
-        }
+    Ok(())
+}
+
+/// A standby replica exports no controller's series (controller-runtime starts a controller,
+/// and creates its series, once it leads): the leader gauge at 0, the process and the client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_exports_no_controller_series() -> Result<()> {
+    let (server, leader, _, _) = running_manager().await?;
+    let (standby, _) = manager(&server, "b").await?;
+    let text = eventually(
+        "the standby to wait for the Lease",
+        || async { Some(standby.metrics.encode()) },
+        |t| {
+            let status = format!("leader_election_master_status{{name=\"{LEASE}\"}}");
+            // It has read the Lease (its first request) and found it held.
+            sample(t, &status) == Some(0.0) && t.contains("\nrest_client_requests_total{")
+        },
+    )
+    .await;
+    let scrape = Scrape::parse(&text);
+    let controllers: Vec<&str> = (scrape.samples.iter())
+        .filter(|s| {
+            s.labels.contains_key("controller")
+                || s.name.starts_with("controller_runtime_")
+                || s.name.starts_with("workqueue_")
+        })
+        .map(|s| s.name.as_str())
+        .collect();
+    ensure!(
+        controllers.is_empty(),
+        "on the standby: {controllers:?}\n{text}"
+    );
+    for name in ["process_cpu_seconds_total", "rest_client_requests_total"] {
+        ensure!(
+            scrape.samples.iter().any(|s| s.name == name),
+            "{name}\n{text}"
+        );
     }
-    ensure!(checked >= 30, "only {checked} metric reads checked");
+    // The leader has them.
+    let leading = Scrape::parse(&leader.metrics.encode());
+    let labels = [("controller", "tuple"), ("result", "success")];
+    ensure!(
+        leading
+            .value("controller_runtime_reconcile_total", &labels)
+            .is_some()
+    );
+    Ok(())
+}
+
+/// A certificate and key for `name`, written as tls.crt and tls.key; its fingerprint.
+fn write_certificate(dir: &std::path::Path, name: &str) -> Result<Vec<u8>> {
+    let generated = rcgen::generate_simple_self_signed(vec![name.to_string()])?;
+    std::fs::write(dir.join("tls.crt"), generated.cert.pem())?;
+    std::fs::write(dir.join("tls.key"), generated.signing_key.serialize_pem())?;
+    Ok(https::fingerprint(generated.cert.der()))
+}
+
+/// `certwatcher_*`: each read of the metrics certificate's files, and each that failed (a key
+/// that does not match, as a half-done rotation leaves it), while the previous certificate
+/// is still served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_certificates_reads_and_failed_reads_are_counted() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let first = write_certificate(dir.path(), "first.example")?;
+    let server = server().await?;
+    let address = free_port()?;
+    let m = Running::start(
+        &server,
+        Options {
+            metrics_address: Some(address),
+            metrics_secure: Some(serving::secure_metrics::SecureMetrics {
+                cert_dir: Some(dir.path().to_path_buf()),
+                ..Default::default()
+            }),
+            ..Options::default()
+        },
+    );
+    let reads = |m: &Running| {
+        let scrape = Scrape::parse(&m.metrics.encode());
+        let total = scrape.value("certwatcher_read_certificate_total", &[]);
+        let errors = scrape.value("certwatcher_read_certificate_errors_total", &[]);
+        (total.unwrap_or(0.0), errors.unwrap_or(0.0))
+    };
+    let answer = eventually(
+        "the metrics port to answer",
+        || async { https::get(address, "/metrics", None).await.ok() },
+        |_| true,
+    )
+    .await;
+    ensure!(answer.fingerprint == first);
+    let (total, errors) = reads(&m);
+    ensure!(
+        total >= 1.0 && errors == 0.0,
+        "{total} reads, {errors} errors"
+    );
+    // A key that belongs to no certificate of the directory: read, refused, counted.
+    let stray = rcgen::KeyPair::generate()?;
+    std::fs::write(dir.path().join("tls.key"), stray.serialize_pem())?;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let answer = https::get(address, "/metrics", None).await?;
+    ensure!(
+        answer.fingerprint == first,
+        "the previous certificate is served"
+    );
+    let (later, errors) = reads(&m);
+    ensure!(
+        later > total && errors == 1.0,
+        "{later} reads, {errors} errors"
+    );
+    Ok(())
+}
+
+/// docs/operations.md names every family a manager exports, controller-runtime's and ours.
+#[test]
+fn the_operations_guide_names_every_family() -> Result<()> {
+    let metrics = math_controller::metrics::Metrics::new();
+    let _ = metrics.queue("tuple", 1);
+    let text = serving::exposition::to_prometheus_text(&metrics.encode());
+    let guide = std::fs::read_to_string(repo().join("docs/operations.md"))?;
+    let families = Scrape::parse(&text).types.into_keys();
+    let missing: Vec<String> = families
+        .chain(CONTROLLER_RUNTIME.iter().map(|s| s.name.to_string()))
+        .filter(|f| !guide.contains(&format!("`{f}")))
+        .collect();
+    ensure!(missing.is_empty(), "not in docs/operations.md: {missing:?}");
     Ok(())
 }

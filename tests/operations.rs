@@ -1158,7 +1158,7 @@ fn deploy_manifests_are_well_formed_and_match_the_cli() -> Result<()> {
         "--leader-elect",
         "--metrics-secure",
         "--metrics-bind-address=:8443",
-        "--health-probe-bind-address=0.0.0.0:8081",
+        "--health-probe-bind-address=:8081",
         "--log-format=json",
     ] {
         assert!(args.iter().any(|a| a == expected), "{expected} in {args:?}");

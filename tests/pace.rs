@@ -117,7 +117,7 @@ async fn a_waiting_parent_is_not_planned_for_every_child_that_settles() {
     let metrics = h.start_manager_observed(math_controller::ops::manager::Options::default());
     h.create_fermat("f", 4000).await;
     wait_for(&h.fermats(), "f", fermat_ready).await;
-    let plans: f64 = ["success", "requeue"]
+    let plans: f64 = ["success", "requeue", "requeue_after"]
         .iter()
         .map(|result| {
             let series = format!(
@@ -126,7 +126,7 @@ async fn a_waiting_parent_is_not_planned_for_every_child_that_settles() {
             sample(&metrics.encode(), &series).unwrap_or(0.0)
         })
         .sum();
-    let tuple_plans: f64 = ["success", "requeue"]
+    let tuple_plans: f64 = ["success", "requeue", "requeue_after"]
         .iter()
         .filter_map(|result| {
             let series = format!(

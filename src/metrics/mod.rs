@@ -1,22 +1,32 @@
 //! Prometheus metrics of the manager, in the dialect kubebuilder users know.
 //!
-//! What a controller-runtime v0.24 manager exports under the same names, types, labels and
-//! buckets ([`reconcile`]: `controller_runtime_reconcile_*`, `controller_runtime_*_workers`,
-//! `leader_election_master_status`; [`workqueue`]: `workqueue_*`, measured on each
-//! controller's gate; [`process`]: `process_*`), so that kubebuilder's dashboards and alerts
-//! work unchanged; and under `math_controller_*` what only this manager has to say ([`ours`]):
-//! the write requests by kind and operation (how an operator checks on a live cluster that a
-//! converged cluster costs zero writes), throttled requests, errors by reason, what it
-//! remembers, the fair queues, log lines dropped. docs/operations.md has the table.
+//! What a controller-runtime v0.24 manager exports under the same names, types, labels,
+//! buckets and help texts ([`reconcile`]: `controller_runtime_reconcile_*`,
+//! `controller_runtime_*_workers`, `leader_election_master_status`; [`workqueue`]:
+//! `workqueue_*`, measured on each controller's gate; [`process`]: `process_*`;
+//! [`rest_client`]: `rest_client_requests_total`, counted by a layer of the manager's client;
+//! [`certwatcher`]: `certwatcher_*`, the metrics certificate's reads), so that kubebuilder's
+//! dashboards and alerts work unchanged; and under `math_controller_*` what only this manager
+//! has to say ([`ours`]): where each reconcile left its object's status, the write requests by
+//! kind and operation (how an operator checks on a live cluster that a converged cluster costs
+//! zero writes), throttled requests, errors by reason, what it remembers, the fair queues, log
+//! lines dropped. docs/operations.md has the table.
+//!
+//! A controller's series appear when it starts ([`Metrics::queue`]), as controller-runtime
+//! creates them in `Controller.Start`: a standby replica, waiting for the Lease, exports the
+//! process's and the client's series and the leader gauge, and no controller's.
 //!
 //! Every series lives in a private [`Registry`] owned by [`Metrics`], never in a global one, so
 //! tests can run several managers in one process and read each one's numbers separately.
 //! `/metrics` serves [`Metrics::encode`] in either text format (the `serving` crate's
 //! `exposition`).
 
+pub mod certwatcher;
+mod help;
 mod ours;
 pub mod process;
 pub mod reconcile;
+pub mod rest_client;
 pub mod workqueue;
 
 use std::sync::Arc;
@@ -25,22 +35,26 @@ use std::time::Duration;
 
 use prometheus_client::registry::Registry;
 
-pub use ours::{MEMORIES, PREFIX, QueueNow, WriteKind};
+pub use certwatcher::CertificateReads;
+pub use ours::{MEMORIES, PREFIX, QueueNow, StatusProgress, WriteKind};
 pub use reconcile::{ReconcileResult, ReconcileTimer};
 pub use workqueue::{Processing, QueueMetrics};
 
 use ours::{OurSeries, WriteLabels};
 use reconcile::ReconcileSeries;
+use rest_client::RestClientSeries;
 use workqueue::WorkqueueSeries;
 
-/// The controllers the manager runs; their series are created at start-up with value zero so that
-/// `rate()` and absence alerts work before the first reconciliation.
+/// The controllers the manager runs; each one's series are created with value zero when it
+/// starts, so that `rate()` and absence alerts work before its first reconciliation.
 pub const CONTROLLERS: [&str; 3] = ["number", "tuple", "fermat"];
 
 struct Inner {
     registry: Registry,
     reconcile: ReconcileSeries,
     workqueue: WorkqueueSeries,
+    rest_client: RestClientSeries,
+    certificates: CertificateReads,
     ours: OurSeries,
     write_total: AtomicU64,
 }
@@ -65,31 +79,54 @@ impl std::fmt::Debug for Metrics {
 }
 
 impl Metrics {
-    /// Registers every series, with zero values for the known controllers so that dashboards
-    /// show them from the first scrape.
+    /// Registers every family; a controller's series are created when it starts
+    /// ([`Metrics::queue`]).
     pub fn new() -> Self {
         let mut registry = Registry::default();
-        let reconcile = ReconcileSeries::register(&mut registry, &CONTROLLERS);
+        let reconcile = ReconcileSeries::register(&mut registry);
         let workqueue = WorkqueueSeries::register(&mut registry);
+        let rest_client = RestClientSeries::register(&mut registry);
+        let certificates = CertificateReads::register(&mut registry);
         registry.register_collector(Box::new(process::ProcessCollector));
-        let ours = OurSeries::register(registry.sub_registry_with_prefix(PREFIX), &CONTROLLERS);
+        let ours = OurSeries::register(registry.sub_registry_with_prefix(PREFIX));
         Metrics {
             inner: Arc::new(Inner {
                 registry,
                 reconcile,
                 workqueue,
+                rest_client,
+                certificates,
                 ours,
                 write_total: AtomicU64::new(0),
             }),
         }
     }
 
-    /// The workqueue series of `controller`'s queue (its gate), which runs `concurrency`
-    /// reconciles at once (`controller_runtime_max_concurrent_reconciles`; 0: no bound).
+    /// `controller` starts: its series, at zero, and the workqueue series of its queue (its
+    /// gate), which runs `concurrency` reconciles at once
+    /// (`controller_runtime_max_concurrent_reconciles`; 0: no bound).
     pub fn queue(&self, controller: &'static str, concurrency: usize) -> QueueMetrics {
         let max = i64::try_from(concurrency).unwrap_or(i64::MAX);
-        self.inner.reconcile.set_max_concurrent(controller, max);
+        self.inner.reconcile.start(controller, max);
+        self.inner.ours.start(controller);
         self.inner.workqueue.queue(controller)
+    }
+
+    /// A reconcile of `controller` ended without an error and left its object's status
+    /// `progress` (`math_controller_reconcile_progress_total`).
+    pub fn reconciled(&self, controller: &'static str, progress: StatusProgress) {
+        self.inner.ours.progress(controller, progress);
+    }
+
+    /// Counts one request of the manager's client, as client-go's `rest_client_requests_total`
+    /// does: each try, by status `code` (`<error>` when no answer came), `method` and `host`.
+    pub fn rest_request(&self, code: &str, method: &str, host: &str) {
+        self.inner.rest_client.request(code, method, host);
+    }
+
+    /// Where the metrics certificate's reads are counted (`certwatcher_*`).
+    pub fn certificate_reads(&self) -> CertificateReads {
+        self.inner.certificates.clone()
     }
 
     /// A reconcile of `controller` failed for `reason` (ours, by reason; controller-runtime's

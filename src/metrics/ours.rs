@@ -1,7 +1,9 @@
 //! The `math_controller_*` series: what this manager has to say beyond controller-runtime's
-//! series (writes by kind and operation, the answer to "a converged cluster costs zero writes";
-//! throttled requests; errors by reason; what it remembers between reconciles; the fair
-//! queues per flow; log lines dropped). Registered under the prefix [`PREFIX`].
+//! series (where each reconcile left its object's status; writes by kind and operation, the
+//! answer to "a converged cluster costs zero writes"; throttled requests; errors by reason;
+//! what it remembers between reconciles; the fair queues per flow; log lines dropped).
+//! Registered under the prefix [`PREFIX`]; a controller's series appear when it starts
+//! ([`OurSeries::start`]).
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -70,6 +72,52 @@ impl EncodeLabelValue for WriteKind {
     }
 }
 
+/// Where a reconcile that ended without an error left its object's status, the `progress`
+/// label of `math_controller_reconcile_progress_total`: what controller-runtime's `result`
+/// cannot say, since a parent waiting for its children asks for no requeue (its children's
+/// watch events bring it back).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StatusProgress {
+    /// The status is the answer for the current generation of everything below it.
+    Final,
+    /// Final for now, but not an answer: blocked until someone acts (a quota, a name owned by
+    /// someone else, a child name too long).
+    Blocked,
+    /// Not final yet: waiting for children to be created or to compute.
+    Waiting,
+}
+
+impl StatusProgress {
+    pub const ALL: [StatusProgress; 3] = [
+        StatusProgress::Final,
+        StatusProgress::Blocked,
+        StatusProgress::Waiting,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StatusProgress::Final => "final",
+            StatusProgress::Blocked => "blocked",
+            StatusProgress::Waiting => "waiting",
+        }
+    }
+}
+
+impl EncodeLabelValue for StatusProgress {
+    fn encode(
+        &self,
+        encoder: &mut prometheus_client::encoding::LabelValueEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        EncodeLabelValue::encode(&self.as_str(), encoder)
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProgressLabels {
+    controller: &'static str,
+    progress: StatusProgress,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ErrorLabels {
     controller: &'static str,
@@ -91,14 +139,15 @@ struct MemoryLabels {
 /// The reasons of `math_controller_reconcile_errors_total`, created at zero so that a
 /// dashboard's or an alert's `rate()` has a series before the first error: the error kinds of
 /// `crate::error::Error::kind_label` that end a reconcile as an error (a conflict is a requeue),
-/// and `panic`.
-pub const ERROR_REASONS: [&str; 6] = [
+/// `panic`, and `cancelled` (stopped half-way by a shutdown's deadline or a lost Lease).
+pub const ERROR_REASONS: [&str; 7] = [
     "api",
     "transport",
     "invalid_object",
     "not_wired",
     "serialize",
     "panic",
+    "cancelled",
 ];
 
 /// What the manager remembers between reconciles, the `memory` label of
@@ -245,6 +294,7 @@ fn wait_histogram() -> Histogram {
 
 /// Our families.
 pub(super) struct OurSeries {
+    progress: Family<ProgressLabels, Counter>,
     errors: Family<ErrorLabels, Counter>,
     pub writes: Family<WriteLabels, Counter>,
     remembered: Family<MemoryLabels, Gauge>,
@@ -257,8 +307,9 @@ pub(super) struct OurSeries {
 
 impl OurSeries {
     /// Registers our families in `registry` (already prefixed with [`PREFIX`]).
-    pub fn register(r: &mut Registry, controllers: &[&'static str]) -> Self {
+    pub fn register(r: &mut Registry) -> Self {
         let s = OurSeries {
+            progress: Family::default(),
             errors: Family::default(),
             writes: Family::default(),
             remembered: Family::default(),
@@ -268,8 +319,12 @@ impl OurSeries {
             fair_queues: Arc::default(),
             log_lines_dropped: Arc::default(),
         };
-        let help = "Failed reconciliations by controller and error reason (api, conflict, \
-                    panic, ...); controller_runtime_reconcile_errors_total has their sum";
+        let help = "Reconciliations that ended without an error, by controller and where they \
+                    left the object's status: final (the answer), blocked (until someone acts), \
+                    waiting (for its children)";
+        r.register("reconcile_progress", help, s.progress.clone());
+        let help = "Failed reconciliations by controller and error reason (api, transport, \
+                    panic, cancelled, ...); controller_runtime_reconcile_errors_total has their sum";
         r.register("reconcile_errors", help, s.errors.clone());
         let help = "Write requests issued to the API server, by controller, object kind and \
                     operation (create, patch, patch_status, delete, event)";
@@ -297,21 +352,41 @@ impl OurSeries {
         for memory in MEMORIES {
             let _ = s.remembered.get_or_create(&MemoryLabels { memory });
         }
-        for &controller in controllers {
-            let _ = s.put_off.get_or_create(&ControllerLabels { controller });
-            for reason in ERROR_REASONS {
-                let _ = s.errors.get_or_create(&ErrorLabels { controller, reason });
-            }
+        s
+    }
+
+    /// `controller` starts: its series, at zero.
+    pub fn start(&self, controller: &'static str) {
+        let _ = self.put_off.get_or_create(&ControllerLabels { controller });
+        for progress in StatusProgress::ALL {
+            let labels = ProgressLabels {
+                controller,
+                progress,
+            };
+            let _ = self.progress.get_or_create(&labels);
         }
-        for (controller, kind, operation) in EXPECTED_WRITES {
+        for reason in ERROR_REASONS {
+            let _ = self
+                .errors
+                .get_or_create(&ErrorLabels { controller, reason });
+        }
+        let expected = EXPECTED_WRITES.iter().filter(|(c, ..)| *c == controller);
+        for &(controller, kind, operation) in expected {
             let labels = WriteLabels {
                 controller,
                 kind,
                 operation,
             };
-            let _ = s.writes.get_or_create(&labels);
+            let _ = self.writes.get_or_create(&labels);
         }
-        s
+    }
+
+    pub fn progress(&self, controller: &'static str, progress: StatusProgress) {
+        let labels = ProgressLabels {
+            controller,
+            progress,
+        };
+        self.progress.get_or_create(&labels).inc();
     }
 
     pub fn error(&self, controller: &'static str, reason: &'static str) {

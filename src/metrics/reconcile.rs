@@ -1,7 +1,12 @@
 //! controller-runtime's reconcile series (`pkg/internal/controller/metrics/metrics.go` of
 //! kubernetes-sigs/controller-runtime v0.24) and its leader-election gauge
-//! (`pkg/metrics/leaderelection.go`): the same names, types, label sets and buckets, so that
-//! kubebuilder's dashboards and alerts read this manager unchanged.
+//! (`pkg/metrics/leaderelection.go`): the same names, types, label sets, buckets and help
+//! texts, so that kubebuilder's dashboards and alerts read this manager unchanged.
+//!
+//! A controller's series appear when it starts ([`ReconcileSeries::start`], as
+//! controller-runtime's `initMetrics` runs in `Controller.Start`), so a standby replica, whose
+//! controllers wait for the Lease, exports none of them; `controller_runtime_reconcile_time_seconds`
+//! appears with the first reconcile, as a client_golang histogram vector does.
 
 use std::time::Instant;
 
@@ -12,7 +17,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use super::Metrics;
+use super::{Metrics, help};
 
 /// `controller_runtime_reconcile_time_seconds`' buckets, controller-runtime's own.
 pub const RECONCILE_TIME_BUCKETS: [f64; 40] = [
@@ -21,21 +26,39 @@ pub const RECONCILE_TIME_BUCKETS: [f64; 40] = [
     25.0, 30.0, 40.0, 50.0, 60.0,
 ];
 
-/// How a reconciliation ended.
+/// How a reconciliation ended, as controller-runtime's `reconcileHandler` labels it: by what
+/// the reconcile asked of the queue, not by whether its object's status is final (that is
+/// `math_controller_reconcile_progress_total`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReconcileResult {
-    /// Converged, or nothing to do until the next watch event.
+    /// Done until the next watch event (controller-runtime: a zero `Result`, no error).
     Success,
-    /// Not finished yet (waiting for children, or a conflict); asked to be run again later.
+    /// Asked to be run again after a delay it chose (`Result{RequeueAfter: d}`), e.g. a
+    /// refused write's retry or a recheck.
+    RequeueAfter,
+    /// Asked to be run again through the rate limiter's per-object backoff
+    /// (`Result{Requeue: true}`, `AddRateLimited`): a 409 Conflict retried quietly.
     Requeue,
-    /// Failed; the string is a short, fixed reason (the error's kind, e.g. `"api"`,
-    /// `"conflict"`), used as a label of our own series, so it must not contain object names.
+    /// Failed; the string is a short, fixed reason (the error's kind, e.g. `"api"`), used as a
+    /// label of our own series, so it must not contain object names.
     Error(&'static str),
 }
 
-/// The `result` values controller-runtime creates at zero for every controller; a
-/// reconciliation dropped mid-way (a shutdown, a lost lease) adds ours, `cancelled`.
-pub const RESULTS: [&str; 4] = ["success", "error", "requeue", "requeue_after"];
+impl ReconcileResult {
+    /// The `result` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            ReconcileResult::Success => "success",
+            ReconcileResult::RequeueAfter => "requeue_after",
+            ReconcileResult::Requeue => "requeue",
+            ReconcileResult::Error(_) => "error",
+        }
+    }
+}
+
+/// The `result` values controller-runtime creates at zero when a controller starts, in its
+/// order.
+pub const RESULTS: [&str; 4] = ["error", "requeue_after", "requeue", "success"];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct ControllerLabels {
@@ -88,6 +111,10 @@ const ACTIVE: (&str, &str) = (
     "controller_runtime_active_workers",
     "Number of currently used workers per controller",
 );
+const TIMEOUTS: (&str, &str) = (
+    "controller_runtime_reconcile_timeouts",
+    "Total number of reconciliation timeouts per controller",
+);
 const LEADER: (&str, &str) = (
     "leader_election_master_status",
     "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 \
@@ -101,6 +128,7 @@ pub(super) struct ReconcileSeries {
     errors: PerController<Counter>,
     terminal: PerController<Counter>,
     panics: PerController<Counter>,
+    timeouts: PerController<Counter>,
     time: Family<ControllerLabels, Histogram, fn() -> Histogram>,
     max_concurrent: PerController<Gauge>,
     active: PerController<Gauge>,
@@ -108,47 +136,48 @@ pub(super) struct ReconcileSeries {
 }
 
 impl ReconcileSeries {
-    /// Registers the series (unprefixed, as controller-runtime names them), each controller's
-    /// at zero as controller-runtime creates them when a controller starts.
-    pub fn register(registry: &mut Registry, controllers: &[&'static str]) -> Self {
+    /// Registers the series (unprefixed, as controller-runtime names them, with its help
+    /// texts); none has a sample until a controller starts ([`ReconcileSeries::start`]).
+    pub fn register(registry: &mut Registry) -> Self {
         let s = ReconcileSeries {
             total: Family::default(),
             errors: Family::default(),
             terminal: Family::default(),
             panics: Family::default(),
+            timeouts: Family::default(),
             time: Family::new_with_constructor(reconcile_time),
             max_concurrent: Family::default(),
             active: Family::default(),
             leader: Family::default(),
         };
-        // prometheus-client appends `_total` to a counter's name.
+        // The encoder appends `_total` to a counter's name.
         let r = registry;
-        r.register(TOTAL.0, TOTAL.1, s.total.clone());
-        r.register(ERRORS.0, ERRORS.1, s.errors.clone());
-        r.register(TERMINAL.0, TERMINAL.1, s.terminal.clone());
-        r.register(PANICS.0, PANICS.1, s.panics.clone());
-        r.register(TIME.0, TIME.1, s.time.clone());
-        r.register(MAX_CONCURRENT.0, MAX_CONCURRENT.1, s.max_concurrent.clone());
-        r.register(ACTIVE.0, ACTIVE.1, s.active.clone());
-        r.register(LEADER.0, LEADER.1, s.leader.clone());
-        for &controller in controllers {
-            let labels = ControllerLabels { controller };
-            for result in RESULTS {
-                let _ = s.total.get_or_create(&ResultLabels { controller, result });
-            }
-            for family in [&s.errors, &s.terminal, &s.panics] {
-                let _ = family.get_or_create(&labels);
-            }
-            let _ = s.time.get_or_create(&labels);
-            let _ = s.max_concurrent.get_or_create(&labels);
-            let _ = s.active.get_or_create(&labels);
-        }
+        help::register(r, TOTAL, s.total.clone());
+        help::register(r, ERRORS, s.errors.clone());
+        help::register(r, TERMINAL, s.terminal.clone());
+        help::register(r, PANICS, s.panics.clone());
+        help::register(r, TIME, s.time.clone());
+        help::register(r, MAX_CONCURRENT, s.max_concurrent.clone());
+        help::register(r, ACTIVE, s.active.clone());
+        help::register(r, TIMEOUTS, s.timeouts.clone());
+        help::register(r, LEADER, s.leader.clone());
         s
     }
 
-    pub fn set_max_concurrent(&self, controller: &'static str, max: i64) {
+    /// `controller` starts with `max` reconciles at once: its series, at zero (what
+    /// controller-runtime's `initMetrics` creates when a controller starts).
+    pub fn start(&self, controller: &'static str, max: i64) {
         let labels = ControllerLabels { controller };
+        for result in RESULTS {
+            let _ = self
+                .total
+                .get_or_create(&ResultLabels { controller, result });
+        }
+        for family in [&self.errors, &self.terminal, &self.panics, &self.timeouts] {
+            let _ = family.get_or_create(&labels);
+        }
         self.max_concurrent.get_or_create(&labels).set(max);
+        let _ = self.active.get_or_create(&labels);
     }
 
     pub fn set_leader(&self, lease: &str, leader: bool) {
@@ -185,8 +214,8 @@ impl ReconcileSeries {
 impl Metrics {
     /// Marks the start of a reconciliation; finish the returned timer with its result. Holding
     /// the timer across the reconcile future (rather than recording afterwards) is what makes a
-    /// reconciliation that is dropped mid-way show up, as `cancelled`, and one that panicked,
-    /// in `controller_runtime_reconcile_panics_total`.
+    /// reconciliation that is dropped mid-way show up (an `error`, reason `cancelled`), and one
+    /// that panicked, in `controller_runtime_reconcile_panics_total`.
     pub fn reconcile_started(&self, controller: &'static str) -> ReconcileTimer {
         self.inner.reconcile.started(controller);
         ReconcileTimer {
@@ -218,15 +247,10 @@ impl ReconcileTimer {
     /// Records the duration and the result, and ends the active-worker count.
     pub fn finish(mut self, result: ReconcileResult) {
         self.finished = true;
-        let label = match result {
-            ReconcileResult::Success => "success",
-            ReconcileResult::Requeue => "requeue",
-            ReconcileResult::Error(reason) => {
-                self.metrics.reconcile_error(self.controller, reason);
-                "error"
-            }
-        };
-        self.record(label);
+        if let ReconcileResult::Error(reason) = result {
+            self.metrics.reconcile_error(self.controller, reason);
+        }
+        self.record(result.label());
     }
 
     fn record(&self, result: &'static str) {
@@ -247,7 +271,11 @@ impl Drop for ReconcileTimer {
             self.metrics.reconcile_error(self.controller, "panic");
             self.record("error");
         } else {
-            self.record("cancelled");
+            // Stopped half-way by a shutdown's deadline or a lost Lease. controller-runtime
+            // has no such end (it waits for its workers, or exits): there the reconcile's
+            // context is cancelled, its requests fail and it returns that error.
+            self.metrics.reconcile_error(self.controller, "cancelled");
+            self.record("error");
         }
     }
 }

@@ -27,6 +27,7 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 #[test]
 fn every_documented_series_has_help_and_type() {
     let m = Metrics::new();
+    let _ = m.queue("number", 1);
     m.reconcile_started("number")
         .finish(ReconcileResult::Error("api"));
     let text = m.encode();
@@ -49,9 +50,18 @@ fn every_documented_series_has_help_and_type() {
     assert!(text.ends_with("# EOF\n"));
 }
 
+/// As controller-runtime's `initMetrics` in `Controller.Start`: a controller's series at zero
+/// once it starts, none before (a standby's controllers never start); the reconcile time's
+/// histogram with its first reconcile.
 #[test]
-fn known_controllers_start_at_zero() {
-    let text = Metrics::new().encode();
+fn controllers_series_start_at_zero_when_they_start() {
+    let m = Metrics::new();
+    let before = m.encode();
+    assert!(!before.contains("controller=\""), "{before}");
+    for c in CONTROLLERS {
+        let _ = m.queue(c, 8);
+    }
+    let text = m.encode();
     for c in CONTROLLERS {
         for r in reconcile::RESULTS {
             let s =
@@ -63,18 +73,31 @@ fn known_controllers_start_at_zero() {
             "controller_runtime_reconcile_errors_total",
             "controller_runtime_terminal_reconcile_errors_total",
             "controller_runtime_reconcile_panics_total",
-            "controller_runtime_reconcile_time_seconds_count",
+            "controller_runtime_reconcile_timeouts_total",
             "math_controller_replans_put_off_total",
         ] {
             let s = format!("{s}{{controller=\"{c}\"}}");
             assert_eq!(sample(&text, &s), Some(0.0), "{s} in {text}");
         }
+        let s = format!("controller_runtime_max_concurrent_reconciles{{controller=\"{c}\"}}");
+        assert_eq!(sample(&text, &s), Some(8.0), "{s}");
+        for p in StatusProgress::ALL {
+            let s = format!(
+                "math_controller_reconcile_progress_total{{controller=\"{c}\",progress=\"{}\"}}",
+                p.as_str()
+            );
+            assert_eq!(sample(&text, &s), Some(0.0), "{s}");
+        }
     }
+    assert!(!text.contains("controller_runtime_reconcile_time_seconds_count"));
 }
 
 #[test]
 fn timer_records_result_duration_and_active_workers() {
     let m = Metrics::new();
+    for c in CONTROLLERS {
+        let _ = m.queue(c, 1);
+    }
     let a = m.reconcile_started("number");
     let b = m.reconcile_started("number");
     let active = "controller_runtime_active_workers{controller=\"number\"}";
@@ -83,6 +106,9 @@ fn timer_records_result_duration_and_active_workers() {
     b.finish(ReconcileResult::Error("api"));
     m.reconcile_started("tuple")
         .finish(ReconcileResult::Requeue);
+    m.reconcile_started("tuple")
+        .finish(ReconcileResult::RequeueAfter);
+    // Stopped half-way (a shutdown's deadline): an error, reason `cancelled`.
     drop(m.reconcile_started("fermat"));
 
     let text = m.encode();
@@ -96,7 +122,12 @@ fn timer_records_result_duration_and_active_workers() {
     assert_eq!(total("number", "success"), Some(1.0));
     assert_eq!(total("number", "error"), Some(1.0));
     assert_eq!(total("tuple", "requeue"), Some(1.0));
-    assert_eq!(total("fermat", "cancelled"), Some(1.0));
+    assert_eq!(total("tuple", "requeue_after"), Some(1.0));
+    assert_eq!(total("fermat", "error"), Some(1.0));
+    assert_eq!(
+        get("math_controller_reconcile_errors_total{controller=\"fermat\",reason=\"cancelled\"}"),
+        Some(1.0)
+    );
     assert_eq!(
         get("controller_runtime_reconcile_errors_total{controller=\"number\"}"),
         Some(1.0)
@@ -143,7 +174,7 @@ fn the_queue_counts_adds_retries_waits_and_work_in_progress() {
     let q = m.queue("tuple", 4);
     let depth = Arc::new(AtomicUsize::new(0));
     let source = depth.clone();
-    q.show_depth(move || source.load(Ordering::Relaxed));
+    q.show_depth(move || (source.load(Ordering::Relaxed), 1));
     q.add();
     q.add();
     // A retry is counted when it is decided; its add when the delay is over and the object
@@ -163,8 +194,11 @@ fn the_queue_counts_adds_retries_waits_and_work_in_progress() {
     assert_eq!(get("workqueue_work_duration_seconds_count"), Some(0.0));
     assert!(get("workqueue_unfinished_work_seconds").is_some_and(|s| s >= 0.02));
     assert!(get("workqueue_longest_running_processor_seconds").is_some_and(|s| s >= 0.02));
-    let depth_series = "workqueue_depth{name=\"tuple\",controller=\"tuple\",priority=\"\"}";
+    // By controller-runtime's priorities: 0 for urgent objects, -100 for settled ones.
+    let depth_series = "workqueue_depth{name=\"tuple\",controller=\"tuple\",priority=\"0\"}";
     assert_eq!(sample(&text, depth_series), Some(2.0));
+    let depth_series = "workqueue_depth{name=\"tuple\",controller=\"tuple\",priority=\"-100\"}";
+    assert_eq!(sample(&text, depth_series), Some(1.0));
     assert_eq!(
         sample(
             &text,
@@ -181,6 +215,33 @@ fn the_queue_counts_adds_retries_waits_and_work_in_progress() {
         get("workqueue_longest_running_processor_seconds"),
         Some(0.0)
     );
+}
+
+/// controller-runtime's help texts, as written: prometheus-client's registry appends a full
+/// stop, which gave "…per controller." and "…workqueue takes..".
+#[test]
+fn help_texts_are_controller_runtimes_as_written() {
+    let m = Metrics::new();
+    let _ = m.queue("tuple", 1);
+    let text = m.encode();
+    for help in [
+        "# HELP controller_runtime_reconcile Total number of reconciliations per controller\n",
+        "# HELP workqueue_work_duration_seconds How long in seconds processing an item from workqueue takes.\n",
+        "# HELP rest_client_requests Number of HTTP requests, partitioned by status code, method, and host.\n",
+    ] {
+        assert!(text.contains(help), "{help} in\n{text}");
+    }
+    assert!(!text.contains("..\n"), "{text}");
+}
+
+/// An idle queue's unfinished work: 0, not the -0 that a sum of no f64 is.
+#[test]
+fn an_idle_queue_has_no_negative_zero() {
+    let m = Metrics::new();
+    let _ = m.queue("tuple", 1);
+    let text = m.encode();
+    let line = "workqueue_unfinished_work_seconds{name=\"tuple\",controller=\"tuple\"} 0.0\n";
+    assert!(text.contains(line), "{text}");
 }
 
 #[test]

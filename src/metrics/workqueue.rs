@@ -1,8 +1,12 @@
 //! client-go's workqueue series as controller-runtime v0.24 registers them
-//! (`pkg/metrics/workqueue.go` of kubernetes-sigs/controller-runtime: label `name` and, since
-//! v0.20, `controller`, both the controller's name; `priority` on the depth, empty for a queue
-//! without priorities), measured on the manager's queue: each controller's gate
-//! (`crate::reconcile::gate`), the fair queue in front of its reconciles.
+//! (`pkg/internal/metrics/workqueue.go` of kubernetes-sigs/controller-runtime: label `name`
+//! and, since v0.20, `controller`, both the controller's name; `priority` on the depth, as its
+//! priority queue, the default since v0.24, labels it), measured on the manager's queue: each
+//! controller's gate (`crate::reconcile::gate`), the fair queue in front of its reconciles.
+//!
+//! The two priorities are controller-runtime's and mean the same: `0` for objects someone waits
+//! for (news of a change), `-100` (`handler.LowPriority`) for settled ones (the list after a
+//! start, a resync) that only wait their turn.
 //!
 //! The gate tells [`QueueMetrics`] what a client-go queue's `Add`, `Get`, `Done` and
 //! `AddRateLimited` would: an object queued by news ([`QueueMetrics::add`]), its turn
@@ -23,6 +27,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+
+use super::help;
 
 /// The buckets of `workqueue_queue_duration_seconds` and `workqueue_work_duration_seconds`:
 /// client-go's `ExponentialBuckets(10e-9, 10, 12)`, 10 ns to 1000 s.
@@ -56,7 +62,11 @@ struct DepthLabels {
     priority: &'static str,
 }
 
-type DepthReader = Box<dyn Fn() -> usize + Send + Sync>;
+/// Reads the waiters now: urgent ones (priority `0`) and settled ones (`-100`).
+type DepthReader = Box<dyn Fn() -> (usize, usize) + Send + Sync>;
+
+/// controller-runtime's priority labels: the default priority, and `handler.LowPriority`.
+const PRIORITIES: [&str; 2] = ["0", "-100"];
 
 /// What a scrape reads of one queue now.
 #[derive(Default)]
@@ -76,15 +86,31 @@ impl std::fmt::Debug for LiveQueues {
     }
 }
 
-/// One queue's depth, unfinished work and longest running reconcile (seconds).
-fn read(live: &Live, now: Instant) -> [f64; 3] {
-    let depth = live.depth.get().map_or(0, |depth| depth()) as f64;
+/// One queue's gauges now.
+struct Gauges {
+    /// Waiters by priority: urgent (`0`), settled (`-100`).
+    depth: [f64; 2],
+    /// Seconds of the reconciles running now, summed.
+    unfinished: f64,
+    /// Seconds of the longest running reconcile.
+    longest: f64,
+}
+
+/// One queue's gauges now.
+fn read(live: &Live, now: Instant) -> Gauges {
+    let (urgent, settled) = live.depth.get().map_or((0, 0), |depth| depth());
     let running: Vec<f64> = match live.processing.lock() {
         Ok(p) => p.values().map(|s| (now - *s).as_secs_f64()).collect(),
         Err(_) => Vec::new(),
     };
     let longest = running.iter().copied().fold(0.0, f64::max);
-    [depth, running.iter().sum(), longest]
+    // Folded from +0.0: `Sum` of no f64 is -0.0, which an idle queue showed as `-0.0`.
+    let unfinished = running.iter().fold(0.0, |sum, s| sum + s);
+    Gauges {
+        depth: [urgent as f64, settled as f64],
+        unfinished,
+        longest,
+    }
 }
 
 const GAUGES: [(&str, &str); 3] = [
@@ -107,29 +133,57 @@ const GAUGES: [(&str, &str); 3] = [
 impl Collector for LiveQueues {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let now = Instant::now();
-        let queues: Vec<(&'static str, [f64; 3])> = match self.0.lock() {
+        let queues: Vec<(&'static str, Gauges)> = match self.0.lock() {
             Ok(queues) => queues.iter().map(|(c, l)| (*c, read(l, now))).collect(),
             Err(_) => Vec::new(),
         };
-        for (i, (name, help)) in GAUGES.into_iter().enumerate() {
+        let [(depth, depth_help), unfinished, longest] = GAUGES;
+        let mut family = encoder.encode_descriptor(depth, depth_help, None, MetricType::Gauge)?;
+        for (controller, gauges) in &queues {
+            for (priority, value) in PRIORITIES.into_iter().zip(&gauges.depth) {
+                let labels = DepthLabels {
+                    name: controller,
+                    controller,
+                    priority,
+                };
+                ConstGauge::new(*value).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        for (i, (name, help)) in [unfinished, longest].into_iter().enumerate() {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-            for (controller, values) in &queues {
-                let gauge = ConstGauge::new(values[i]);
-                if i == 0 {
-                    let labels = DepthLabels {
-                        name: controller,
-                        controller,
-                        priority: "",
-                    };
-                    gauge.encode(family.encode_family(&labels)?)?;
+            for (controller, gauges) in &queues {
+                let value = if i == 0 {
+                    gauges.unfinished
                 } else {
-                    gauge.encode(family.encode_family(&QueueLabels::of(controller))?)?;
-                }
+                    gauges.longest
+                };
+                let labels = QueueLabels::of(controller);
+                ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
             }
         }
         Ok(())
     }
 }
+
+/// The counters' and histograms' names and help texts, as controller-runtime v0.24 registers
+/// them (the encoder appends a counter's `_total`).
+const ADDS: (&str, &str) = (
+    "workqueue_adds",
+    "Total number of adds handled by workqueue",
+);
+const QUEUE_DURATION: (&str, &str) = (
+    "workqueue_queue_duration_seconds",
+    "How long in seconds an item stays in workqueue before being requested",
+);
+const WORK_DURATION: (&str, &str) = (
+    "workqueue_work_duration_seconds",
+    "How long in seconds processing an item from workqueue takes.",
+);
+const RETRIES: (&str, &str) = (
+    "workqueue_retries",
+    "Total number of items added to the workqueue with a non-zero delay (rate-limited \
+     requeues, explicit RequeueAfter or AddAfter calls)",
+);
 
 /// The workqueue families of every controller.
 pub(super) struct WorkqueueSeries {
@@ -150,14 +204,10 @@ impl WorkqueueSeries {
             live: Arc::default(),
         };
         let r = registry;
-        let help = "Total number of adds handled by workqueue";
-        r.register("workqueue_adds", help, s.adds.clone());
-        let help = "How long in seconds an item stays in workqueue before being requested";
-        r.register("workqueue_queue_duration_seconds", help, s.waits.clone());
-        let help = "How long in seconds processing an item from workqueue takes.";
-        r.register("workqueue_work_duration_seconds", help, s.work.clone());
-        let help = "Total number of retries handled by workqueue";
-        r.register("workqueue_retries", help, s.retries.clone());
+        help::register(r, ADDS, s.adds.clone());
+        help::register(r, QUEUE_DURATION, s.waits.clone());
+        help::register(r, WORK_DURATION, s.work.clone());
+        help::register(r, RETRIES, s.retries.clone());
         r.register_collector(Box::new(s.live.clone()));
         s
     }
@@ -226,8 +276,8 @@ impl QueueMetrics {
     }
 
     /// Where `workqueue_depth` is read from at each scrape: the objects waiting for their
-    /// turn. The first call counts.
-    pub fn show_depth(&self, depth: impl Fn() -> usize + Send + Sync + 'static) {
+    /// turn, urgent ones and settled ones. The first call counts.
+    pub fn show_depth(&self, depth: impl Fn() -> (usize, usize) + Send + Sync + 'static) {
         let _ = self.live.depth.set(Box::new(depth));
     }
 }

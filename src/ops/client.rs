@@ -1,6 +1,7 @@
 //! The manager's `kube::Client` settings that kube's defaults leave out: a read timeout, a
 //! bound on how long a `Retry-After` and the client's retries may hold a request, 429s
-//! counted, and a token file read again on a 401.
+//! counted, a token file read again on a 401, and every try counted by its answer's code
+//! ([`CountRequestsLayer`], client-go's `rest_client_requests_total`).
 //!
 //! kube 5 sets no read timeout (`Config::read_timeout` is `None`), so a request the API server
 //! accepted but never answers (a hung connection, a load balancer that dropped it silently)
@@ -13,16 +14,18 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::header::{AUTHORIZATION, RETRY_AFTER};
 use http::{HeaderValue, Request, Response, StatusCode};
 use kube::client::retry::RetryPolicy;
 use kube::client::{Body, ClientBuilder};
-use tower::BoxError;
 use tower::buffer::BufferLayer;
 use tower::retry::{Policy, RetryLayer};
 use tower::util::MapRequestLayer;
+use tower::{BoxError, Layer, Service};
 
 use crate::metrics::Metrics;
 use crate::ops::token_file::{TokenFile, TokenFileError};
@@ -74,7 +77,10 @@ pub fn build(mut config: kube::Config, metrics: &Metrics) -> Result<kube::Client
         reauthorized: false,
         metrics: metrics.clone(),
     };
+    let count = CountRequestsLayer::new(metrics, &config.cluster_url);
     Ok(ClientBuilder::try_from(config)?
+        // Below the retry: each try is counted, as client-go counts each attempt.
+        .with_layer(&count)
         // Below the retry: every try carries the token of its moment.
         .with_layer(&MapRequestLayer::new(move |request| match &token {
             Some(token) => token.authorize(request),
@@ -203,6 +209,78 @@ pub fn watch_timeout_seconds(read_timeout: Option<Duration>) -> u32 {
                 .unwrap_or(u32::MAX)
                 .clamp(1, KUBE_WATCH_TIMEOUT_SECONDS)
         }
+    }
+}
+
+/// Counts every request that passes by the status code of its answer, its HTTP method and the
+/// API server's host, as client-go's `rest_client_requests_total` (which controller-runtime
+/// exports): a try that got no answer (a refused connection, a read timeout) counts as
+/// `<error>`. Placed below the client's retry, so that each try counts, as client-go counts
+/// each attempt of its retry loop.
+#[derive(Clone)]
+pub struct CountRequestsLayer {
+    metrics: Metrics,
+    host: Arc<str>,
+}
+
+impl CountRequestsLayer {
+    /// For a client of `cluster_url`; its host is the `host` label (client-go: the base URL's
+    /// `Host`, `host:port` as the kubeconfig writes it).
+    pub fn new(metrics: &Metrics, cluster_url: &http::Uri) -> Self {
+        let host = cluster_url.authority().map_or("none", |a| a.as_str());
+        CountRequestsLayer {
+            metrics: metrics.clone(),
+            host: host.into(),
+        }
+    }
+}
+
+impl<S> Layer<S> for CountRequestsLayer {
+    type Service = CountRequests<S>;
+
+    fn layer(&self, inner: S) -> CountRequests<S> {
+        CountRequests {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// The service of [`CountRequestsLayer`].
+#[derive(Clone)]
+pub struct CountRequests<S> {
+    inner: S,
+    layer: CountRequestsLayer,
+}
+
+impl<S, B> Service<Request<Body>> for CountRequests<S>
+where
+    S: Service<Request<Body>, Response = Response<B>>,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    B: Send + 'static,
+{
+    type Response = Response<B>;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<B>, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let method = request.method().clone();
+        let CountRequestsLayer { metrics, host } = self.layer.clone();
+        let answer = self.inner.call(request);
+        Box::pin(async move {
+            let result = answer.await;
+            let code = match &result {
+                Ok(response) => response.status().as_str().to_string(),
+                Err(_) => crate::metrics::rest_client::NO_ANSWER.to_string(),
+            };
+            metrics.rest_request(&code, method.as_str(), &host);
+            result
+        })
     }
 }
 
@@ -343,6 +421,68 @@ mod tests {
             b.1 < a.1,
             "the other write was answered before the throttled one was sent again"
         );
+    }
+
+    /// Below the retry, each try is counted by its code, as client-go counts each attempt: two
+    /// 429s then a 200 are three requests; a try that got no answer is `<error>`.
+    #[tokio::test]
+    async fn each_try_is_counted_by_code_method_and_host() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        use tower::ServiceExt;
+        let calls = std::sync::Arc::new(AtomicU32::new(0));
+        let counted = calls.clone();
+        let server = tower::service_fn(move |request: Request<Body>| {
+            let call = counted.fetch_add(1, Ordering::SeqCst);
+            let broken = request.uri().path().ends_with("/broken");
+            async move {
+                if broken {
+                    return Err(BoxError::from("connection refused"));
+                }
+                let status = match call {
+                    0 | 1 => StatusCode::TOO_MANY_REQUESTS,
+                    _ => StatusCode::OK,
+                };
+                let response = Response::builder()
+                    .status(status)
+                    .header(RETRY_AFTER, "0")
+                    .body(())
+                    .map_err(BoxError::from)?;
+                Ok::<_, BoxError>(response)
+            }
+        });
+        let metrics = Metrics::new();
+        let url: http::Uri = "https://10.96.0.1:443".parse().expect("a URL");
+        let counted = CountRequestsLayer::new(&metrics, &url).layer(server);
+        let policy = ManagerRetry {
+            inner: bounded_retry(),
+            token: None,
+            reauthorized: false,
+            metrics: metrics.clone(),
+        };
+        let client = RetryLayer::new(policy).layer(counted);
+        let request = |path: &str| {
+            Request::builder()
+                .method("PATCH")
+                .uri(path)
+                .body(Body::empty())
+                .expect("a request")
+        };
+        let answer = client
+            .clone()
+            .oneshot(request("/api/v1/namespaces/n/configmaps/a"))
+            .await;
+        assert_eq!(answer.expect("an answer").status(), StatusCode::OK);
+        let failed = client
+            .oneshot(request("/api/v1/namespaces/n/configmaps/broken"))
+            .await;
+        assert!(failed.is_err());
+        let text = metrics.encode();
+        for (code, n) in [("429", 2), ("200", 1), ("<error>", 1)] {
+            let line = format!(
+                "rest_client_requests_total{{code=\"{code}\",host=\"10.96.0.1:443\",method=\"PATCH\"}} {n}\n"
+            );
+            assert!(text.contains(&line), "{line} in\n{text}");
+        }
     }
 
     #[test]

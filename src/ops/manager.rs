@@ -245,13 +245,22 @@ async fn serve(
                 listener,
                 encoder,
                 client.clone(),
-                secure.clone(),
+                count_certificate_reads(secure, metrics),
                 options.http.clone(),
                 shutdown,
             )?),
         });
     }
     Ok(servers)
+}
+
+/// `secure`, its certificate's reads counted in `certwatcher_*`.
+fn count_certificate_reads(secure: &SecureMetrics, metrics: &Metrics) -> SecureMetrics {
+    let reads = metrics.certificate_reads();
+    SecureMetrics {
+        on_certificate_read: secure_metrics::tls::OnCertificateRead::new(move |ok| reads.read(ok)),
+        ..secure.clone()
+    }
 }
 
 /// Leadership, with leader election: `Some(Some(..))` once this replica leads, `None` when

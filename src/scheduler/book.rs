@@ -151,10 +151,17 @@ impl<K: Hash + Eq + Clone> Book<K> {
     }
 
     /// Keys waiting for a turn (neither running nor waiting for their requeue time): what
-    /// client-go's `workqueue_depth` counts.
-    pub fn queued(&self) -> usize {
-        let queued = |e: &&Pending| matches!(e.stage, Stage::Queued { .. });
-        self.entries.values().filter(queued).count()
+    /// client-go's `workqueue_depth` counts; urgent ones and settled ones apart.
+    pub fn queued(&self) -> (usize, usize) {
+        let (mut urgent, mut settled) = (0, 0);
+        for entry in self.entries.values() {
+            match entry.stage {
+                Stage::Queued { urgent: true } => urgent += 1,
+                Stage::Queued { urgent: false } => settled += 1,
+                _ => {}
+            }
+        }
+        (urgent, settled)
     }
 
     /// Everything pending is dropped: a shutdown.

@@ -60,7 +60,8 @@ pub trait Hooks: Send + Sync {
     }
     /// A run ended after `ran` (`workqueue_work_duration_seconds`).
     fn done(&self, _ran: Duration) {}
-    /// A run asked to be run again after `after` (`workqueue_retries_total`).
+    /// A run asked to be run again after `after`, whatever else queues it
+    /// (`workqueue_retries_total`).
     fn retried(&self, _after: Duration) {}
 }
 
@@ -181,15 +182,16 @@ where
         self.book().len()
     }
 
-    /// Reads how many keys wait for their turn only (`workqueue_depth`), for as long as the
-    /// scheduler lives (it holds no reference to it: 0 once it is gone).
-    pub fn queued_reader(&self) -> impl Fn() -> usize + Send + Sync + 'static
+    /// Reads how many keys wait for their turn only (`workqueue_depth`), urgent and settled
+    /// apart, for as long as the scheduler lives (it holds no reference to it: 0 once it is
+    /// gone).
+    pub fn queued_reader(&self) -> impl Fn() -> (usize, usize) + Send + Sync + 'static
     where
         K: Sync,
     {
         let shared = Arc::downgrade(&self.shared);
         move || {
-            shared.upgrade().map_or(0, |shared| {
+            shared.upgrade().map_or((0, 0), |shared| {
                 let book = (shared.book.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
                 book.queued()
             })
@@ -209,11 +211,15 @@ where
 
     /// A run of `key` ended: book it, and queue it again or wake it later as it says.
     fn ended(&self, key: K, requeue_after: Option<Duration>, delays: &mut DelayQueue<(K, u64)>) {
+        // A run that asked for a delay is a retry, as client-go counts every `AddAfter` with
+        // one: also when news that came during the run queues the key at once instead.
+        if let Some(after) = requeue_after.filter(|after| !after.is_zero()) {
+            self.shared.hooks.retried(after);
+        }
         let after = self.book().done(&key, requeue_after);
         match after {
             AfterRun::Queue(flow) => self.queue(key, flow, Priority::Urgent),
             AfterRun::Delay(after, token) => {
-                self.shared.hooks.retried(after);
                 delays.insert((key, token), after);
             }
             AfterRun::Idle => {}

@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod binary;
+pub mod exposition;
 pub mod flows;
 pub mod https;
 
@@ -60,7 +61,24 @@ impl Running {
 
     /// On a client of the test's own making (a read timeout, a proxy).
     pub fn with_client(client: Client, options: Options) -> Running {
+        Running::spawn(client, options, Metrics::new())
+    }
+
+    /// On the client the binary builds (`ops::client::build`: its retry, its requests
+    /// counted in this manager's metrics), for the server's kubeconfig.
+    pub async fn with_the_binarys_client(
+        server: &TestServer,
+        options: Options,
+    ) -> anyhow::Result<Running> {
         let metrics = Metrics::new();
+        let kubeconfig = kube::config::Kubeconfig::read_from(server.kubeconfig_path())?;
+        let kubeconfig_options = kube::config::KubeConfigOptions::default();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kubeconfig_options).await?;
+        let client = math_controller::ops::client::build(config, &metrics)?;
+        Ok(Running::spawn(client, options, metrics))
+    }
+
+    fn spawn(client: Client, options: Options, metrics: Metrics) -> Running {
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(manager::run(client, options, metrics.clone(), async {
             let _ = rx.await;

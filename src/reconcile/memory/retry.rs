@@ -15,7 +15,7 @@ use crate::cluster::backoff::Exponential;
 use crate::cluster::expiring::{Expiring, object_key};
 use crate::cluster::outage;
 use crate::error::{Error, Result};
-use crate::metrics::{Metrics, ReconcileResult};
+use crate::metrics::{Metrics, ReconcileResult, StatusProgress};
 use crate::reconcile::context::Context;
 use crate::reconcile::{Outcome, Progress};
 use crate::scheduler::runner::Action;
@@ -76,8 +76,9 @@ impl Failures {
 /// Runs a reconcile with metrics, and turns a 409 Conflict into a quiet retry with its own
 /// short backoff: it only means the cache was a step behind another writer.
 ///
-/// A reconcile that ends with its object's status not final (waiting for children) counts
-/// as a `requeue`, one that ends final as a `success`.
+/// Its `result` is controller-runtime's ([`result_of`]); where it left its object's status
+/// (final, blocked, waiting for children) is counted apart, in
+/// `math_controller_reconcile_progress_total`.
 pub(crate) async fn with_retry_policy<K>(
     controller: &'static str,
     obj: Arc<K>,
@@ -109,10 +110,9 @@ where
             if outcome.progress != Progress::Pending {
                 ctx.pace.settled(K::kind(&()));
             }
-            timer.finish(match outcome.progress {
-                Progress::Settled | Progress::Blocked => ReconcileResult::Success,
-                Progress::Pending => ReconcileResult::Requeue,
-            });
+            ctx.metrics
+                .reconciled(controller, status_progress(outcome.progress));
+            timer.finish(result_of(outcome.requeue_after));
             Ok(match outcome.requeue_after {
                 Some(after) => Action::requeue(after),
                 None => Action::await_change(),
@@ -128,6 +128,28 @@ where
             timer.finish(ReconcileResult::Error(error.kind_label()));
             Err(error)
         }
+    }
+}
+
+/// The `result` of a reconcile that ended without an error, as controller-runtime's
+/// `reconcileHandler` labels it: `requeue_after` when it asked to be run again after a delay
+/// of its choosing (a refused write's retry, a recheck), `requeue` when it asked to be run
+/// again at once, else `success`, whether or not its status is final (a parent waiting for its
+/// children asks for nothing: their watch events bring it back). A conflict's retry through
+/// the per-object backoff is a `requeue` too (controller-runtime's `AddRateLimited`).
+pub(crate) fn result_of(requeue_after: Option<Duration>) -> ReconcileResult {
+    match requeue_after {
+        Some(after) if after.is_zero() => ReconcileResult::Requeue,
+        Some(_) => ReconcileResult::RequeueAfter,
+        None => ReconcileResult::Success,
+    }
+}
+
+fn status_progress(progress: Progress) -> StatusProgress {
+    match progress {
+        Progress::Settled => StatusProgress::Final,
+        Progress::Blocked => StatusProgress::Blocked,
+        Progress::Pending => StatusProgress::Waiting,
     }
 }
 
@@ -192,6 +214,18 @@ mod tests {
         failures.success("Tuple/default/t");
         assert_eq!(failures.failure("Tuple/default/t"), 1);
         assert_eq!(failures.failure("Tuple/default/u"), 2);
+    }
+
+    /// controller-runtime's `reconcileHandler`: a delay asked for is `requeue_after`, none is
+    /// `success` (a parent waiting for its children included), an immediate one `requeue`.
+    #[test]
+    fn results_are_named_by_what_the_reconcile_asked_of_the_queue() {
+        assert_eq!(result_of(None), ReconcileResult::Success);
+        assert_eq!(
+            result_of(Some(Duration::from_secs(3))),
+            ReconcileResult::RequeueAfter
+        );
+        assert_eq!(result_of(Some(Duration::ZERO)), ReconcileResult::Requeue);
     }
 
     #[test]

@@ -81,8 +81,15 @@ pub const SECURE_PORT: u16 = 8443;
 /// How the secure metrics endpoint is set up.
 #[derive(Clone, Debug)]
 pub struct SecureMetrics {
-    /// A directory with `tls.crt` and `tls.key`; `None` generates a self-signed certificate.
+    /// A directory with the certificate and its key (kubebuilder's `--metrics-cert-path`);
+    /// `None` generates a self-signed certificate.
     pub cert_dir: Option<PathBuf>,
+    /// The certificate's and the key's file names in `cert_dir` (`--metrics-cert-name`,
+    /// `--metrics-cert-key`; `tls.crt` and `tls.key`, as in a `kubernetes.io/tls` Secret).
+    pub cert_name: String,
+    pub key_name: String,
+    /// Told of each read of those files (the manager's `certwatcher_*` series).
+    pub on_certificate_read: tls::OnCertificateRead,
     /// How long answers are cached.
     pub allowed_ttl: Duration,
     pub denied_ttl: Duration,
@@ -97,6 +104,9 @@ impl Default for SecureMetrics {
     fn default() -> Self {
         SecureMetrics {
             cert_dir: None,
+            cert_name: tls::CERT_FILE.to_string(),
+            key_name: tls::KEY_FILE.to_string(),
+            on_certificate_read: tls::OnCertificateRead::default(),
             allowed_ttl: ALLOWED_TTL,
             denied_ttl: DENIED_TTL,
             review_timeout: REVIEW_TIMEOUT,
@@ -574,11 +584,15 @@ pub fn serve(
     limits: HttpLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<impl Future<Output = std::io::Result<()>> + Send + 'static, TlsError> {
-    let config = tls::server_config(secure.cert_dir.as_deref())?;
-    let certificate = match &secure.cert_dir {
-        Some(dir) => format!("certificate from {}", dir.display()),
+    let files = secure.cert_dir.as_ref().map(|dir| tls::CertFiles {
+        cert: dir.join(&secure.cert_name),
+        key: dir.join(&secure.key_name),
+    });
+    let certificate = match &files {
+        Some(files) => format!("certificate {}", files.cert.display()),
         None => "self-signed certificate".to_string(),
     };
+    let config = tls::server_config(files, secure.on_certificate_read.clone())?;
     let router = router(metrics, Authorizer::new(client, secure));
     Ok(async move {
         let local = listener.local_addr()?;

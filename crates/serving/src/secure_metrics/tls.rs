@@ -1,17 +1,20 @@
 //! TLS for the metrics endpoint: where the certificate comes from and how a replaced certificate
 //! is picked up. Handshakes happen in [`crate::server`], with a timeout.
 //!
-//! As in a kubebuilder v4 project, the certificate is either read from a directory holding
-//! `tls.crt` and `tls.key` (a mounted Secret, typically issued and rotated by cert-manager) or,
-//! when none is given, generated at start as a self-signed one (with rcgen), which Prometheus
-//! scrapes with `insecure_skip_verify` and `curl` with `-k`. The connection is encrypted either
-//! way, so the bearer token a scraper sends is never visible on the network.
+//! As in a kubebuilder v4 project, the certificate is either read from a directory
+//! (`--metrics-cert-path`) holding the certificate and the key (`--metrics-cert-name`,
+//! `--metrics-cert-key`: `tls.crt` and `tls.key`, as a mounted Secret of cert-manager's has
+//! them) or, when none is given, generated at start as a self-signed one (with rcgen), which
+//! Prometheus scrapes with `insecure_skip_verify` and `curl` with `-k`. The connection is
+//! encrypted either way, so the bearer token a scraper sends is never visible on the network.
 //!
 //! A Secret is updated in place in a running pod (the kubelet swaps the files), so the
 //! certificate is re-read when the files change, without a restart: on a handshake, at most once
 //! per [`RELOAD_CHECK_INTERVAL`], the files are read and compared with those loaded. Reading two
 //! small files at most once a second per scrape is cheaper than a file watcher and works with
-//! the kubelet's symlink swaps, which inotify on the files themselves misses.
+//! the kubelet's symlink swaps, which inotify on the files themselves misses. Each read, and
+//! whether it gave a certificate to serve, is told to an [`OnCertificateRead`] (the manager's
+//! `certwatcher_*` series, as controller-runtime's certificate watcher counts its reads).
 //!
 //! The crypto provider is ring, the one `kube` already uses for its client, so the binary carries
 //! one TLS stack.
@@ -28,10 +31,55 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
-/// The certificate file in `--metrics-cert-dir`, as in a `kubernetes.io/tls` Secret.
+/// The certificate's file name by default (`--metrics-cert-name`), as in a
+/// `kubernetes.io/tls` Secret.
 pub const CERT_FILE: &str = "tls.crt";
-/// The private key file in `--metrics-cert-dir`.
+/// The private key's file name by default (`--metrics-cert-key`).
 pub const KEY_FILE: &str = "tls.key";
+
+/// The certificate's and the key's files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CertFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl CertFiles {
+    /// `tls.crt` and `tls.key` of `dir`.
+    pub fn in_dir(dir: &Path) -> CertFiles {
+        CertFiles {
+            cert: dir.join(CERT_FILE),
+            key: dir.join(KEY_FILE),
+        }
+    }
+}
+
+/// Told of each read of the certificate files: `true` when they gave a certificate to serve.
+/// This crate keeps no series; the manager counts them.
+#[derive(Clone, Default)]
+pub struct OnCertificateRead(Option<Arc<dyn Fn(bool) + Send + Sync>>);
+
+impl OnCertificateRead {
+    pub fn new(read: impl Fn(bool) + Send + Sync + 'static) -> Self {
+        OnCertificateRead(Some(Arc::new(read)))
+    }
+
+    fn told(&self, ok: bool) {
+        if let Some(read) = &self.0 {
+            read(ok);
+        }
+    }
+}
+
+impl fmt::Debug for OnCertificateRead {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "OnCertificateRead(..)"
+        } else {
+            "OnCertificateRead(none)"
+        })
+    }
+}
 
 /// How often, at most, the certificate files are checked for a change.
 pub const RELOAD_CHECK_INTERVAL: Duration = Duration::from_secs(1);
@@ -98,9 +146,9 @@ fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
 
 /// Parses a PEM certificate chain and key into a key pair rustls can serve, checking that the
 /// key belongs to the certificate.
-fn parse(dir: &Path, (cert, key): &FileBytes) -> Result<CertifiedKey, TlsError> {
-    let cert_path = dir.join(CERT_FILE);
-    let key_path = dir.join(KEY_FILE);
+fn parse(files: &CertFiles, (cert, key): &FileBytes) -> Result<CertifiedKey, TlsError> {
+    let cert_path = files.cert.clone();
+    let key_path = files.key.clone();
     let chain = CertificateDer::pem_slice_iter(cert)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| TlsError::BadCertificate {
@@ -121,8 +169,8 @@ fn parse(dir: &Path, (cert, key): &FileBytes) -> Result<CertifiedKey, TlsError> 
     })
 }
 
-fn read_dir_files(dir: &Path) -> Result<FileBytes, TlsError> {
-    Ok((read(&dir.join(CERT_FILE))?, read(&dir.join(KEY_FILE))?))
+fn read_files(files: &CertFiles) -> Result<FileBytes, TlsError> {
+    Ok((read(&files.cert)?, read(&files.key)?))
 }
 
 struct Loaded {
@@ -131,34 +179,41 @@ struct Loaded {
     checked: Instant,
 }
 
-/// Serves the certificate of a directory and re-reads it when the files change. A change that
-/// does not parse (a half-written pair, a key that does not match) is logged and the previous
+/// Serves the certificate of two files and re-reads it when they change. A change that does
+/// not parse (a half-written pair, a key that does not match) is logged and the previous
 /// certificate kept, so a bad rotation never takes the endpoint down.
 pub struct ReloadingCert {
-    dir: PathBuf,
+    files: CertFiles,
     check_every: Duration,
+    on_read: OnCertificateRead,
     loaded: Mutex<Loaded>,
 }
 
 impl fmt::Debug for ReloadingCert {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReloadingCert")
-            .field("dir", &self.dir)
+            .field("files", &self.files)
             .finish_non_exhaustive()
     }
 }
 
 impl ReloadingCert {
-    /// Loads the certificate of `dir`; an unreadable or invalid pair is an error at start.
-    pub fn load(dir: &Path, check_every: Duration) -> Result<Self, TlsError> {
-        let files = read_dir_files(dir)?;
-        let key = Arc::new(parse(dir, &files)?);
+    /// Loads the certificate of `files`; an unreadable or invalid pair is an error at start.
+    pub fn load(
+        files: CertFiles,
+        check_every: Duration,
+        on_read: OnCertificateRead,
+    ) -> Result<Self, TlsError> {
+        let loaded = read_files(&files).and_then(|bytes| Ok((parse(&files, &bytes)?, bytes)));
+        on_read.told(loaded.is_ok());
+        let (key, bytes) = loaded?;
         Ok(ReloadingCert {
-            dir: dir.to_path_buf(),
+            files,
             check_every,
+            on_read,
             loaded: Mutex::new(Loaded {
-                key,
-                files,
+                key: Arc::new(key),
+                files: bytes,
                 checked: Instant::now(),
             }),
         })
@@ -170,24 +225,34 @@ impl ReloadingCert {
         let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
         if loaded.checked.elapsed() >= self.check_every {
             loaded.checked = Instant::now();
-            match read_dir_files(&self.dir) {
-                Ok(files) if files != loaded.files => match parse(&self.dir, &files) {
-                    Ok(key) => {
-                        tracing::info!(dir = %self.dir.display(), "the metrics certificate changed; serving the new one");
-                        loaded.key = Arc::new(key);
-                        loaded.files = files;
-                    }
-                    Err(error) => {
-                        tracing::warn!(%error, "the metrics certificate changed but cannot be used; still serving the previous one");
-                    }
-                },
-                Ok(_) => {}
-                Err(error) => {
-                    tracing::warn!(%error, "cannot re-read the metrics certificate; still serving the previous one");
-                }
-            }
+            let ok = self.reread(&mut loaded);
+            self.on_read.told(ok);
         }
         loaded.key.clone()
+    }
+
+    /// Reads the files again and serves what they hold if it changed and can be used: whether
+    /// the read gave a certificate to serve (the one loaded, or a new one).
+    fn reread(&self, loaded: &mut Loaded) -> bool {
+        match read_files(&self.files) {
+            Ok(bytes) if bytes != loaded.files => match parse(&self.files, &bytes) {
+                Ok(key) => {
+                    tracing::info!(cert = %self.files.cert.display(), "the metrics certificate changed; serving the new one");
+                    loaded.key = Arc::new(key);
+                    loaded.files = bytes;
+                    true
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "the metrics certificate changed but cannot be used; still serving the previous one");
+                    false
+                }
+            },
+            Ok(_) => true,
+            Err(error) => {
+                tracing::warn!(%error, "cannot re-read the metrics certificate; still serving the previous one");
+                false
+            }
+        }
     }
 }
 
@@ -197,15 +262,18 @@ impl ResolvesServerCert for ReloadingCert {
     }
 }
 
-/// A server configuration serving the certificate of `cert_dir` (reloaded on change), or a
-/// self-signed one when there is none. HTTP/1.1 only: Prometheus scrapes over HTTP/1.1, and
+/// A server configuration serving the certificate of `files` (reloaded on change), or a
+/// self-signed one when there are none. HTTP/1.1 only: Prometheus scrapes over HTTP/1.1, and
 /// not offering HTTP/2 avoids its rapid-reset and stream-exhaustion attack surface, as
 /// kubebuilder v4 does by default.
-pub fn server_config(cert_dir: Option<&Path>) -> Result<Arc<ServerConfig>, TlsError> {
+pub fn server_config(
+    files: Option<CertFiles>,
+    on_read: OnCertificateRead,
+) -> Result<Arc<ServerConfig>, TlsError> {
     let builder =
         ServerConfig::builder_with_provider(provider()).with_safe_default_protocol_versions()?;
-    let resolver: Arc<dyn ResolvesServerCert> = match cert_dir {
-        Some(dir) => Arc::new(ReloadingCert::load(dir, RELOAD_CHECK_INTERVAL)?),
+    let resolver: Arc<dyn ResolvesServerCert> = match files {
+        Some(files) => Arc::new(ReloadingCert::load(files, RELOAD_CHECK_INTERVAL, on_read)?),
         None => Arc::new(SelfSigned(Arc::new(self_signed()?))),
     };
     let mut config = builder.with_no_client_auth().with_cert_resolver(resolver);
@@ -238,19 +306,59 @@ mod tests {
         cert.current().cert[0].to_vec()
     }
 
+    fn load(dir: &Path, check_every: Duration) -> Result<ReloadingCert, TlsError> {
+        ReloadingCert::load(
+            CertFiles::in_dir(dir),
+            check_every,
+            OnCertificateRead::default(),
+        )
+    }
+
+    /// Each read is told, and whether it gave a certificate to serve: at start, then at each
+    /// check (unchanged files are a good read; a key of another certificate is not).
+    #[test]
+    fn every_read_is_told_with_whether_it_could_be_served() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        // Files named as `--metrics-cert-name` and `--metrics-cert-key` name them.
+        let files = CertFiles {
+            cert: dir.path().join("server.pem"),
+            key: dir.path().join("server-key.pem"),
+        };
+        let generated = rcgen::generate_simple_self_signed(vec!["x".to_string()]).unwrap();
+        std::fs::write(&files.cert, generated.cert.pem()).unwrap();
+        std::fs::write(&files.key, generated.signing_key.serialize_pem()).unwrap();
+        let counts = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+        let told = counts.clone();
+        let on_read = OnCertificateRead::new(move |ok| {
+            told[usize::from(!ok)].fetch_add(1, Ordering::SeqCst);
+        });
+        let cert = ReloadingCert::load(files.clone(), Duration::ZERO, on_read).unwrap();
+        let _ = cert.current();
+        let other = rcgen::KeyPair::generate().unwrap();
+        std::fs::write(&files.key, other.serialize_pem()).unwrap();
+        let _ = cert.current();
+        let read = |i: usize| counts[i].load(Ordering::SeqCst);
+        assert_eq!((read(0), read(1)), (2, 1));
+        assert_eq!(
+            cert.current().cert[0].to_vec(),
+            generated.cert.der().to_vec()
+        );
+    }
+
     #[test]
     fn a_self_signed_certificate_is_generated() {
         let key = self_signed().unwrap();
         assert_eq!(key.cert.len(), 1);
         assert!(key.keys_match().is_ok());
-        assert!(server_config(None).is_ok());
+        assert!(server_config(None, OnCertificateRead::default()).is_ok());
     }
 
     #[test]
     fn a_replaced_certificate_is_served_and_a_broken_one_is_not() {
         let dir = tempfile::tempdir().unwrap();
         let first = write_pair(dir.path(), "first");
-        let cert = ReloadingCert::load(dir.path(), Duration::ZERO).unwrap();
+        let cert = load(dir.path(), Duration::ZERO).unwrap();
         assert_eq!(served(&cert), first);
 
         let second = write_pair(dir.path(), "second");
@@ -271,7 +379,7 @@ mod tests {
     fn changes_are_looked_for_at_most_once_per_interval() {
         let dir = tempfile::tempdir().unwrap();
         let first = write_pair(dir.path(), "first");
-        let cert = ReloadingCert::load(dir.path(), Duration::from_secs(3600)).unwrap();
+        let cert = load(dir.path(), Duration::from_secs(3600)).unwrap();
         write_pair(dir.path(), "second");
         assert_eq!(served(&cert), first);
     }
@@ -279,18 +387,18 @@ mod tests {
     #[test]
     fn bad_files_fail_at_start_with_the_path() {
         let dir = tempfile::tempdir().unwrap();
-        let err = ReloadingCert::load(dir.path(), Duration::ZERO).unwrap_err();
+        let err = load(dir.path(), Duration::ZERO).unwrap_err();
         assert!(err.to_string().contains(CERT_FILE), "{err}");
         write_pair(dir.path(), "x");
         std::fs::write(dir.path().join(KEY_FILE), "not a key").unwrap();
-        let err = ReloadingCert::load(dir.path(), Duration::ZERO).unwrap_err();
+        let err = load(dir.path(), Duration::ZERO).unwrap_err();
         assert!(err.to_string().contains(KEY_FILE), "{err}");
         std::fs::write(
             dir.path().join(KEY_FILE),
             rcgen::KeyPair::generate().unwrap().serialize_pem(),
         )
         .unwrap();
-        let err = ReloadingCert::load(dir.path(), Duration::ZERO).unwrap_err();
+        let err = load(dir.path(), Duration::ZERO).unwrap_err();
         assert!(err.to_string().contains("does not belong"), "{err}");
     }
 }
