@@ -105,7 +105,7 @@ ROOM_FLAGS = $(if $(PARTICIPANT),--participant $(PARTICIPANT)) $(if $(FORCE),--f
 NAMESPACE ?=
 WHERE_FLAGS = $(if $(PARTICIPANT), --participant $(PARTICIPANT))$(if $(NAMESPACE), --namespace $(NAMESPACE))
 
-.PHONY: workshop-room workshop-room-down workshop-room-status workshop-prepare workshop-skip workshop-watch workshop-snippets workshop-guide-outputs workshop-doctor
+.PHONY: workshop-room workshop-room-down workshop-room-status workshop-prepare workshop-skip workshop-hint workshop-watch workshop-snippets workshop-guide-outputs workshop-doctor
 
 workshop-doctor: ## Workshop: is every tool the build needs here (Rust new enough, a C compiler, make, git, kubectl)? One line each that is missing, with its install command (WORKSHOP_LANG=ja: every workshop tool in Japanese).
 	@$(DOCTOR)
@@ -148,6 +148,9 @@ workshop-room-status: ## Workshop (organiser): a live table of the room: per par
 
 workshop-skip: ## Workshop: catch up: the reference solution of stage STAGE replaces yours (kept as <file>.rs.mine).
 	$(TOOLS) skip $(STAGE)
+
+workshop-hint: ## Workshop: the next hint of stage STAGE's first unfinished exercise: the way, then the complete code (ALL=1: every hint of the stage).
+	$(TOOLS) hint $(STAGE) $(if $(ALL),--all)
 
 workshop-snippets: ## Workshop (for the project): regenerate workshop/tests/snippets/generated.rs from the guides' ```rust blocks; a test compiles it.
 	$(TOOLS) snippets

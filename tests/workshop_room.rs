@@ -1,7 +1,9 @@
 //! The finished manager on a room's shared cluster (issue 29): where the workshop's
 //! participants run their own controllers, the manager does not watch every namespace (it
 //! would adopt and rewrite their objects while their runners fight back); in a namespace of
-//! its own it works, and never writes a participant's object.
+//! its own it works, and never writes a participant's object. A room's cluster is the one whose
+//! CRDs `make workshop-room` installed (marked `math.example.com/workshop-room`); on a learner's
+//! own cluster the manager takes the workshop's objects over (`workshop/tests/takeover.rs`).
 
 mod common;
 
@@ -10,8 +12,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
 use common::*;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use math_controller::api::{Number, NumberSpec};
+use math_controller::ops::workshop;
 use serde_json::json;
 use test_apiserver::TestServer;
 
@@ -23,6 +27,19 @@ async fn namespace(server: &TestServer, name: &str) -> Result<()> {
     let api = Api::<k8s_openapi::api::core::v1::Namespace>::all(server.client());
     let ns = serde_json::from_value(json!({"metadata": {"name": name}}))?;
     api.create(&PostParams::default(), &ns).await?;
+    Ok(())
+}
+
+/// The room's mark that `make workshop-room` puts on the CRDs it installs.
+async fn mark_a_room(server: &TestServer) -> Result<()> {
+    let crds = Api::<CustomResourceDefinition>::all(server.client());
+    let mark = json!({"metadata": {"annotations": {workshop::ROOM_MARK: "true"}}});
+    crds.patch(
+        "numbers.math.example.com",
+        &PatchParams::default(),
+        &Patch::Merge(&mark),
+    )
+    .await?;
     Ok(())
 }
 
@@ -80,6 +97,7 @@ fn writes_to_alice(server: &TestServer) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn the_finished_manager_never_rewrites_a_participants_object() -> Result<()> {
     let server = server().await?;
+    mark_a_room(&server).await?;
     let before = alices_number(&server).await?;
     server.reset_requests();
 
@@ -105,8 +123,8 @@ async fn the_finished_manager_never_rewrites_a_participants_object() -> Result<(
     ensure!(
         stderr.contains(
             "not watching every namespace: the workshop's controllers look after objects in 1 namespace \
-             (math-workshop-alice: 1). This cluster is a room's: run the manager in a namespace of its own \
-             (`--namespace <name>`)"
+             (math-workshop-alice: 1). This cluster is a room's (make workshop-room installed its CRDs): \
+             run the manager in a namespace of its own (`--namespace <name>`)"
         ),
         "{stderr}"
     );

@@ -6,7 +6,9 @@
 //!   controllers and their wiring (one watch per kind shared by the controllers that need it;
 //!   why not `.owns()` is said there), a graceful stop.
 //! - `startup.rs`: before the controllers start: the API server answers and serves the CRDs
-//!   (`--startup-timeout`).
+//!   (`--startup-timeout`); the learner's objects are taken over after the workshop.
+//! - `workshop.rs`: the learner track in the cluster: its runners' heartbeats, a room's mark,
+//!   the objects its controllers wrote (pure decisions).
 //! - `shutdown.rs`: how the manager stops: a bounded drain, at once on a lost lease.
 //! - `client.rs`: the client's read timeout, the watch timeout that stays below it,
 //!   `Retry-After` capped at 1 s.
@@ -23,3 +25,4 @@ pub mod shutdown;
 pub mod startup;
 pub mod telemetry;
 pub mod token_file;
+pub mod workshop;

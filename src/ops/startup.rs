@@ -1,18 +1,26 @@
 //! Before the controllers start: the API server answers, and serves the three kinds. A
 //! learner who forgot `make install` reads that in one line; a manager started during a
-//! control-plane restart waits for it (for at most `--startup-timeout`).
+//! control-plane restart waits for it (for at most `--startup-timeout`). Then the learner track
+//! ([`workshop`]): after the workshop the manager takes the learner's objects over, unless a
+//! workshop controller still runs, or the cluster is a room's.
 
 use std::fmt::Debug;
 use std::time::Duration;
 
-use kube::api::ListParams;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, ListParams};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::api::{Fermat, Number, Tuple};
 use crate::cluster::outage;
 use crate::ops::manager::api;
+use crate::ops::workshop;
 
 /// Why the manager cannot start, in one line that says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -30,9 +38,12 @@ pub enum StartError {
     )]
     Forbidden(&'static str, String),
     #[error(
-        "not watching every namespace: the workshop's controllers look after objects in {0}. This cluster is a room's: run the manager in a namespace of its own (`--namespace <name>`), or on a cluster of its own"
+        "not watching every namespace: the workshop's controllers look after objects in {0}. This cluster is a room's (make workshop-room installed its CRDs): run the manager in a namespace of its own (`--namespace <name>`), or on a cluster of its own"
     )]
     WorkshopRoom(String),
+    /// A workshop runner still runs ([`workshop::runners_line`]).
+    #[error("{0}")]
+    WorkshopRunning(String),
 }
 
 /// Check that the cluster answers and serves the three kinds, before any watch starts: a
@@ -64,34 +75,75 @@ pub async fn preflight(client: &Client, namespace: &Option<String>) -> Result<()
     check::<Number>(client, namespace, "numbers.math.example.com").await?;
     check::<Tuple>(client, namespace, "tuples.math.example.com").await?;
     check::<Fermat>(client, namespace, "fermats.math.example.com").await?;
-    if namespace.is_none() {
-        room_guard(client).await?;
+    workshop_guard(client, namespace).await
+}
+
+/// The learner track in the cluster ([`workshop`]): on a room's cluster, not every namespace;
+/// never beside a workshop runner that is still running; otherwise the learner's objects are
+/// taken over, and the log says so once.
+async fn workshop_guard(client: &Client, namespace: &Option<String>) -> Result<(), StartError> {
+    let runners = running_runners(client, namespace).await;
+    let mut objects = BTreeMap::new();
+    workshop_objects::<Number>(client, namespace, &mut objects).await?;
+    workshop_objects::<Tuple>(client, namespace, &mut objects).await?;
+    workshop_objects::<Fermat>(client, namespace, &mut objects).await?;
+    let busy = !objects.is_empty() || !runners.is_empty();
+    if namespace.is_none() && busy && is_a_room(client).await {
+        let mut places = objects.clone();
+        for runner in &runners {
+            places.entry(runner.namespace.clone()).or_insert(0);
+        }
+        let places = workshop::describe_namespaces(&places).unwrap_or_default();
+        return Err(StartError::WorkshopRoom(places));
+    }
+    if !runners.is_empty() {
+        return Err(StartError::WorkshopRunning(workshop::runners_line(
+            &runners,
+        )));
+    }
+    if let Some(found) = workshop::describe_namespaces(&objects) {
+        info!(
+            "taking over what the workshop's controllers left in {found}: their children are \
+             their parents' already, and every status is rewritten whole"
+        );
     }
     Ok(())
 }
 
-/// The field manager of the learner track's controllers (`math-workshop`, and
-/// `math-workshop-<participant>` as its runner signs on a shared cluster).
-const WORKSHOP_MANAGER: &str = "math-workshop";
+/// The workshop runners whose heartbeat is fresh, in `namespace` or all of them; none when the
+/// Leases cannot be listed (RBAC: a deployed manager, see [`workshop`]).
+async fn running_runners(client: &Client, namespace: &Option<String>) -> Vec<workshop::Runner> {
+    let params =
+        ListParams::default().fields(&format!("metadata.name={}", workshop::RUNNER_HEARTBEAT));
+    match api::<Lease>(client, namespace).list(&params).await {
+        Ok(leases) => workshop::running(&leases.items, Timestamp::now()),
+        Err(error) => {
+            debug!(%error, "cannot list the workshop runners' heartbeats");
+            Vec::new()
+        }
+    }
+}
 
-/// Watching every namespace of a cluster where the workshop's participants run their own
-/// controllers would adopt and rewrite their objects while their controllers fight back (the
-/// organiser's demo on a room's cluster): refused, with the namespaces in question.
-async fn room_guard(client: &Client) -> Result<(), StartError> {
-    let mut rooms = std::collections::BTreeMap::new();
-    workshop_namespaces::<Number>(client, &mut rooms).await?;
-    workshop_namespaces::<Tuple>(client, &mut rooms).await?;
-    workshop_namespaces::<Fermat>(client, &mut rooms).await?;
-    match describe_rooms(&rooms) {
-        Some(rooms) => Err(StartError::WorkshopRoom(rooms)),
-        None => Ok(()),
+/// Whether `make workshop-room` installed the CRDs ([`workshop::ROOM_MARK`]); `false` when
+/// they cannot be read.
+async fn is_a_room(client: &Client) -> bool {
+    match Api::<CustomResourceDefinition>::all(client.clone())
+        .get_opt("numbers.math.example.com")
+        .await
+    {
+        Ok(crd) => crd.as_ref().is_some_and(workshop::marks_a_room),
+        Err(error) => {
+            debug!(%error, "cannot read the Number CRD to tell a room's cluster");
+            false
+        }
     }
 }
 
 /// Counts, per namespace, the objects of kind `K` whose status a workshop controller writes.
-async fn workshop_namespaces<K>(
+async fn workshop_objects<K>(
     client: &Client,
-    rooms: &mut std::collections::BTreeMap<String, usize>,
+    namespace: &Option<String>,
+    counts: &mut BTreeMap<String, usize>,
 ) -> Result<(), StartError>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
@@ -101,14 +153,14 @@ where
 {
     let mut params = ListParams::default().limit(500);
     loop {
-        let page = api::<K>(client, &None)
+        let page = api::<K>(client, namespace)
             .list_metadata(&params)
             .await
             .map_err(|e| StartError::Unreachable(e.to_string()))?;
         for object in &page.items {
-            if workshop_controlled(&object.metadata) {
+            if workshop::workshop_controlled(&object.metadata) {
                 let ns = object.metadata.namespace.clone().unwrap_or_default();
-                *rooms.entry(ns).or_insert(0) += 1;
+                *counts.entry(ns).or_insert(0) += 1;
             }
         }
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
@@ -116,35 +168,6 @@ where
             None => return Ok(()),
         }
     }
-}
-
-/// Whether a workshop controller writes this object's status (its managedFields say so).
-fn workshop_controlled(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
-    meta.managed_fields.iter().flatten().any(|entry| {
-        entry.subresource.as_deref() == Some("status")
-            && entry
-                .manager
-                .as_deref()
-                .is_some_and(|m| m == WORKSHOP_MANAGER || m.starts_with("math-workshop-"))
-    })
-}
-
-/// "2 namespaces (math-workshop-alice: 3, math-workshop-bob: 1)", or `None` for none.
-fn describe_rooms(rooms: &std::collections::BTreeMap<String, usize>) -> Option<String> {
-    if rooms.is_empty() {
-        return None;
-    }
-    let listed: Vec<String> = rooms
-        .iter()
-        .take(5)
-        .map(|(ns, n)| format!("{ns}: {n}"))
-        .collect();
-    let more = if rooms.len() > 5 { ", …" } else { "" };
-    let count = match rooms.len() {
-        1 => "1 namespace".to_string(),
-        n => format!("{n} namespaces"),
-    };
-    Some(format!("{count} ({}{more})", listed.join(", ")))
 }
 
 /// How long a manager started while the API server is unreachable waits for it: long enough
@@ -194,63 +217,5 @@ pub async fn wait_for_api_server(
             }
             other => return other,
         }
-    }
-}
-
-#[cfg(test)]
-mod room_tests {
-    use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta};
-
-    fn meta(entries: &[(&str, Option<&str>)]) -> ObjectMeta {
-        ObjectMeta {
-            managed_fields: Some(
-                entries
-                    .iter()
-                    .map(|(manager, sub)| ManagedFieldsEntry {
-                        manager: Some(manager.to_string()),
-                        subresource: sub.map(str::to_string),
-                        ..Default::default()
-                    })
-                    .collect(),
-            ),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn a_workshop_controller_is_known_by_the_status_it_writes() {
-        assert!(workshop_controlled(&meta(&[(
-            "math-workshop-alice",
-            Some("status")
-        )])));
-        assert!(workshop_controlled(&meta(&[(
-            "math-workshop",
-            Some("status")
-        )])));
-        // Its spec writes are a parent's, which may be the manager's own Tuple; a status the
-        // manager writes is not the workshop's; nor is a look-alike's.
-        assert!(!workshop_controlled(&meta(&[(
-            "math-workshop-alice",
-            None
-        )])));
-        assert!(!workshop_controlled(&meta(&[("", Some("status"))])));
-        assert!(!workshop_controlled(&meta(&[(
-            "math-workshopper",
-            Some("status")
-        )])));
-    }
-
-    #[test]
-    fn the_rooms_are_named_with_their_counts() {
-        assert_eq!(describe_rooms(&Default::default()), None);
-        let rooms = [
-            ("math-workshop-alice".to_string(), 3),
-            ("default".to_string(), 1),
-        ];
-        assert_eq!(
-            describe_rooms(&rooms.into_iter().collect()).as_deref(),
-            Some("2 namespaces (default: 1, math-workshop-alice: 3)")
-        );
     }
 }

@@ -206,6 +206,17 @@ fn skip_two_stages_write_the_third_check_it_and_watch_it_then_the_drills() {
             && shown.contains("That was the last stage."),
         "{shown}"
     );
+    // "after the save" only when a save started the round: not the watch's first one.
+    let verdicts: Vec<&String> = seen
+        .iter()
+        .filter(|l| l.starts_with("✓ passed stage 3"))
+        .collect();
+    assert!(
+        verdicts.len() == 2
+            && !verdicts[0].contains("after the save")
+            && verdicts[1].contains("after the save"),
+        "{verdicts:?}"
+    );
     if let Err(panic) = drilled {
         std::panic::resume_unwind(panic);
     }

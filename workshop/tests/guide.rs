@@ -16,7 +16,9 @@
 //! `<!-- guide: controllers off -->`); every ```` ```sh ```` block marked `<!-- run -->` runs in
 //! order (bash, in the copy, kubectl-math on the PATH), and the block marked
 //! `<!-- output: run -->` after it is compared with what it printed (`<!-- output: rerun -->`:
-//! its `kubectl get`/`explain`/`math tree` lines once more). The session works in a participant's
+//! its `kubectl get`/`explain`/`math tree` lines once more). The last chapter's `<!-- guide:
+//! manager -->` starts the finished manager where the participant does (`cargo run`, with the
+//! test's profile), and `controllers off` stops it too. The session works in a participant's
 //! namespace ([`PARTICIPANT_NAMESPACE`], named by the kubeconfig's context), never `default`. A read is compared as it comes,
 //! the first time: what the learner sees right after the command. Only a block marked
 //! `| settles` (`<!-- output: run | settles -->`) is read again, for up to 30 s, until it
@@ -43,7 +45,7 @@ mod trial;
 
 use caught_up::{caught_up, install};
 use matching::{alike, as_written};
-use runner::{controllers, stop};
+use runner::{controllers, manager, stop};
 
 /// One marked output block of a guide.
 #[derive(Debug, Clone)]
@@ -366,6 +368,9 @@ fn into_participant_namespace(kubeconfig: &Path) {
 #[derive(Debug)]
 enum Step {
     Controllers(Option<u8>),
+    /// The finished manager, started where the last chapter says (`<!-- guide: manager -->`);
+    /// `controllers off` stops it too.
+    Manager,
     Run {
         script: String,
     },
@@ -401,6 +406,8 @@ fn steps(markdown: &str) -> Vec<Step> {
             .and_then(|r| r.strip_suffix(" -->"))
         {
             found.push(Step::Controllers(n.parse().ok()));
+        } else if line == "<!-- guide: manager -->" {
+            found.push(Step::Manager);
         } else if line == "<!-- run -->" {
             let (body, end) = fenced(i + 2);
             found.push(Step::Run {
@@ -468,6 +475,10 @@ fn bash(script: &str, kubeconfig: &Path, dir: &Path) -> String {
         .current_dir(dir)
         .env("KUBECONFIG", kubeconfig)
         .env("PATH", path)
+        // A terminal of its own, as the participant has: under `make workshop-guide-outputs`
+        // the guide's `make install` would say which directory it enters.
+        .env_remove("MAKELEVEL")
+        .env_remove("MAKEFLAGS")
         .output()
         .expect("bash runs");
     String::from_utf8_lossy(&output.stdout).into_owned()
@@ -502,6 +513,12 @@ fn the_guides_sessions_print_what_the_guide_shows() {
         let mut printed = String::new();
         for step in steps(&markdown) {
             match step {
+                Step::Manager => {
+                    if let Some(child) = running.take() {
+                        stop(child);
+                    }
+                    running = Some(manager(&kubeconfig, &copy));
+                }
                 Step::Controllers(stage) => {
                     if let Some(child) = running.take() {
                         stop(child);

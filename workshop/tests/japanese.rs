@@ -211,9 +211,10 @@ fn every_help() -> Vec<(PathBuf, &'static [&'static str])> {
         &["help", "check"],
         &["help", "help"],
     ];
-    let tools: [&'static [&'static str]; 5] = [
+    let tools: [&'static [&'static str]; 6] = [
         &["--help"],
         &["watch", "--help"],
+        &["hint", "--help"],
         &["skip", "--help"],
         &["snippets", "--help"],
         &["help"],
@@ -249,7 +250,7 @@ fn a_japanese_locale_gets_help_in_japanese_and_lang_c_in_english() {
     }
 }
 
-/// An unknown flag, a missing value, a stage out of 1..=3: one Japanese line naming what was
+/// An unknown flag, a missing value, a stage out of 0..=3: one Japanese line naming what was
 /// wrong, with clap's exit code 2; the same in English under LANG=C.
 #[test]
 fn a_japanese_locale_gets_usage_errors_in_japanese() {
@@ -257,7 +258,7 @@ fn a_japanese_locale_gets_usage_errors_in_japanese() {
         (workshop(), &["check", "1", "--colour"], "--colour"),
         (workshop(), &["run", "--stage"], "--stage"),
         (workshop(), &["check", "4"], "4"),
-        (tools(), &["skip", "0"], "0"),
+        (tools(), &["skip", "4"], "4"),
     ];
     for (binary, args, named) in cases {
         let shown = format!("{} {}", binary.display(), args.join(" "));

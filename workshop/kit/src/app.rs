@@ -47,7 +47,7 @@ enum Command {
         solution: bool,
     },
     Run {
-        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=3))]
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
         stage: u8,
         #[arg(long)]
         test_server: bool,
@@ -61,7 +61,7 @@ enum Command {
         solution: bool,
     },
     Check {
-        #[arg(value_parser = clap::value_parser!(u8).range(1..=3))]
+        #[arg(value_parser = clap::value_parser!(u8).range(0..=3))]
         stage: u8,
         #[arg(long)]
         cluster: bool,
@@ -146,6 +146,15 @@ pub async fn command(exercises: fn() -> Track) -> ExitCode {
 /// what is wrong, there is no error to add.
 async fn execute(command: Command, exercises: fn() -> Track) -> anyhow::Result<ExitCode> {
     match command {
+        // Stage 0 (the guide's "define the API", exercise 1a) is the first half of stage 1.
+        Command::Check { stage: 0, .. } => anyhow::bail!(
+            "{}",
+            t!(
+                m::STAGE_ZERO_CHECK,
+                file = "workshop/src/exercises/number.rs"
+            )
+        ),
+        Command::Run { stage: 0, .. } => anyhow::bail!("{}", m::STAGE_ZERO_RUN.text()),
         Command::Crds { dir, solution } => print_crds(&Track::select(solution, exercises), dir)?,
         Command::Install {
             force,

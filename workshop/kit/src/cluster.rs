@@ -133,8 +133,14 @@ pub fn familiar(context: Option<&str>, cluster: Option<&kube::config::Cluster>) 
         })
 }
 
-/// The kubeconfig kubectl would read, or what to do when there is none (no minikube to start
-/// for a room's file that is not where `KUBECONFIG` says).
+/// How the guide starts its test API server (the route without a cluster), which writes
+/// `/tmp/math.kubeconfig`.
+const GUIDE_TEST_SERVER: &str = "cargo run --profile workshop -p test-apiserver -- --port 8010 --kubeconfig /tmp/math.kubeconfig";
+
+/// The kubeconfig kubectl would read, or what to do when there is none: the guide's route
+/// first (a terminal without the `export KUBECONFIG` of the guide's test API server is the
+/// likeliest cause), then a cluster's; no minikube to start for a room's file that is not where
+/// `KUBECONFIG` says.
 fn read_kubeconfig(instead: &str) -> anyhow::Result<Kubeconfig> {
     Kubeconfig::read().map_err(|e| {
         if let Some(line) = kubeconfig_var().and_then(|paths| room_file_missing(Path::new(&paths)))
@@ -146,6 +152,7 @@ fn read_kubeconfig(instead: &str) -> anyhow::Result<Kubeconfig> {
             t!(
                 m::START_A_CLUSTER,
                 missing = missing_kubeconfig(&e),
+                command = GUIDE_TEST_SERVER,
                 instead = instead
             )
         )

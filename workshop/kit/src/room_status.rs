@@ -54,6 +54,28 @@ pub async fn heartbeat(
         .map(|_| ())
 }
 
+/// Releases the runner's heartbeat in `namespace` as it stops: the holder is cleared (the apply
+/// leaves it out), the renewal time stays. The finished manager, started next (`cargo run`),
+/// then knows at once that no workshop controller runs here any more.
+pub async fn release(client: &kube::Client, namespace: &str) -> kube::Result<()> {
+    let lease = json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": HEARTBEAT},
+        "spec": {
+            "leaseDurationSeconds": DOWN_AFTER_SECONDS,
+            "renewTime": MicroTime(Timestamp::now()),
+        },
+    });
+    Api::<Lease>::namespaced(client.clone(), namespace)
+        .patch(
+            HEARTBEAT,
+            &PatchParams::apply("math-workshop-heartbeat").force(),
+            &Patch::Apply(&lease),
+        )
+        .await
+        .map(|_| ())
+}
+
 /// One participant's row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {

@@ -24,9 +24,8 @@ use crate::context::{Context, Result, error_policy, log};
 //
 // then look at the CRD it generates: `cargo run --profile workshop -p math-workshop -- crds`.
 //
-// 演習 1a: API を定義します。`#[derive(CustomResource)]` が `NumberSpec` から Kind `Number` を
-// 作り (`metadata`、`spec`、`status` を持つ構造体 `Number` は自動で生成されます)、`JsonSchema` が
-// CRD のスキーマになります。spec にフィールドを 1 つ足してください:
+// 演習 1a: API を定義します。`#[derive(CustomResource)]` が `NumberSpec` から Kind `Number` を作り (`metadata`、`spec`、`status` を持つ構造体 `Number` は自動で生成されます)、`JsonSchema` から CRD のスキーマが生成されます。
+// spec にフィールドを 1 つ足してください:
 //
 //     pub value: i64,
 //
@@ -57,10 +56,13 @@ pub struct NumberSpec {}
 //     pub is_square: bool,
 //     pub is_prime: bool,
 //
-// 演習 1a (続き): status はコントローラーが観測したものです。Kubernetes のフィールドは
-// camelCase (`fizzBuzz`) なので、`#[serde(rename_all = "camelCase")]` は残したまま、上の 4 つの
-// フィールドを足してください (`observed_generation` はこの status が表す metadata.generation、
-// `fizz_buzz` は "Fizz"、"Buzz"、"FizzBuzz" か値そのもの、たとえば "7")。
+// 演習 1a (続き): status には、コントローラーが観測した結果を書きます。
+// Kubernetes のフィールドは camelCase (`fizzBuzz`) なので、`#[serde(rename_all = "camelCase")]` は残したまま、次の 4 つのフィールドを足してください:
+//
+//     pub observed_generation: i64, // この status が表す metadata.generation
+//     pub fizz_buzz: String,        // "Fizz"、"Buzz"、"FizzBuzz"、または値そのもの (たとえば "7")
+//     pub is_square: bool,
+//     pub is_prime: bool,
 /// What the controller observed: written to the status subresource only.
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -68,30 +70,32 @@ pub struct NumberStatus {}
 
 /// Computes the status from the spec and writes it.
 ///
-/// EXERCISE 1b: build a `NumberStatus` from `number.spec.value` with `crate::math::fizzbuzz`,
-/// `crate::math::is_square` and `crate::math::is_prime`, and `observed_generation` from
-/// `number.metadata.generation.unwrap_or_default()` (an `Option<i64>`, set on every stored
-/// object). Then write it to the *status subresource* (a write to the object itself would
-/// ignore `status`):
+/// EXERCISE 1b: compute a `NumberStatus` from `number.spec.value` (`crate::math::fizzbuzz`,
+/// `is_square` and `is_prime` are exact for every `i64`; a floating-point square root is not),
+/// with `observed_generation` from `number.metadata.generation` (an `Option<i64>`, set on every
+/// stored object): anyone reading the status can then tell which spec it answers. Write it to
+/// the Number's *status subresource* with `Api::patch_status`: the CRD declares one, so a write
+/// to the object itself would ignore `status`. Write it with server-side apply
+/// (`Patch::Apply` of a JSON object with `apiVersion`, `kind` and `status`, and
+/// `PatchParams::apply(MANAGER).force()`): the API server records that `math-workshop` owns
+/// these fields, and applying the same status again changes nothing. Return
+/// `Ok(Action::await_change())`: nothing to do until the Number changes again. Rename `_number`
+/// and `_ctx` to use them. You will need `use kube::ResourceExt;` (`namespace()`,
+/// `name_any()`), `use kube::api::{Patch, PatchParams};`, `use serde_json::json;` (`json!`) and
+/// `use crate::context::MANAGER;`.
+/// Stuck? `make workshop-hint STAGE=1` shows the next hint, up to the complete code.
 ///
-/// ```ignore
-/// let numbers: Api<Number> = Api::namespaced(ctx.client.clone(), &number.namespace().unwrap_or_default());
-/// let patch = serde_json::json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Number", "status": status });
-/// numbers.patch_status(&number.name_any(), &PatchParams::apply(MANAGER).force(), &Patch::Apply(patch)).await?;
-/// ```
-///
-/// (`use kube::ResourceExt;` for `namespace()` and `name_any()`, `use kube::api::{Patch, PatchParams};`,
-/// `use crate::context::MANAGER;`). Return `Ok(Action::await_change())`: nothing to do until
-/// the Number changes again. Rename `_number` and `_ctx` to use them.
-///
-/// 演習 1b: `number.spec.value` から `crate::math::fizzbuzz`、`crate::math::is_square`、
-/// `crate::math::is_prime` で `NumberStatus` を作り、`observed_generation` には
-/// `number.metadata.generation.unwrap_or_default()` (`Option<i64>`。保存されたオブジェクトには
-/// 必ずあります) を入れます。それを上のコードのように *ステータスサブリソース* に書き込みます
-/// (オブジェクト本体への書き込みでは `status` は無視されます)。使うもの: `use kube::ResourceExt;`
-/// (`namespace()` と `name_any()`)、`use kube::api::{Patch, PatchParams};`、
-/// `use crate::context::MANAGER;`。`Ok(Action::await_change())` を返します (Number がまた
-/// 変わるまで、することはありません)。使うときは `_number` と `_ctx` の `_` を外してください。
+/// 演習 1b: `number.spec.value` から `NumberStatus` を作ります (`crate::math::fizzbuzz`、`is_square`、`is_prime` はどの `i64` でも正確です。浮動小数点の平方根ではそうはいきません)。
+/// `observed_generation` は `number.metadata.generation` (`Option<i64>`。保存されたオブジェクトには必ずあります) から取ります。
+/// こうしておけば、status を読む人は、それがどの spec に対する答えかが分かります。
+/// それを `Api::patch_status` で Number の *ステータスサブリソース* に書き込みます。
+/// CRD がステータスサブリソースを宣言しているので、オブジェクト本体への書き込みでは `status` は無視されます。
+/// 書き込みは Server-Side Apply で行います (`apiVersion`、`kind`、`status` を持つ JSON の `Patch::Apply` と、`PatchParams::apply(MANAGER).force()`)。
+/// API サーバーが、これらのフィールドは `math-workshop` のものだと記録し、同じ status をもう一度 apply しても何も変わりません。
+/// `Ok(Action::await_change())` を返します (Number がまた変わるまで、することはありません)。
+/// 使うときは `_number` と `_ctx` の `_` を外してください。
+/// 必要な `use`: `use kube::ResourceExt;` (`namespace()` と `name_any()`)、`use kube::api::{Patch, PatchParams};`、`use serde_json::json;` (`json!`)、`use crate::context::MANAGER;`。
+/// 行き詰まったら `make workshop-hint STAGE=1` で次のヒントが出ます (最後は完成したコードです)。
 pub async fn reconcile(_number: Arc<Number>, _ctx: Arc<Context>) -> Result<Action> {
     todo!(
         "EXERCISE 1b: compute the Number's status and patch it, in workshop/src/exercises/number.rs"

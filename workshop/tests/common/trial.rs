@@ -5,8 +5,9 @@
 //! The copy lives at a fixed place in this repository's target directory and builds into it:
 //! the dependencies are compiled already, and a file is only rewritten when it changed, so
 //! that the next run rebuilds little. Its binaries get names of their own
-//! (`math-workshop-trial`, `math-workshop-tools-trial`, `test-apiserver-trial`) so that they
-//! never replace this repository's, which the other tests run. The tests that use it run in
+//! (`math-workshop-trial`, `math-workshop-tools-trial`, `test-apiserver-trial`,
+//! `math-controller-trial`) so that they never replace this repository's, which the other tests
+//! run. The tests that use it run in
 //! separate test binaries, one after another, and each starts from [`copy`], which puts the
 //! committed exercises back.
 
@@ -69,7 +70,8 @@ pub(crate) fn copy() -> Option<PathBuf> {
             "workshop/Cargo.toml" => renamed(&content, "math-workshop-trial"),
             "workshop/tools/Cargo.toml" => renamed(&content, "math-workshop-tools-trial"),
             "test-apiserver/Cargo.toml" => renamed(&content, "test-apiserver-trial"),
-            "Cargo.toml" => apart(&content),
+            // The finished manager, as the guide's last chapter runs it (`cargo run`).
+            "Cargo.toml" => renamed(&apart(&content), "math-controller-trial"),
             _ => content,
         };
         sync(&copy.join(&path), &content);
@@ -84,26 +86,31 @@ pub(crate) fn copy() -> Option<PathBuf> {
     Some(copy)
 }
 
-/// The workspace manifest with the learner's crate built apart from this repository's: cargo
+/// The workspace manifest with the copy's crates built apart from this repository's: cargo
 /// names a path package's build after its path inside the workspace, so without a profile of
-/// its own the copy's `math-workshop` (whose exercises are other files) and this repository's
-/// would be one build in the shared target directory, and each would link the other's
-/// exercises (this repository's `math-workshop` binary then passed the starter's check).
-/// One codegen unit fewer than dev's 256 changes nothing else.
-/// The kit (`math-workshop-kit`, whose name the copy keeps) likewise: the copy's kit is this
-/// repository's as the copy was made, and a build of it under the same name would stand for this
-/// repository's kit after this repository's kit changed (cargo found it fresh by the copy's files).
+/// their own the copy's workspace crates and this repository's would be one build in the shared
+/// target directory, and each would link the other's sources: the copy's `math-workshop`
+/// (whose exercises are other files) made this repository's binary pass the starter's check;
+/// and after a guide test had built the copy's kit, an edit of this repository's kit was not
+/// rebuilt at all (its fingerprint named the copy's files). One codegen unit fewer than dev's
+/// 256 changes nothing else; each crate is built once more, for the copy, and then only when
+/// it changes.
 fn apart(manifest: &[u8]) -> Vec<u8> {
     let mut text = String::from_utf8_lossy(manifest).into_owned();
-    for section in [
-        "[profile.dev.package.math-workshop]\n",
-        "[profile.dev.package.math-workshop-kit]\n",
+    for crate_name in [
+        "math-workshop",
+        "math-workshop-kit",
+        "math-controller",
+        "test-apiserver",
+        "serving",
+        "kubectl-math",
     ] {
-        assert!(
-            text.contains(section),
-            "the workspace manifest has no {section}"
-        );
-        text = text.replacen(section, &format!("{section}codegen-units = 255\n"), 1);
+        let section = format!("[profile.dev.package.{crate_name}]\n");
+        if text.contains(&section) {
+            text = text.replacen(&section, &format!("{section}codegen-units = 255\n"), 1);
+        } else {
+            text.push_str(&format!("\n{section}codegen-units = 255\n"));
+        }
     }
     text.into_bytes()
 }

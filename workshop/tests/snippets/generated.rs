@@ -46,8 +46,53 @@ mod readme_3 {
     }
 }
 
-/// workshop/README.md, under "Stage 2: a Tuple owns Numbers": rust block 4 (context `tuple-reconcile`).
+/// workshop/README.md, under "Stage 1: the Number controller": rust block 4 (context `number-items`).
 mod readme_4 {
+    #![allow(unused, clippy::all)]
+    use std::sync::Arc;
+    use futures::StreamExt;
+    use kube::CustomResource;
+    use kube::api::Api;
+    use kube::runtime::controller::{Action, Controller};
+    use kube::runtime::watcher;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::number::*;
+
+    use kube::ResourceExt;
+    use kube::api::{Patch, PatchParams};
+    use serde_json::json;
+
+    use crate::context::MANAGER;
+    use crate::math;
+
+    pub async fn reconcile(number: Arc<Number>, ctx: Arc<Context>) -> Result<Action> {
+        let value = number.spec.value;
+        let status = NumberStatus {
+            observed_generation: number.metadata.generation.unwrap_or_default(),
+            fizz_buzz: math::fizzbuzz(value),
+            is_square: math::is_square(value),
+            is_prime: math::is_prime(value),
+        };
+        let numbers: Api<Number> =
+            Api::namespaced(ctx.client.clone(), &number.namespace().unwrap_or_default());
+        // The status subresource: a write to the object itself would ignore `status`.
+        let patch =
+            json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Number", "status": status });
+        numbers
+            .patch_status(
+                &number.name_any(),
+                &PatchParams::apply(MANAGER).force(),
+                &Patch::Apply(patch),
+            )
+            .await?;
+        Ok(Action::await_change())
+    }
+}
+
+/// workshop/README.md, under "Stage 2: a Tuple owns Numbers": rust block 5 (context `tuple-reconcile`).
+mod readme_5 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
     use futures::StreamExt;
@@ -69,6 +114,222 @@ mod readme_4 {
         delete_extras(&tuple, &children, &ctx).await?;        // 2b: remove the ones no longer wanted
         write_status(&tuple, &children, &ctx).await?;         // 2c: report, once the children have answered
         Ok(Action::await_change())
+    }
+}
+
+/// workshop/README.md, under "Stage 2: a Tuple owns Numbers": rust block 6 (context `tuple-items`).
+mod readme_6 {
+    #![allow(unused, clippy::all)]
+    use std::sync::Arc;
+    use futures::StreamExt;
+    use kube::CustomResource;
+    use kube::api::Api;
+    use kube::runtime::controller::{Action, Controller};
+    use kube::runtime::watcher;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use math_workshop::solutions::number::Number;
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::tuple::*;
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+    use kube::{Resource, ResourceExt};
+    use serde_json::json;
+
+    use math_workshop::solutions::number::NumberSpec;
+    use crate::context::{Error, MANAGER};
+
+    pub async fn apply_children(tuple: &Tuple, ctx: &Context) -> Result<Vec<Number>> {
+        let numbers: Api<Number> =
+            Api::namespaced(ctx.client.clone(), &tuple.namespace().unwrap_or_default());
+        // controller: true (None only for an object without a uid), and blockOwnerDeletion: true
+        // as kubebuilder's SetControllerReference sets it: a foreground deletion of the Tuple
+        // then waits for its Numbers.
+        let owner = OwnerReference {
+            block_owner_deletion: Some(true),
+            ..tuple
+                .controller_owner_ref(&())
+                .ok_or(Error::Missing("uid"))?
+        };
+        let apply = PatchParams::apply(MANAGER).force();
+        let mut children = Vec::new();
+        for (index, value) in tuple.spec.numbers.iter().enumerate() {
+            let mut number = Number::new(
+                &child_name(&tuple.name_any(), index),
+                NumberSpec { value: *value },
+            );
+            number.metadata.owner_references = Some(vec![owner.clone()]);
+            children.push(
+                numbers
+                    .patch(&number.name_any(), &apply, &Patch::Apply(&number))
+                    .await?,
+            );
+        }
+        Ok(children)
+    }
+
+    pub async fn delete_extras(tuple: &Tuple, children: &[Number], ctx: &Context) -> Result<()> {
+        let numbers: Api<Number> =
+            Api::namespaced(ctx.client.clone(), &tuple.namespace().unwrap_or_default());
+        let wanted: Vec<String> = children.iter().map(|n| n.name_any()).collect();
+        for number in numbers.list(&ListParams::default()).await? {
+            let ours = number
+                .owner_references()
+                .iter()
+                .any(|o| Some(&o.uid) == tuple.uid().as_ref());
+            if ours && !wanted.contains(&number.name_any()) {
+                numbers
+                    .delete(&number.name_any(), &DeleteParams::default())
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn write_status(tuple: &Tuple, children: &[Number], ctx: &Context) -> Result<()> {
+        let answers: Option<Vec<bool>> = children
+            .iter()
+            .map(|n| match &n.status {
+                Some(s) if Some(s.observed_generation) == n.metadata.generation => Some(s.is_square),
+                _ => None,
+            })
+            .collect();
+        let Some(answers) = answers else {
+            return Ok(());
+        };
+        let status = TupleStatus {
+            observed_generation: tuple.metadata.generation.unwrap_or_default(),
+            all_squares: answers.iter().all(|square| *square),
+        };
+        let patch =
+            json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Tuple", "status": status });
+        Api::<Tuple>::namespaced(ctx.client.clone(), &tuple.namespace().unwrap_or_default())
+            .patch_status(
+                &tuple.name_any(),
+                &PatchParams::apply(MANAGER).force(),
+                &Patch::Apply(patch),
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+/// workshop/README.md, under "Stage 3: a Fermat owns Tuples": rust block 7 (context `fermat-items`).
+mod readme_7 {
+    #![allow(unused, clippy::all)]
+    use std::sync::Arc;
+    use futures::StreamExt;
+    use kube::CustomResource;
+    use kube::api::Api;
+    use kube::runtime::controller::{Action, Controller};
+    use kube::runtime::watcher;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use math_workshop::solutions::tuple::Tuple;
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::fermat::*;
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+    use kube::{Resource, ResourceExt};
+    use serde_json::json;
+
+    use math_workshop::solutions::tuple::TupleSpec;
+    use crate::context::{Error, MANAGER};
+    use crate::math;
+
+    pub async fn apply_children(fermat: &Fermat, ctx: &Context) -> Result<Vec<Tuple>> {
+        let tuples: Api<Tuple> =
+            Api::namespaced(ctx.client.clone(), &fermat.namespace().unwrap_or_default());
+        // controller: true (None only for an object without a uid), and blockOwnerDeletion: true
+        // as kubebuilder's SetControllerReference sets it: a foreground deletion of the Fermat
+        // then waits for its Tuples.
+        let owner = OwnerReference {
+            block_owner_deletion: Some(true),
+            ..fermat
+                .controller_owner_ref(&())
+                .ok_or(Error::Missing("uid"))?
+        };
+        let apply = PatchParams::apply(MANAGER).force();
+        let mut children = Vec::new();
+        for (a, b) in math::fermat_splits(fermat.spec.number) {
+            let mut tuple = Tuple::new(
+                &child_name(&fermat.name_any(), a, b),
+                TupleSpec {
+                    numbers: vec![a, b],
+                },
+            );
+            tuple.metadata.owner_references = Some(vec![owner.clone()]);
+            children.push(
+                tuples
+                    .patch(&tuple.name_any(), &apply, &Patch::Apply(&tuple))
+                    .await?,
+            );
+        }
+        Ok(children)
+    }
+
+    pub async fn delete_extras(fermat: &Fermat, children: &[Tuple], ctx: &Context) -> Result<()> {
+        let tuples: Api<Tuple> =
+            Api::namespaced(ctx.client.clone(), &fermat.namespace().unwrap_or_default());
+        let wanted: Vec<String> = children.iter().map(|t| t.name_any()).collect();
+        for tuple in tuples.list(&ListParams::default()).await? {
+            let ours = tuple
+                .owner_references()
+                .iter()
+                .any(|o| Some(&o.uid) == fermat.uid().as_ref());
+            if ours && !wanted.contains(&tuple.name_any()) {
+                tuples
+                    .delete(&tuple.name_any(), &DeleteParams::default())
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn write_status(fermat: &Fermat, children: &[Tuple], ctx: &Context) -> Result<()> {
+        let answers: Option<Vec<bool>> = children
+            .iter()
+            .map(|t| match &t.status {
+                Some(s) if Some(s.observed_generation) == t.metadata.generation => Some(s.all_squares),
+                _ => None,
+            })
+            .collect();
+        let Some(answers) = answers else {
+            return Ok(());
+        };
+        // A Tuple [a, b] of two squares is the decomposition √a² + √b².
+        let decompositions: Vec<String> = children
+            .iter()
+            .zip(answers)
+            .filter(|(_, all_squares)| *all_squares)
+            .filter_map(|(t, _)| match t.spec.numbers[..] {
+                [a, b] => Some(math::format_decomposition(
+                    math::exact_sqrt(a)?,
+                    math::exact_sqrt(b)?,
+                )),
+                _ => None,
+            })
+            .collect();
+        let n = fermat.spec.number;
+        let status = FermatStatus {
+            observed_generation: fermat.metadata.generation.unwrap_or_default(),
+            is_prime: math::is_prime(n),
+            one_mod_four: math::is_one_mod_four(n),
+            two_squares_found: !decompositions.is_empty(),
+            decompositions,
+        };
+        let patch =
+            json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Fermat", "status": status });
+        Api::<Fermat>::namespaced(ctx.client.clone(), &fermat.namespace().unwrap_or_default())
+            .patch_status(
+                &fermat.name_any(),
+                &PatchParams::apply(MANAGER).force(),
+                &Patch::Apply(patch),
+            )
+            .await?;
+        Ok(())
     }
 }
 
@@ -116,8 +377,53 @@ mod readme_ja_3 {
     }
 }
 
-/// workshop/README.ja.md, under "ステージ 2: Tuple が Number を所有する": rust block 4 (context `tuple-reconcile`).
+/// workshop/README.ja.md, under "ステージ 1: Number コントローラー": rust block 4 (context `number-items`).
 mod readme_ja_4 {
+    #![allow(unused, clippy::all)]
+    use std::sync::Arc;
+    use futures::StreamExt;
+    use kube::CustomResource;
+    use kube::api::Api;
+    use kube::runtime::controller::{Action, Controller};
+    use kube::runtime::watcher;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::number::*;
+
+    use kube::ResourceExt;
+    use kube::api::{Patch, PatchParams};
+    use serde_json::json;
+
+    use crate::context::MANAGER;
+    use crate::math;
+
+    pub async fn reconcile(number: Arc<Number>, ctx: Arc<Context>) -> Result<Action> {
+        let value = number.spec.value;
+        let status = NumberStatus {
+            observed_generation: number.metadata.generation.unwrap_or_default(),
+            fizz_buzz: math::fizzbuzz(value),
+            is_square: math::is_square(value),
+            is_prime: math::is_prime(value),
+        };
+        let numbers: Api<Number> =
+            Api::namespaced(ctx.client.clone(), &number.namespace().unwrap_or_default());
+        // The status subresource: a write to the object itself would ignore `status`.
+        let patch =
+            json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Number", "status": status });
+        numbers
+            .patch_status(
+                &number.name_any(),
+                &PatchParams::apply(MANAGER).force(),
+                &Patch::Apply(patch),
+            )
+            .await?;
+        Ok(Action::await_change())
+    }
+}
+
+/// workshop/README.ja.md, under "ステージ 2: Tuple が Number を所有する": rust block 5 (context `tuple-reconcile`).
+mod readme_ja_5 {
     #![allow(unused, clippy::all)]
     use std::sync::Arc;
     use futures::StreamExt;
@@ -139,6 +445,222 @@ mod readme_ja_4 {
         delete_extras(&tuple, &children, &ctx).await?;        // 2b: もう要らない子を消す
         write_status(&tuple, &children, &ctx).await?;         // 2c: 子の status がすべてそろったら報告する
         Ok(Action::await_change())
+    }
+}
+
+/// workshop/README.ja.md, under "ステージ 2: Tuple が Number を所有する": rust block 6 (context `tuple-items`).
+mod readme_ja_6 {
+    #![allow(unused, clippy::all)]
+    use std::sync::Arc;
+    use futures::StreamExt;
+    use kube::CustomResource;
+    use kube::api::Api;
+    use kube::runtime::controller::{Action, Controller};
+    use kube::runtime::watcher;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use math_workshop::solutions::number::Number;
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::tuple::*;
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+    use kube::{Resource, ResourceExt};
+    use serde_json::json;
+
+    use math_workshop::solutions::number::NumberSpec;
+    use crate::context::{Error, MANAGER};
+
+    pub async fn apply_children(tuple: &Tuple, ctx: &Context) -> Result<Vec<Number>> {
+        let numbers: Api<Number> =
+            Api::namespaced(ctx.client.clone(), &tuple.namespace().unwrap_or_default());
+        // controller: true (None only for an object without a uid), and blockOwnerDeletion: true
+        // as kubebuilder's SetControllerReference sets it: a foreground deletion of the Tuple
+        // then waits for its Numbers.
+        let owner = OwnerReference {
+            block_owner_deletion: Some(true),
+            ..tuple
+                .controller_owner_ref(&())
+                .ok_or(Error::Missing("uid"))?
+        };
+        let apply = PatchParams::apply(MANAGER).force();
+        let mut children = Vec::new();
+        for (index, value) in tuple.spec.numbers.iter().enumerate() {
+            let mut number = Number::new(
+                &child_name(&tuple.name_any(), index),
+                NumberSpec { value: *value },
+            );
+            number.metadata.owner_references = Some(vec![owner.clone()]);
+            children.push(
+                numbers
+                    .patch(&number.name_any(), &apply, &Patch::Apply(&number))
+                    .await?,
+            );
+        }
+        Ok(children)
+    }
+
+    pub async fn delete_extras(tuple: &Tuple, children: &[Number], ctx: &Context) -> Result<()> {
+        let numbers: Api<Number> =
+            Api::namespaced(ctx.client.clone(), &tuple.namespace().unwrap_or_default());
+        let wanted: Vec<String> = children.iter().map(|n| n.name_any()).collect();
+        for number in numbers.list(&ListParams::default()).await? {
+            let ours = number
+                .owner_references()
+                .iter()
+                .any(|o| Some(&o.uid) == tuple.uid().as_ref());
+            if ours && !wanted.contains(&number.name_any()) {
+                numbers
+                    .delete(&number.name_any(), &DeleteParams::default())
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn write_status(tuple: &Tuple, children: &[Number], ctx: &Context) -> Result<()> {
+        let answers: Option<Vec<bool>> = children
+            .iter()
+            .map(|n| match &n.status {
+                Some(s) if Some(s.observed_generation) == n.metadata.generation => Some(s.is_square),
+                _ => None,
+            })
+            .collect();
+        let Some(answers) = answers else {
+            return Ok(());
+        };
+        let status = TupleStatus {
+            observed_generation: tuple.metadata.generation.unwrap_or_default(),
+            all_squares: answers.iter().all(|square| *square),
+        };
+        let patch =
+            json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Tuple", "status": status });
+        Api::<Tuple>::namespaced(ctx.client.clone(), &tuple.namespace().unwrap_or_default())
+            .patch_status(
+                &tuple.name_any(),
+                &PatchParams::apply(MANAGER).force(),
+                &Patch::Apply(patch),
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+/// workshop/README.ja.md, under "ステージ 3: Fermat が Tuple を所有する": rust block 7 (context `fermat-items`).
+mod readme_ja_7 {
+    #![allow(unused, clippy::all)]
+    use std::sync::Arc;
+    use futures::StreamExt;
+    use kube::CustomResource;
+    use kube::api::Api;
+    use kube::runtime::controller::{Action, Controller};
+    use kube::runtime::watcher;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use math_workshop::solutions::tuple::Tuple;
+    use crate::context::{Context, Result, error_policy, log};
+    use math_workshop::solutions::fermat::*;
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+    use kube::{Resource, ResourceExt};
+    use serde_json::json;
+
+    use math_workshop::solutions::tuple::TupleSpec;
+    use crate::context::{Error, MANAGER};
+    use crate::math;
+
+    pub async fn apply_children(fermat: &Fermat, ctx: &Context) -> Result<Vec<Tuple>> {
+        let tuples: Api<Tuple> =
+            Api::namespaced(ctx.client.clone(), &fermat.namespace().unwrap_or_default());
+        // controller: true (None only for an object without a uid), and blockOwnerDeletion: true
+        // as kubebuilder's SetControllerReference sets it: a foreground deletion of the Fermat
+        // then waits for its Tuples.
+        let owner = OwnerReference {
+            block_owner_deletion: Some(true),
+            ..fermat
+                .controller_owner_ref(&())
+                .ok_or(Error::Missing("uid"))?
+        };
+        let apply = PatchParams::apply(MANAGER).force();
+        let mut children = Vec::new();
+        for (a, b) in math::fermat_splits(fermat.spec.number) {
+            let mut tuple = Tuple::new(
+                &child_name(&fermat.name_any(), a, b),
+                TupleSpec {
+                    numbers: vec![a, b],
+                },
+            );
+            tuple.metadata.owner_references = Some(vec![owner.clone()]);
+            children.push(
+                tuples
+                    .patch(&tuple.name_any(), &apply, &Patch::Apply(&tuple))
+                    .await?,
+            );
+        }
+        Ok(children)
+    }
+
+    pub async fn delete_extras(fermat: &Fermat, children: &[Tuple], ctx: &Context) -> Result<()> {
+        let tuples: Api<Tuple> =
+            Api::namespaced(ctx.client.clone(), &fermat.namespace().unwrap_or_default());
+        let wanted: Vec<String> = children.iter().map(|t| t.name_any()).collect();
+        for tuple in tuples.list(&ListParams::default()).await? {
+            let ours = tuple
+                .owner_references()
+                .iter()
+                .any(|o| Some(&o.uid) == fermat.uid().as_ref());
+            if ours && !wanted.contains(&tuple.name_any()) {
+                tuples
+                    .delete(&tuple.name_any(), &DeleteParams::default())
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn write_status(fermat: &Fermat, children: &[Tuple], ctx: &Context) -> Result<()> {
+        let answers: Option<Vec<bool>> = children
+            .iter()
+            .map(|t| match &t.status {
+                Some(s) if Some(s.observed_generation) == t.metadata.generation => Some(s.all_squares),
+                _ => None,
+            })
+            .collect();
+        let Some(answers) = answers else {
+            return Ok(());
+        };
+        // A Tuple [a, b] of two squares is the decomposition √a² + √b².
+        let decompositions: Vec<String> = children
+            .iter()
+            .zip(answers)
+            .filter(|(_, all_squares)| *all_squares)
+            .filter_map(|(t, _)| match t.spec.numbers[..] {
+                [a, b] => Some(math::format_decomposition(
+                    math::exact_sqrt(a)?,
+                    math::exact_sqrt(b)?,
+                )),
+                _ => None,
+            })
+            .collect();
+        let n = fermat.spec.number;
+        let status = FermatStatus {
+            observed_generation: fermat.metadata.generation.unwrap_or_default(),
+            is_prime: math::is_prime(n),
+            one_mod_four: math::is_one_mod_four(n),
+            two_squares_found: !decompositions.is_empty(),
+            decompositions,
+        };
+        let patch =
+            json!({ "apiVersion": "math.example.com/v1beta1", "kind": "Fermat", "status": status });
+        Api::<Fermat>::namespaced(ctx.client.clone(), &fermat.namespace().unwrap_or_default())
+            .patch_status(
+                &fermat.name_any(),
+                &PatchParams::apply(MANAGER).force(),
+                &Patch::Apply(patch),
+            )
+            .await?;
+        Ok(())
     }
 }
 

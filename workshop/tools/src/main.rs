@@ -1,6 +1,7 @@
 //! `math-workshop-tools`: what the learner track needs while the exercises may not compile.
-//! `watch` (make workshop-watch) rebuilds and checks on every save; `skip` (make
-//! workshop-skip) puts a stage's reference solution in place to catch up. Both live outside the
+//! `watch` (make workshop-watch) rebuilds and checks on every save; `hint` (make workshop-hint)
+//! shows the next hint of an exercise, up to its complete code; `skip` (make workshop-skip)
+//! puts a stage's reference solution in place to catch up. Both live outside the
 //! `math-workshop` crate on purpose: a participant who is stuck often has code that does not
 //! build, and these are the tools they need then.
 
@@ -12,6 +13,7 @@ mod messages;
 // clap in the participant's language, shared with the math-workshop-kit crate.
 #[path = "../../kit/src/cli.rs"]
 mod cli;
+mod hint;
 mod skip;
 mod snippets;
 mod watch;
@@ -41,7 +43,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     Watch {
-        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=3))]
         stage: u8,
         #[arg(long)]
         cluster: bool,
@@ -51,8 +53,14 @@ enum Command {
         timeout: Option<u64>,
     },
     Skip {
-        #[arg(value_parser = clap::value_parser!(u8).range(1..=3))]
+        #[arg(value_parser = clap::value_parser!(u8).range(0..=3))]
         stage: u8,
+    },
+    Hint {
+        #[arg(value_parser = clap::value_parser!(u8).range(0..=3))]
+        stage: u8,
+        #[arg(long)]
+        all: bool,
     },
     Snippets,
 }
@@ -72,6 +80,9 @@ const HELP: &cli::Help = &[
     ("watch", "timeout", messages::CLI_WATCH_TIMEOUT),
     ("skip", "", messages::CLI_SKIP),
     ("skip", "stage", messages::CLI_SKIP_STAGE),
+    ("hint", "", messages::CLI_HINT),
+    ("hint", "stage", messages::CLI_HINT_STAGE),
+    ("hint", "all", messages::CLI_HINT_ALL),
     ("snippets", "", messages::CLI_SNIPPETS),
 ];
 
@@ -95,7 +106,22 @@ fn main() -> ExitCode {
             },
             &repository,
         ),
+        Command::Skip { stage: 0 } => {
+            let message = messages::STAGE_ZERO_SKIP.text();
+            eprintln!("{}", t!(messages::ERROR, message = message));
+            ExitCode::FAILURE
+        }
         Command::Skip { stage } => match skip::skip(&repository, stage) {
+            Ok(said) => {
+                print!("{said}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{}", t!(messages::ERROR, message = e));
+                ExitCode::FAILURE
+            }
+        },
+        Command::Hint { stage, all } => match hint::hint(&repository, stage, all) {
             Ok(said) => {
                 print!("{said}");
                 ExitCode::SUCCESS

@@ -33,7 +33,7 @@ struct Place {
 }
 
 /// Every context a marker may name.
-const PLACES: [Place; 7] = [
+const PLACES: [Place; 10] = [
     // Type definitions, at the top of an exercise file (nothing imported: they define the names).
     Place {
         name: "items",
@@ -75,6 +75,26 @@ const PLACES: [Place; 7] = [
         exercise: Some("tuple"),
         head: "    pub async fn snippet(ctx: Arc<Context>) {\n",
         tail: "    }\n",
+    },
+    // The guides' folds of complete code (`make workshop-hint`'s last step): whole functions,
+    // with the `use` lines they add to the exercise file's.
+    Place {
+        name: "number-items",
+        exercise: Some("number"),
+        head: "",
+        tail: "",
+    },
+    Place {
+        name: "tuple-items",
+        exercise: Some("tuple"),
+        head: "",
+        tail: "",
+    },
+    Place {
+        name: "fermat-items",
+        exercise: Some("fermat"),
+        head: "",
+        tail: "",
     },
     // Inside fermat.rs's status: the Fermat's number `n`, a child Tuple's `[a, b]`, in a
     // function that returns an `Option` (where `?` on `exact_sqrt` belongs).

@@ -39,6 +39,17 @@ pub struct Options {
 /// Compile errors shown per round; the rest are counted.
 const SHOWN: usize = 8;
 
+/// What started a round: its last line says how long that took to become an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    /// The watch's first round.
+    Start,
+    /// A save of an exercise file: the time is the save's.
+    Save,
+    /// Enter.
+    Enter,
+}
+
 /// Watches until Ctrl-C.
 pub fn watch(opts: &Options, repository: &Path) -> ExitCode {
     let exercises = repository.join("workshop/src/exercises");
@@ -56,9 +67,13 @@ pub fn watch(opts: &Options, repository: &Path) -> ExitCode {
             }
         }
     });
-    let mut stage = opts.stage;
+    // Stage 0 (exercise 1a) is the first half of stage 1: its first two lines.
+    let mut stage = opts.stage.max(1);
+    if opts.stage == 0 {
+        println!("{}", m::STAGE_ZERO_WATCH.text());
+    }
     let mut seen = snapshot(&exercises);
-    let mut since = Instant::now();
+    let mut since = (Instant::now(), Trigger::Start);
     loop {
         let passed = round(opts, repository, stage, since);
         if passed && stage < 3 {
@@ -77,12 +92,12 @@ pub fn watch(opts: &Options, repository: &Path) -> ExitCode {
         // Wait for a save (or Enter); then for the editor to finish writing.
         loop {
             if enter.recv_timeout(Duration::from_millis(250)).is_ok() {
-                since = Instant::now();
+                since = (Instant::now(), Trigger::Enter);
                 break;
             }
             let now = snapshot(&exercises);
             if now != seen {
-                since = Instant::now();
+                since = (Instant::now(), Trigger::Save);
                 seen = settle(&exercises, now);
                 break;
             }
@@ -91,7 +106,12 @@ pub fn watch(opts: &Options, repository: &Path) -> ExitCode {
 }
 
 /// One round: build, and when that works, check `stage`. Whether the check passed.
-fn round(cli: &Options, repository: &Path, stage: u8, since: Instant) -> bool {
+fn round(
+    cli: &Options,
+    repository: &Path,
+    stage: u8,
+    (since, trigger): (Instant, Trigger),
+) -> bool {
     header(stage);
     let build_started = Instant::now();
     let built = match build::build(repository) {
@@ -109,10 +129,12 @@ fn round(cli: &Options, repository: &Path, stage: u8, since: Instant) -> bool {
     compiled(&built, build_time);
     let check_started = Instant::now();
     let passed = check(cli, repository, stage, &executable);
-    let verdict = if passed {
-        m::WATCH_PASSED
-    } else {
-        m::WATCH_NOT_YET
+    // "after the save" only when a save started the round.
+    let verdict = match (passed, trigger) {
+        (true, Trigger::Save) => m::WATCH_PASSED,
+        (true, _) => m::WATCH_PASSED_NOW,
+        (false, Trigger::Save) => m::WATCH_NOT_YET,
+        (false, _) => m::WATCH_NOT_YET_NOW,
     };
     println!(
         "{}",

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use test_apiserver::TestServer;
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use super::where_line;
 use crate::context::Context;
@@ -83,6 +84,7 @@ pub(super) async fn run(
     if server.is_none() {
         prepare_cluster(&connected, track, stage, namespace.as_deref(), participant).await?;
     }
+    let beat = heartbeat_namespace(server.is_some(), &namespace, &connected.kubectls);
     let ctx = Context::new(connected.client, namespace.clone());
     let mut controllers = Controllers::start(track, stage, &ctx);
     let watching = match &namespace {
@@ -99,8 +101,29 @@ pub(super) async fn run(
     // Another controller that starts in this namespace after us (both found it empty) shows
     // in the statuses it writes: then ours stop, rather than fight over the same objects.
     let lookout = namespace.as_deref().filter(|_| server.is_none());
-    let others = supervise(&ctx, &mut controllers, (track, stage), lookout, participant).await;
+    let places = (lookout, beat.as_deref());
+    let others = supervise(&ctx, &mut controllers, (track, stage), places, participant).await;
+    if let Some(namespace) = beat.as_deref() {
+        // Stopped: the finished manager, started next, need not wait for the lease to run out.
+        if let Err(e) = room_status::release(&ctx.client, namespace).await {
+            tracing::debug!(target: "math_workshop", error = %room::said(&e), "heartbeat release");
+        }
+    }
     finish(controllers, server, others).await
+}
+
+/// Where the runner's heartbeat goes: on a cluster, the namespace it looks after (kubectl's
+/// when it looks after every one). The organiser's table and the finished manager read it.
+fn heartbeat_namespace(
+    on_test_server: bool,
+    namespace: &Option<String>,
+    kubectls: &str,
+) -> Option<String> {
+    match namespace {
+        _ if on_test_server => None,
+        Some(namespace) => Some(namespace.clone()),
+        None => Some(kubectls.to_string()),
+    }
 }
 
 /// When the run ends: the controllers stop and the test server goes; the run fails with what
@@ -222,39 +245,37 @@ async fn prepare_cluster(
     Ok(())
 }
 
-/// Every 500 ms: whether a controller still runs; on a cluster (`lookout`, the namespace), the
-/// runner's heartbeat and a look for another controller. Returns at Ctrl-C or when none runs
-/// (`None`), or with what says that another controller showed up.
+/// Every 500 ms: whether a controller still runs; on a cluster the runner's heartbeat (in
+/// `beat`) and a look for another controller (in `lookout`, the namespace looked after). Returns at Ctrl-C (or SIGTERM: a
+/// terminal closed, a test's stop) or when none runs (`None`), or with what says that another
+/// controller showed up.
 async fn supervise(
     ctx: &Arc<Context>,
     controllers: &mut Controllers,
     (track, stage): (&Track, u8),
-    lookout: Option<&str>,
+    (lookout, beat): (Option<&str>, Option<&str>),
     participant: &str,
 ) -> Option<String> {
     let mut ticks: u32 = 0;
+    let mut terminate = signal(SignalKind::terminate()).ok();
     loop {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => return None,
-            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+        if stop_asked(&mut terminate).await {
+            return None;
         }
         if !controllers.any_running() {
             tracing::error!(target: "math_workshop", "{}", m::EVERY_CONTROLLER_STOPPED.text());
             return None;
         }
         ticks = ticks.wrapping_add(1);
-        let Some(namespace) = lookout else {
-            continue;
-        };
-        if ticks % HEARTBEAT_TICKS == 1 {
-            // The organiser's table (make workshop-room-status) shows this runner up.
+        if let Some(namespace) = beat.filter(|_| ticks % HEARTBEAT_TICKS == 1) {
+            // The organiser's table (make workshop-room-status) and the finished manager read it.
             if let Err(e) = room_status::heartbeat(&ctx.client, namespace, participant).await {
                 tracing::debug!(target: "math_workshop", error = %room::said(&e), "heartbeat");
             }
         }
-        if !ticks.is_multiple_of(LOOKOUT_TICKS) {
+        let Some(namespace) = lookout.filter(|_| ticks.is_multiple_of(LOOKOUT_TICKS)) else {
             continue;
-        }
+        };
         match others_in(&ctx.client, track, stage, namespace, participant).await {
             Ok(None) => {}
             Ok(Some(foreign)) => {
@@ -266,6 +287,21 @@ async fn supervise(
             }
             Err(e) => tracing::warn!(target: "math_workshop", "{e}"),
         }
+    }
+}
+
+/// Waits 500 ms; whether Ctrl-C or SIGTERM (a terminal closed, a test's stop) came meanwhile.
+async fn stop_asked(terminate: &mut Option<Signal>) -> bool {
+    let terminated = async {
+        match terminate.as_mut() {
+            Some(terminate) => terminate.recv().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => true,
+        _ = terminated => true,
+        _ = tokio::time::sleep(Duration::from_millis(500)) => false,
     }
 }
 

@@ -2,8 +2,12 @@
 //! (or the current cluster), with your controllers of stages 1..=N running, and prints one
 //! line per expectation, ✓ or ✗ with a hint.
 
+mod answers;
+mod evidence;
+mod history;
 mod kubectl;
 mod namespace;
+mod reader;
 mod stages;
 
 use std::collections::BTreeMap;
@@ -12,8 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
-use serde_json::Value;
+use kube::api::Api;
 use test_apiserver::TestServer;
 
 use crate::context::Context;
@@ -22,7 +25,9 @@ use crate::runner::Controllers;
 use crate::t;
 use crate::track::{Kind, Track};
 use crate::{cluster, room};
+use history::History;
 pub use kubectl::{Kubectl, Ran};
+pub(crate) use reader::Reader;
 
 /// Where the checks run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +86,8 @@ pub(crate) struct Deletions {
     /// Gone while the check waited: the cluster was deleting, only slowly.
     pub gone: usize,
     pub waited: Duration,
+    /// Whether the wait ran out (else it ended early: a controller stopped).
+    pub ran_out: bool,
 }
 
 impl Pace {
@@ -194,6 +201,12 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
     }
     let claimed = session.install().await;
     if claimed.is_some() {
+        // What `kubectl get -w` shows from the stage's first apply on (answers.rs judges it).
+        let kinds: Vec<Kind> = Kind::ALL
+            .into_iter()
+            .filter(|kind| kind.stage() <= opts.stage)
+            .collect();
+        session.history = Some(History::start(&session.reader, &kinds, opts.timeout).await);
         session.controllers = Some(Controllers::start(track, opts.stage, &session.ctx));
         match opts.stage {
             1 => stages::number(&mut session).await,
@@ -203,6 +216,9 @@ pub async fn check(track: &Track, opts: &Options) -> anyhow::Result<Outcome> {
     }
     if let Some(controllers) = session.controllers.take() {
         controllers.stop();
+    }
+    if let Some(history) = session.history.take() {
+        history.stop();
     }
     if let Some(claimed) = claimed.filter(|_| opts.target == Target::Cluster) {
         let crds = crate::crds::generate(track);
@@ -257,6 +273,14 @@ pub(crate) struct Session {
     in_a_room: bool,
     /// On a cluster: its context and server ([`cluster::Cluster::on`]).
     on: Option<String>,
+    /// Every state of the stage's objects, as `kubectl get -w` shows them.
+    history: Option<History>,
+    /// Whether the stage's watch lines were given (from then on a loop is no longer evidence
+    /// for other lines: the foreground deletion counts its re-creations itself).
+    judged: bool,
+    /// How long the last [`Session::wait`] took, and whether it ran out (else it ended early:
+    /// a controller stopped).
+    waited: (Duration, bool),
 }
 
 impl Session {
@@ -299,6 +323,9 @@ impl Session {
             not_back: BTreeMap::new(),
             in_a_room,
             on,
+            history: None,
+            judged: false,
+            waited: (opts.timeout, true),
         })
     }
 
@@ -317,11 +344,12 @@ impl Session {
         });
     }
 
-    /// A ✗ line. When a controller of `kinds` stopped (a `todo!()` panicked), that is the
-    /// hint; otherwise `hint`, with the last reconcile error of those kinds if any.
+    /// A ✗ line. When the evidence shows its cause (a controller of `kinds` stopped, children
+    /// created over and over, an apply refused with 409: [`Session::evident`]), the hint leads
+    /// with that; otherwise `hint`, with the last reconcile error of those kinds if any.
     fn fail(&mut self, kinds: &[Kind], text: impl Into<String>, hint: impl Into<String>) {
-        let hint = match self.stopped(kinds) {
-            Some(stopped) => stopped,
+        let hint = match self.evident(kinds) {
+            Some(evident) => evident,
             None => {
                 let mut hint = hint.into();
                 for kind in kinds {
@@ -376,13 +404,16 @@ impl Session {
         kinds: &[Kind],
         mut probe: impl AsyncFnMut() -> Result<T, E>,
     ) -> Result<T, E> {
-        let deadline = Instant::now() + self.opts.timeout;
+        let start = Instant::now();
+        let deadline = start + self.opts.timeout;
         loop {
             let seen = match probe().await {
                 Ok(value) => return Ok(value),
                 Err(seen) => seen,
             };
-            if Instant::now() >= deadline || self.stopped(kinds).is_some() {
+            let ran_out = Instant::now() >= deadline;
+            if ran_out || self.stopped(kinds).is_some() {
+                self.waited = (start.elapsed(), ran_out);
                 return Err(seen);
             }
             tokio::time::sleep(self.opts.pace.poll).await;
@@ -414,6 +445,7 @@ impl Session {
                     gone: at_first - left.len(),
                     left,
                     waited: now - start,
+                    ran_out: now >= deadline,
                 });
             }
             tokio::time::sleep(self.opts.pace.poll).await;
@@ -432,9 +464,10 @@ impl Session {
         )
     }
 
-    /// "after 10 s", for messages.
+    /// "after 10 s" (or "after 0.3 s" when the last wait ended early), for messages.
     fn after(&self) -> String {
-        t!(m::AFTER, seconds = self.opts.timeout.as_secs())
+        let (waited, ran_out) = self.waited;
+        t!(m::AFTER, seconds = evidence::seconds(waited, ran_out))
     }
 
     /// `kubectl ARGS`, recorded as a ✓ when it succeeds, a ✗ (with its error) when not.
@@ -597,39 +630,4 @@ fn is_established(crd: &CustomResourceDefinition) -> bool {
                 .iter()
                 .any(|c| c.type_ == "Established" && c.status == "True")
         })
-}
-
-/// Reads the check's namespace through the API (kubectl is for what a learner types).
-#[derive(Clone)]
-pub(crate) struct Reader {
-    client: kube::Client,
-    namespace: String,
-}
-
-impl Reader {
-    /// An `Api` for one kind in the check's namespace.
-    pub(crate) fn api(&self, kind: &str) -> Api<DynamicObject> {
-        let gvk = GroupVersionKind::gvk("math.example.com", "v1beta1", kind);
-        let plural = format!("{}s", kind.to_lowercase());
-        let resource = ApiResource::from_gvk_with_plural(&gvk, &plural);
-        Api::namespaced_with(self.client.clone(), &self.namespace, &resource)
-    }
-
-    /// One object as JSON, `None` if it does not exist (or cannot be read).
-    pub async fn get(&self, kind: &str, name: &str) -> Option<Value> {
-        let object = self.api(kind).get_opt(name).await.ok()??;
-        serde_json::to_value(object).ok()
-    }
-
-    /// Every object of a kind in the namespace, as JSON.
-    pub async fn list(&self, kind: &str) -> Vec<Value> {
-        match self.api(kind).list(&Default::default()).await {
-            Ok(list) => list
-                .items
-                .into_iter()
-                .filter_map(|o| serde_json::to_value(o).ok())
-                .collect(),
-            Err(_) => vec![],
-        }
-    }
 }

@@ -44,7 +44,7 @@ messages! {
     CLI_RUN_ALL_NAMESPACES: "Look after every namespace, like kubebuilder's `make run` (a cluster of your own).",
         "kubebuilder の `make run` のように、すべての Namespace を受け持つ (自分専用のクラスター向け)";
     CLI_CHECK: "Check stage N: ✓ or ✗ per expectation, with hints; exits non-zero on any ✗.",
-        "ステージ N をチェックする: 項目ごとに ✓ か ✗ とヒント。✗ が一つでもあれば終了コードは 0 以外";
+        "ステージ N をチェックする: 項目ごとに ✓ か ✗ とヒント。✗ が 1 つでもあれば終了コードは 0 以外";
     CLI_CHECK_STAGE: "The stage to check (1 Number, 2 Tuple, 3 Fermat).",
         "チェックするステージ (1 Number、2 Tuple、3 Fermat)";
     CLI_CHECK_CLUSTER: "Use the cluster of the current kubeconfig instead of a fresh test API server, in the namespace math-workshop-check-<participant>.",
@@ -55,7 +55,7 @@ messages! {
         "--cluster のとき: ほかの人が使う別の CRD があっても、CRD をインストールする";
     CLI_CHECK_TIMEOUT: "Seconds each expectation may take (default: 10 on the test server, 30 on a cluster).",
         "1 項目にかけてよい秒数 (既定: テスト用 API サーバーで 10、クラスターで 30)";
-    CLI_TOOLS: "Watch and skip, for the learner track.", "ワークショップ用の watch と skip";
+    CLI_TOOLS: "Watch, hint and skip, for the learner track.", "ワークショップ用の watch (保存のたびにチェック)、hint (ヒント)、skip (模範解答で追いつく)";
     CLI_WATCH: "Build and check a stage, and again on every save of an exercise file (Rustlings-style).",
         "ステージをビルドしてチェックし、演習ファイルを保存するたびにやり直す (Rustlings 風)";
     CLI_WATCH_STAGE: "The stage to check first (1 Number, 2 Tuple, 3 Fermat); the next one once it passes.",
@@ -70,6 +70,12 @@ messages! {
         "追いつく: ステージ N の模範解答を workshop/src/exercises/ に置き (自分のものは <ファイル>.rs.mine として隣に残る)、ステージ N+1 を自分のコードで続ける";
     CLI_SKIP_STAGE: "The stage to take the reference solution of (1 Number, 2 Tuple, 3 Fermat).",
         "模範解答を使うステージ (1 Number、2 Tuple、3 Fermat)";
+    CLI_HINT: "Show the next hint of the first unfinished exercise of stage N: first the way (the calls to make), then the complete code, one step per call (Rustlings-style).",
+        "ステージ N でまだ書かれていない最初の演習の、次のヒントを表示する。最初は進め方 (使う呼び出し)、次に完成したコード。呼ぶたびに 1 段階ずつ (Rustlings 風)";
+    CLI_HINT_STAGE: "The stage (0 API definition, 1 Number, 2 Tuple, 3 Fermat).",
+        "ステージ (0 API の定義、1 Number、2 Tuple、3 Fermat)";
+    CLI_HINT_ALL: "Every hint of the stage at once, the complete code included.",
+        "ステージのヒントを完成したコードも含めてすべて一度に表示する";
     CLI_SNIPPETS: "For the project: write workshop/tests/snippets/generated.rs from the guides' and cheat sheets' ```rust blocks (make workshop-snippets), which a test compiles.",
         "プロジェクト用: ガイドとチートシートの ```rust ブロックから workshop/tests/snippets/generated.rs を書く (make workshop-snippets)。テストがそれをコンパイルする";
 
@@ -81,6 +87,6 @@ messages! {
     CLI_MISSING_ARGUMENT: "missing {arg}", "{arg} を指定してください";
     CLI_CONFLICT: "{arg} cannot be used with {other}", "{arg} と {other} は一緒に使えません";
     CLI_INVALID_COMMAND_LINE: "the command line is not valid", "コマンドラインが正しくありません";
-    CLI_DID_YOU_MEAN: " (did you mean {suggested}?)", " ({suggested} のことですか?)";
+    CLI_DID_YOU_MEAN: " (did you mean {suggested}?)", " ({suggested} のことですか？)";
     CLI_SEE_HELP: "; --help shows the usage", "。使い方は --help で表示できます";
 }

@@ -51,9 +51,9 @@ messages! {
     ROOM_NOT_ALL_NAMESPACES: "not watching every namespace: this is a room's shared cluster; leave out ARGS=--all-namespaces to look after your own",
         "すべての Namespace はウォッチしません: ここは会場の共有クラスターです。ARGS=--all-namespaces を外すと自分の Namespace を担当します";
     ROOM_CRDS: "the room's CRDs are installed (by the organiser), namespace {namespace} emptied for the check",
-        "会場の CRD はインストール済みです (主催者による)。チェックのために Namespace {namespace} を空にしました";
+        "会場の CRD はインストール済み (主催者による)。チェックのために Namespace {namespace} を空にした";
     ROOM_CRDS_NAMESPACE_MADE: "the room's CRDs are installed (by the organiser), namespace {namespace} created for the check (deleted at its end)",
-        "会場の CRD はインストール済みです (主催者による)。チェックのために Namespace {namespace} を作りました (終わりに削除します)";
+        "会場の CRD はインストール済み (主催者による)。チェックのために Namespace {namespace} を作った (終わりに削除する)";
     STATUS_PARTICIPANT: "PARTICIPANT", "参加者";
     STATUS_STAGE: "STAGE", "ステージ";
     STATUS_RUNNER: "RUNNER", "ランナー";

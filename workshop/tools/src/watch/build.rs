@@ -39,7 +39,7 @@ fn profile_of(executable: &Path) -> String {
 }
 
 /// `cargo build --locked --profile <the watch's> -p math-workshop`, its diagnostics in one line
-/// each (`--message-format=json-diagnostic-short`) and the binary's path from its artifact
+/// each ([`one_line`], from `--message-format=json`) and the binary's path from its artifact
 /// message.
 pub(super) fn build(repository: &Path) -> std::io::Result<Built> {
     let output = cargo_build(repository)?;
@@ -67,7 +67,7 @@ fn cargo_build(repository: &Path) -> std::io::Result<Output> {
             &own_profile(),
             "-p",
             "math-workshop",
-            "--message-format=json-diagnostic-short",
+            "--message-format=json",
         ])
         .current_dir(repository)
         // make's jobserver belongs to the make that started this watch, not to this build.
@@ -110,9 +110,9 @@ impl Built {
                 self.executable = message["executable"].as_str().map(PathBuf::from);
             }
             Some("compiler-message") if ours => {
-                let rendered = message["message"]["rendered"].as_str().unwrap_or_default();
-                let text = rendered.trim().to_string();
-                match message["message"]["level"].as_str() {
+                let diagnostic = &message["message"];
+                let text = one_line(diagnostic);
+                match diagnostic["level"].as_str() {
                     Some("error") if !text.starts_with("error: aborting") => self.errors.push(text),
                     Some("warning") if text.contains("workshop/src/exercises/") => {
                         self.warnings.push(text)
@@ -123,6 +123,105 @@ impl Built {
             _ => {}
         }
     }
+}
+
+/// Where the learner's code is: a diagnostic is shown at a line of it when it names one.
+const EXERCISES: &str = "workshop/src/exercises/";
+
+/// One of rustc's diagnostics in one line, as `--message-format=json-diagnostic-short` would
+/// put it, `file:line:col: level[code]: message`, but with what the short form leaves out: its
+/// help with the suggested code (`a function with a similar name exists: `fizzbuzz``), and the
+/// learner's own line when the error's primary place is inside a dependency (a bound that
+/// `kube-core` states, a macro it expands): the first place of the diagnostic, its children or
+/// their macro expansions that is in `workshop/src/exercises/`.
+pub(super) fn one_line(diagnostic: &Value) -> String {
+    let level = diagnostic["level"].as_str().unwrap_or("error");
+    let code = match diagnostic["code"]["code"].as_str() {
+        Some(code) => format!("{level}[{code}]"),
+        None => level.to_string(),
+    };
+    let message = diagnostic["message"].as_str().unwrap_or_default();
+    let mut line = match place(diagnostic) {
+        Some(place) => format!("{place}: {code}: {message}"),
+        None => format!("{code}: {message}"),
+    };
+    let helps = helps(diagnostic);
+    if !helps.is_empty() {
+        line.push_str(&format!(" ({})", helps.join("; ")));
+    }
+    line
+}
+
+/// `file:line:col` of the diagnostic: its primary span, unless that is outside the learner's
+/// crate and a span in the exercises is named (then that one).
+fn place(diagnostic: &Value) -> Option<String> {
+    let mut spans = Vec::new();
+    collect_spans(diagnostic, &mut spans);
+    let at = |span: &Value| {
+        Some(format!(
+            "{}:{}:{}",
+            span["file_name"].as_str()?,
+            span["line_start"],
+            span["column_start"]
+        ))
+    };
+    let primary = diagnostic["spans"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["is_primary"] == true));
+    let in_workspace = |span: &Value| {
+        span["file_name"]
+            .as_str()
+            .is_some_and(|f| !f.starts_with('/') && !f.starts_with('<'))
+    };
+    match primary {
+        Some(primary) if in_workspace(primary) => at(primary),
+        _ => spans
+            .iter()
+            .copied()
+            .find(|s| {
+                s["file_name"]
+                    .as_str()
+                    .is_some_and(|f| f.starts_with(EXERCISES))
+            })
+            .or(primary)
+            .and_then(at),
+    }
+}
+
+/// Every span of a diagnostic, its children's and their macro expansions' call sites, in order.
+fn collect_spans<'a>(diagnostic: &'a Value, spans: &mut Vec<&'a Value>) {
+    for span in diagnostic["spans"].as_array().into_iter().flatten() {
+        let mut next = Some(span);
+        while let Some(span) = next {
+            spans.push(span);
+            next = span["expansion"]["span"]
+                .as_object()
+                .map(|_| &span["expansion"]["span"]);
+        }
+    }
+    for child in diagnostic["children"].as_array().into_iter().flatten() {
+        collect_spans(child, spans);
+    }
+}
+
+/// The diagnostic's help lines, each with the code it suggests: `a function with a similar name
+/// exists: `fizzbuzz``.
+fn helps(diagnostic: &Value) -> Vec<String> {
+    let children = diagnostic["children"].as_array().into_iter().flatten();
+    children
+        .filter(|child| child["level"] == "help")
+        .map(|child| {
+            let message = child["message"].as_str().unwrap_or_default();
+            let suggested: Vec<&str> = (child["spans"].as_array().into_iter().flatten())
+                .filter_map(|span| span["suggested_replacement"].as_str())
+                .filter(|s| !s.trim().is_empty() && !s.contains('\n'))
+                .collect();
+            match suggested.first() {
+                Some(code) => format!("help: {message}: `{code}`"),
+                None => format!("help: {message}"),
+            }
+        })
+        .collect()
 }
 
 /// The variables `cargo run` sets for the program it runs (this watch) that a build must not
@@ -162,11 +261,17 @@ mod tests {
         read_output(stdout.join("\n").as_bytes(), stderr.as_bytes(), succeeded)
     }
 
-    fn message(package: &str, level: &str, rendered: &str) -> Value {
+    /// A compiler message of `level` at `file:3:1` (`file` empty: no place), saying `text`.
+    fn message(package: &str, level: &str, file: &str, text: &str) -> Value {
+        let spans = if file.is_empty() {
+            serde_json::json!([])
+        } else {
+            serde_json::json!([{ "file_name": file, "line_start": 3, "column_start": 1, "is_primary": true }])
+        };
         serde_json::json!({
             "reason": "compiler-message",
             "package_id": package,
-            "message": { "level": level, "rendered": rendered },
+            "message": { "level": level, "message": text, "spans": spans, "children": [] },
         })
     }
 
@@ -176,19 +281,11 @@ mod tests {
         let built = output(
             false,
             &[
-                message(
-                    ours,
-                    "error",
-                    "workshop/src/exercises/number.rs:3:1: error: x\n",
-                ),
-                message(ours, "error", "error: aborting due to 1 previous error"),
-                message(
-                    ours,
-                    "warning",
-                    "workshop/src/exercises/tuple.rs:1:1: warning: y",
-                ),
-                message(ours, "warning", "workshop/src/main.rs:1:1: warning: z"),
-                message("registry+…#kube@5.0.0", "error", "not ours"),
+                message(ours, "error", "workshop/src/exercises/number.rs", "x"),
+                message(ours, "error", "", "aborting due to 1 previous error"),
+                message(ours, "warning", "workshop/src/exercises/tuple.rs", "y"),
+                message(ours, "warning", "workshop/src/main.rs", "z"),
+                message("registry+…#kube@5.0.0", "error", "x.rs", "not ours"),
             ],
         );
         assert_eq!(
@@ -197,10 +294,54 @@ mod tests {
         );
         assert_eq!(
             built.warnings,
-            ["workshop/src/exercises/tuple.rs:1:1: warning: y"]
+            ["workshop/src/exercises/tuple.rs:3:1: warning: y"]
         );
         assert!(built.executable.is_none());
         assert!(built.cargo_said.contains("Compiling"));
+    }
+
+    #[test]
+    fn a_compile_error_keeps_rustcs_help_and_its_suggestion() {
+        let diagnostic = serde_json::json!({
+            "message": "cannot find function `fizbuzz` in module `math`",
+            "code": { "code": "E0425" },
+            "level": "error",
+            "spans": [{ "file_name": "workshop/src/exercises/number.rs", "line_start": 96,
+                        "column_start": 25, "is_primary": true }],
+            "children": [{
+                "message": "a function with a similar name exists", "level": "help",
+                "spans": [{ "file_name": "workshop/src/exercises/number.rs", "line_start": 96,
+                            "column_start": 25, "is_primary": true,
+                            "suggested_replacement": "fizzbuzz" }],
+                "children": [],
+            }],
+        });
+        assert_eq!(
+            one_line(&diagnostic),
+            "workshop/src/exercises/number.rs:96:25: error[E0425]: cannot find function \
+             `fizbuzz` in module `math` (help: a function with a similar name exists: `fizzbuzz`)"
+        );
+    }
+
+    #[test]
+    fn an_error_placed_in_a_dependency_is_shown_at_the_learners_line() {
+        let registry =
+            "/home/u/.cargo/registry/src/index.crates.io-x/kube-core-5.0.0/src/resource.rs";
+        let diagnostic = serde_json::json!({
+            "message": "the trait bound `Tuple: Resource` is not satisfied",
+            "code": { "code": "E0277" },
+            "level": "error",
+            "spans": [{ "file_name": registry, "line_start": 40, "column_start": 5,
+                        "is_primary": true,
+                        "expansion": { "span": { "file_name": "workshop/src/exercises/tuple.rs",
+                                                 "line_start": 77, "column_start": 9 } } }],
+            "children": [],
+        });
+        assert!(
+            one_line(&diagnostic).starts_with("workshop/src/exercises/tuple.rs:77:9: error[E0277]"),
+            "{}",
+            one_line(&diagnostic)
+        );
     }
 
     #[test]

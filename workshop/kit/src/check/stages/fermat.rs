@@ -2,7 +2,10 @@
 
 use serde_json::{Value, json};
 
-use super::{By, FERMAT, Seen, children, exist, foreground, generation_matches, gone, heal};
+use super::{
+    By, FERMAT, Seen, children, children_answered, exist, foreground, generation_matches, gone,
+    heal, watched,
+};
 use crate::check::Session;
 use crate::messages as m;
 use crate::t;
@@ -16,6 +19,7 @@ pub(crate) async fn fermat(s: &mut Session) {
     heal(s, FERMAT, "Tuple", "fermat-sample-2-and-3", &owns_hint).await;
     changed(s, &file).await;
     collected(s, &file).await;
+    watched(s, FERMAT);
     let hint = t!(m::FERMAT_FOREGROUND_HINT, file = file);
     foreground(
         s,
@@ -153,7 +157,15 @@ fn fermat_says(fermat: &Value, want: &Value) -> Result<(), Seen> {
         "isPrime": status["isPrime"],
         "oneModFour": status["oneModFour"],
     });
-    if &got != want || !generation_matches(fermat) {
+    if !generation_matches(fermat) {
+        return Err(Seen::Behind(t!(
+            m::STATUS_BEHIND,
+            observed = status["observedGeneration"],
+            got = got,
+            generation = fermat["metadata"]["generation"]
+        )));
+    }
+    if &got != want {
         return Err(Seen::Wrong(t!(
             m::FERMAT_SAYS,
             got = got,
@@ -182,7 +194,21 @@ async fn fermat_status(s: &mut Session, name: &str, n: i64, hint: &str) {
             fermat_says(&fermat, &want)
         })
         .await;
+    report(s, name, n, seen, hint).await;
+}
+
+/// The line for one Fermat's status: ✓, or ✗ with what it says instead and the cause the
+/// evidence shows.
+async fn report(s: &mut Session, name: &str, n: i64, seen: Result<(), Seen>, hint: &str) {
+    let want = wanted_status(n);
     let after = s.after();
+    let not_woken =
+        matches!(seen, Err(Seen::NoStatus)) && children_answered(s, ("Fermat", name)).await;
+    let hint = if not_woken {
+        t!(m::FERMAT_NOT_WOKEN_HINT, file = s.track.file(Kind::Fermat))
+    } else {
+        hint.to_string()
+    };
     match seen {
         Ok(()) => s.pass(format!("Fermat {name} ({n}): {want}")),
         Err(Seen::Missing(what)) => s.fail(FERMAT, what, m::APPLY_FAILED_ABOVE.text()),
@@ -190,6 +216,21 @@ async fn fermat_status(s: &mut Session, name: &str, n: i64, hint: &str) {
             FERMAT,
             t!(m::FERMAT_NO_STATUS, name = name, n = n, after = after),
             hint,
+        ),
+        Err(Seen::Behind(what)) => s.fail(
+            FERMAT,
+            t!(
+                m::SEEN,
+                subject = format!("Fermat {name} ({n})"),
+                what = what,
+                after = after
+            ),
+            t!(
+                m::BEHIND_HINT,
+                kind = "Fermat",
+                exercise = "3c",
+                file = s.track.file(Kind::Fermat)
+            ),
         ),
         Err(Seen::Wrong(what)) => s.fail(
             FERMAT,
@@ -225,9 +266,10 @@ mod tests {
         let mut status = want.clone();
         status["observedGeneration"] = json!(2);
         assert!(fermat_says(&fermat(status.clone(), 2), &want).is_ok());
+        // Its answer for the last generation, left behind.
         assert!(matches!(
             fermat_says(&fermat(status, 3), &want),
-            Err(Seen::Wrong(_))
+            Err(Seen::Behind(_))
         ));
         assert!(matches!(
             fermat_says(&fermat(json!({}), 1), &want),

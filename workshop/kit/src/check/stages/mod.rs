@@ -7,11 +7,13 @@ mod fermat;
 mod foreground;
 mod number;
 mod tuple;
+mod watched;
 
 pub(super) use fermat::fermat;
 use foreground::foreground;
 pub(super) use number::{number, number_crd};
 pub(super) use tuple::tuple;
+use watched::watched;
 
 use serde_json::{Value, json};
 
@@ -32,6 +34,8 @@ pub(super) enum Seen {
     NoStatus,
     /// It is there, but wrong: what it says.
     Wrong(String),
+    /// Its status still answers an older generation of its spec (left behind): what it says.
+    Behind(String),
 }
 
 pub(super) fn generation_matches(object: &Value) -> bool {
@@ -80,7 +84,7 @@ pub(super) async fn children(
             );
             return;
         }
-        Err(Seen::NoStatus) => return,
+        Err(Seen::NoStatus | Seen::Behind(_)) => return,
     };
     owned(s, kinds, (parent_kind, parent), &found, owner_hint).await;
 }
@@ -181,6 +185,36 @@ fn not_owned(found: &[Value], parent: &Value) -> (Vec<String>, Vec<String>) {
         .map(name)
         .collect();
     (strays, unblocking)
+}
+
+/// Whether the children a parent's spec wants (`parent_kind` `parent`) all exist with an answer
+/// for their current spec (the status field `answer`). A parent without a status then was not
+/// woken when they answered, or wrote nothing: its step's hint leads with `.owns`.
+pub(super) async fn children_answered(s: &Session, (parent_kind, parent): (&str, &str)) -> bool {
+    let Some(object) = s.reader.get(parent_kind, parent).await else {
+        return false;
+    };
+    let (child_kind, answer, names): (&str, &str, Vec<String>) = match parent_kind {
+        "Tuple" => {
+            let count = object["spec"]["numbers"].as_array().map_or(0, Vec::len);
+            let names = (0..count).map(|i| format!("{parent}-{i}")).collect();
+            ("Number", "isSquare", names)
+        }
+        _ => {
+            let n = object["spec"]["number"].as_i64().unwrap_or_default();
+            let names = (1..=n / 2)
+                .map(|a| format!("{parent}-{a}-and-{}", n - a))
+                .collect();
+            ("Tuple", "allSquares", names)
+        }
+    };
+    for name in names {
+        match s.reader.get(child_kind, &name).await {
+            Some(child) if generation_matches(&child) && !child["status"][answer].is_null() => {}
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// `kubectl delete <child>`: it comes back (a new object: another uid).
@@ -336,7 +370,10 @@ pub(super) async fn gone(
     let Err(deletions) = seen else {
         return s.pass(text);
     };
-    let after = t!(m::AFTER, seconds = deletions.waited.as_secs());
+    let after = t!(
+        m::AFTER,
+        seconds = crate::check::evidence::seconds(deletions.waited, deletions.ran_out)
+    );
     let owned = |o: &Value| {
         o["metadata"]["ownerReferences"]
             .as_array()

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{NUMBER, Seen, generation_matches};
+use super::{NUMBER, Seen, generation_matches, watched};
 use crate::check::Session;
 use crate::messages as m;
 use crate::t;
@@ -80,6 +80,7 @@ pub(crate) async fn number(s: &mut Session) {
     if s.kubectl(NUMBER, &edit, apply_hint).await {
         number_status(s, "number-sample", 16, "16", true, false).await;
     }
+    watched(s, NUMBER);
 }
 
 async fn number_status(
@@ -134,7 +135,7 @@ fn report(s: &mut Session, subject: &str, expected: &str, seen: Result<(), Seen>
             t!(m::NUMBER_NO_STATUS, subject = subject, after = after),
             t!(m::NUMBER_NO_STATUS_HINT, file = file),
         ),
-        Err(Seen::Wrong(what)) => s.fail(
+        Err(Seen::Wrong(what) | Seen::Behind(what)) => s.fail(
             NUMBER,
             t!(
                 m::SEEN_EXPECTED,

@@ -3,7 +3,8 @@
 use serde_json::{Value, json};
 
 use super::{
-    By, Seen, TUPLE, children, converge, exist, foreground, generation_matches, gone, heal,
+    By, Seen, TUPLE, children, children_answered, converge, exist, foreground, generation_matches,
+    gone, heal, watched,
 };
 use crate::check::Session;
 use crate::messages as m;
@@ -17,6 +18,7 @@ pub(crate) async fn tuple(s: &mut Session) {
     healed(s, &file).await;
     shrunk(s, &file).await;
     collected(s, &file).await;
+    watched(s, TUPLE);
     // Foreground deletion: the Tuple waits for its Numbers to go.
     let hint = t!(m::TUPLE_FOREGROUND_HINT, file = file);
     foreground(
@@ -90,8 +92,10 @@ async fn healed(s: &mut Session, file: &str) {
     }
 }
 
-/// The Tuple shrinks to one number: the extra Numbers go, the one left is owned, and the
-/// status follows.
+/// The Tuple shrinks to one number, and its first Number's value changes from 0 (a square) to
+/// 2 (not one): the extra Numbers go, the one left is owned, and the status follows. A Tuple
+/// that took that Number's answer for 0 as the answer for 2 said `allSquares: true` on the way
+/// (the watch lines catch it).
 async fn shrunk(s: &mut Session, file: &str) {
     let create_hint = t!(m::TUPLE_CREATE_HINT, file = file);
     let shrink = [
@@ -100,7 +104,7 @@ async fn shrunk(s: &mut Session, file: &str) {
         "tuple-sample",
         "--type=merge",
         "-p",
-        r#"{"spec":{"numbers":[4]}}"#,
+        r#"{"spec":{"numbers":[2]}}"#,
     ];
     let extras = ["tuple-sample-1", "tuple-sample-2"];
     let step = m::STEP_SHRINK.text();
@@ -117,13 +121,13 @@ async fn shrunk(s: &mut Session, file: &str) {
         TUPLE,
         ("Tuple", "tuple-sample"),
         "Number",
-        &numbers("tuple-sample", &[4]),
+        &numbers("tuple-sample", &[2]),
         &create_hint,
         &t!(m::TUPLE_OWNER_HINT, file = file),
     )
     .await;
     let status_hint = t!(m::TUPLE_STATUS_HINT, file = file);
-    tuple_status(s, "tuple-sample", true, &status_hint).await;
+    tuple_status(s, "tuple-sample", false, &status_hint).await;
 }
 
 /// Background deletion (kubectl's default): the Tuple goes at once, the garbage collector
@@ -159,19 +163,42 @@ async fn tuple_status(s: &mut Session, name: &str, all_squares: bool, hint: &str
                 .ok_or_else(|| Seen::Missing(t!(m::NOT_EXIST, kind = "Tuple", name = name)))?;
             match &tuple["status"]["allSquares"] {
                 Value::Null => Err(Seen::NoStatus),
-                got if got != &json!(all_squares) || !generation_matches(&tuple) => {
-                    Err(Seen::Wrong(t!(
-                        m::TUPLE_SAYS,
-                        got = got,
-                        observed = tuple["status"]["observedGeneration"],
-                        generation = tuple["metadata"]["generation"]
-                    )))
-                }
+                got if !generation_matches(&tuple) => Err(Seen::Behind(t!(
+                    m::STATUS_BEHIND,
+                    observed = tuple["status"]["observedGeneration"],
+                    got = format!("allSquares {got}"),
+                    generation = tuple["metadata"]["generation"]
+                ))),
+                got if got != &json!(all_squares) => Err(Seen::Wrong(t!(
+                    m::TUPLE_SAYS,
+                    got = got,
+                    observed = tuple["status"]["observedGeneration"],
+                    generation = tuple["metadata"]["generation"]
+                ))),
                 _ => Ok(()),
             }
         })
         .await;
+    report(s, name, all_squares, seen, hint).await;
+}
+
+/// The line for one Tuple's status: ✓, or ✗ with what it says instead and the cause the
+/// evidence shows.
+async fn report(
+    s: &mut Session,
+    name: &str,
+    all_squares: bool,
+    seen: Result<(), Seen>,
+    hint: &str,
+) {
     let after = s.after();
+    let not_woken =
+        matches!(seen, Err(Seen::NoStatus)) && children_answered(s, ("Tuple", name)).await;
+    let hint = if not_woken {
+        t!(m::TUPLE_NOT_WOKEN_HINT, file = s.track.file(Kind::Tuple))
+    } else {
+        hint.to_string()
+    };
     match seen {
         Ok(()) => s.pass(t!(
             m::TUPLE_ALL_SQUARES,
@@ -183,6 +210,21 @@ async fn tuple_status(s: &mut Session, name: &str, all_squares: bool, hint: &str
             TUPLE,
             t!(m::TUPLE_NO_STATUS, name = name, after = after),
             hint,
+        ),
+        Err(Seen::Behind(what)) => s.fail(
+            TUPLE,
+            t!(
+                m::SEEN,
+                subject = format!("Tuple {name}"),
+                what = what,
+                after = after
+            ),
+            t!(
+                m::BEHIND_HINT,
+                kind = "Tuple",
+                exercise = "2c",
+                file = s.track.file(Kind::Tuple)
+            ),
         ),
         Err(Seen::Wrong(what)) => s.fail(
             TUPLE,
