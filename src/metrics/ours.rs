@@ -88,6 +88,14 @@ struct MemoryLabels {
     memory: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+/// The kinds of `math_controller_undecodable_objects`, created at zero.
+const KINDS: [&str; 3] = ["Number", "Tuple", "Fermat"];
+
 /// The reasons of `math_controller_reconcile_errors_total`, created at zero so that a
 /// dashboard's or an alert's `rate()` has a series before the first error: the error kinds of
 /// `crate::error::Error::kind_label` that end a reconcile as an error (a conflict is a requeue),
@@ -248,6 +256,7 @@ pub(super) struct OurSeries {
     errors: Family<ErrorLabels, Counter>,
     pub writes: Family<WriteLabels, Counter>,
     remembered: Family<MemoryLabels, Gauge>,
+    undecodable: Family<KindLabels, Gauge>,
     put_off: Family<ControllerLabels, Counter>,
     pub throttled: Counter,
     waits: Family<FairQueueLabels, Histogram, fn() -> Histogram>,
@@ -262,6 +271,7 @@ impl OurSeries {
             errors: Family::default(),
             writes: Family::default(),
             remembered: Family::default(),
+            undecodable: Family::default(),
             put_off: Family::default(),
             throttled: Counter::default(),
             waits: Family::new_with_constructor(wait_histogram),
@@ -278,6 +288,13 @@ impl OurSeries {
                     status_writes not echoed by the watch yet, recent progress_reports, failures \
                     for the backoff); they expire, so this stays bounded";
         r.register("remembered_entries", help, s.remembered.clone());
+        let help = "Stored objects the manager's types cannot decode (stored under an older or \
+                    looser schema), by kind: each is named once in the log and in a Warning \
+                    Event, left alone, and read again when it changes";
+        r.register("undecodable_objects", help, s.undecodable.clone());
+        for kind in KINDS {
+            let _ = s.undecodable.get_or_create(&KindLabels { kind });
+        }
         let help = "Triggers of a parent waiting for its children that were put off because it \
                     was planned a moment ago (at most ten times what its plan cost, at most a \
                     second), by controller";
@@ -328,6 +345,12 @@ impl OurSeries {
     pub fn remembered(&self, memory: &'static str, entries: i64) {
         let labels = MemoryLabels { memory };
         self.remembered.get_or_create(&labels).set(entries);
+    }
+
+    pub fn undecodable(&self, kind: &'static str, objects: i64) {
+        self.undecodable
+            .get_or_create(&KindLabels { kind })
+            .set(objects);
     }
 
     pub fn waits(&self, queue: &'static str) -> Arc<dyn Fn(Duration) + Send + Sync> {
