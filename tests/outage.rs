@@ -260,3 +260,39 @@ async fn a_restart_mid_fermat_relists_and_converges_with_the_minimum_writes() {
     );
     assert!(loud(during).len() <= 3, "{:#?}", loud(during));
 }
+
+/// One request that times out is not an outage (issue 48, N5): the API server answers every
+/// other request. A status write of one Number is held longer than `--api-read-timeout`; the
+/// other Number converges, the log says no outage began (which put every reconcile off until
+/// `GET /version` answered), and the slow one converges once its writes are answered in time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_read_timeout_is_not_an_outage() {
+    let h = Harness::without_manager().await;
+    let manager = Manager::start_with(&h, &["--api-read-timeout=2s"]);
+    let slow_status = RequestFilter::new()
+        .verb(Verb::Patch)
+        .resource("numbers")
+        .subresource("status")
+        .name("slow");
+    h.server
+        .set_latency(slow_status.clone(), Duration::from_secs(4));
+    h.create_number("slow", 4).await;
+    h.create_number("fast", 9).await;
+    wait_for(&h.numbers(), "fast", number_ready).await;
+    // The slow one's write has timed out at least once by now.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    h.server.set_latency(slow_status, Duration::ZERO);
+    wait_for(&h.numbers(), "slow", number_ready).await;
+    let lines = manager.stop().await;
+    let outage: Vec<&String> = (lines.iter())
+        .filter(|l| l.contains("unreachable"))
+        .collect();
+    assert!(outage.is_empty(), "no outage: {outage:#?}");
+    let timed_out: Vec<&String> = (lines.iter())
+        .filter(|l| l.contains("Number default/slow") && l.contains("reconcile failed"))
+        .collect();
+    assert!(
+        !timed_out.is_empty(),
+        "the slow write's failure is the object's: {lines:#?}"
+    );
+}
