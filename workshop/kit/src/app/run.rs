@@ -10,7 +10,7 @@ use test_apiserver::TestServer;
 use super::where_line;
 use crate::context::Context;
 use crate::messages as m;
-use crate::runner::Controllers;
+use crate::runner::{self, Controllers};
 use crate::track::Track;
 use crate::{cluster, crds, organiser, room, room_status, t};
 
@@ -80,7 +80,7 @@ pub(super) async fn run(
     if server.is_none() {
         prepare_cluster(&connected, track, stage, namespace.as_deref(), participant).await?;
     }
-    let ctx = Context::new(connected.client, namespace.clone());
+    let ctx = runner::context(connected.client, namespace.clone(), track);
     let mut controllers = Controllers::start(track, stage, &ctx);
     let watching = match &namespace {
         Some(namespace) => t!(m::SCOPE_NAMESPACE, namespace = namespace),
