@@ -245,6 +245,19 @@ const EXPECTED_WRITES: [(&str, &str, WriteKind); 12] = [
     ("fermat", "Event", WriteKind::Event),
 ];
 
+/// `math_controller_undecodable_objects{kind}`, registered in `r` with each kind at zero.
+fn undecodable_objects(r: &mut Registry) -> Family<KindLabels, Gauge> {
+    let family = Family::<KindLabels, Gauge>::default();
+    let help = "Stored objects the manager's types cannot decode (stored under an older or \
+                looser schema), by kind: each is named once in the log and in a Warning Event, \
+                left alone, and read again when it changes";
+    r.register("undecodable_objects", help, family.clone());
+    for kind in KINDS {
+        let _ = family.get_or_create(&KindLabels { kind });
+    }
+    family
+}
+
 fn wait_histogram() -> Histogram {
     // 0.5 ms .. ~16 s: a request waits for a slot for well under a millisecond when the
     // manager is idle, seconds behind a big Fermat's backlog.
@@ -271,7 +284,7 @@ impl OurSeries {
             errors: Family::default(),
             writes: Family::default(),
             remembered: Family::default(),
-            undecodable: Family::default(),
+            undecodable: undecodable_objects(r),
             put_off: Family::default(),
             throttled: Counter::default(),
             waits: Family::new_with_constructor(wait_histogram),
@@ -288,13 +301,6 @@ impl OurSeries {
                     status_writes not echoed by the watch yet, recent progress_reports, failures \
                     for the backoff); they expire, so this stays bounded";
         r.register("remembered_entries", help, s.remembered.clone());
-        let help = "Stored objects the manager's types cannot decode (stored under an older or \
-                    looser schema), by kind: each is named once in the log and in a Warning \
-                    Event, left alone, and read again when it changes";
-        r.register("undecodable_objects", help, s.undecodable.clone());
-        for kind in KINDS {
-            let _ = s.undecodable.get_or_create(&KindLabels { kind });
-        }
         let help = "Triggers of a parent waiting for its children that were put off because it \
                     was planned a moment ago (at most ten times what its plan cost, at most a \
                     second), by controller";
