@@ -130,14 +130,18 @@ struct Retry {
 }
 
 impl Retry {
-    /// The watcher brought `event`: an object or a complete list says it works again.
+    /// The watcher brought `event`: an object or a complete list says it works again. Only
+    /// an object from the watch itself ends a run of 410s: a list that is answered and then
+    /// a watch that answers 410 again did not help ([`GoneBackoff`]).
     fn delivered<T>(&mut self, event: &watcher::Event<T>) {
+        if matches!(event, watcher::Event::Apply(_) | watcher::Event::Delete(_)) {
+            self.gone.resumed();
+        }
         if matches!(
             event,
             watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone
         ) {
             self.backoff.reset();
-            self.gone.resumed();
             if let Some((tries, lasted, told)) = self.streak.ended(Instant::now()) {
                 let kind = self.kind;
                 if told {
