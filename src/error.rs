@@ -73,15 +73,36 @@ impl Error {
     }
 }
 
-/// Whether an error means the API server could not be reached (refused, reset, timed
-/// out), rather than an answer from it.
+/// Whether an error means the API server could not be reached (refused, reset, a connect
+/// that timed out), rather than an answer from it.
 ///
 /// A watch stream that breaks while it is read (`ReadEvents`: one connection reset, a
 /// proxy's idle timeout) is not such news: the watcher reconnects, and only if that fails
 /// is the server away. Counting it made one reset an outage that put every reconcile off
-/// until `GET /version` answered.
+/// until `GET /version` answered. Nor is one request whose answer took longer than the read
+/// timeout ([`read_timed_out`]): the server answers every other request, and that one is
+/// retried with its object's backoff. Counting it made one slow answer an outage too.
 pub fn is_unreachable(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::HyperError(_) | kube::Error::Service(_))
+    matches!(error, kube::Error::HyperError(_) | kube::Error::Service(_)) && !read_timed_out(error)
+}
+
+/// Whether a request failed because no byte of its answer came within the read timeout, on
+/// a connection that was open: a timed-out read inside hyper's connection, not a connect
+/// that timed out (hyper-timeout reports both as `TimedOut`, the connect outside hyper).
+pub fn read_timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut in_connection = false;
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        in_connection |= error.is::<hyper::Error>();
+        if in_connection
+            && let Some(io) = error.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::TimedOut
+        {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
 }
 
 /// What every reconcile returns.

@@ -144,7 +144,7 @@ async fn a_manager_started_during_an_outage_runs_once_the_server_is_back() {
 }
 
 /// Retries during an outage are not failures of the object: the first ordinary error after
-/// the server is back is retried after the first step of the backoff (100 ms, attempt 1),
+/// the server is back is retried after the first step of the backoff (50–100 ms, attempt 1),
 /// not after a backoff grown by every second of the outage (issue 17's review).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_an_outage_an_error_backs_off_from_the_first_step() {
@@ -173,8 +173,12 @@ async fn after_an_outage_an_error_backs_off_from_the_first_step() {
         .filter(|l| l.contains("Number/default/n: reconcile failed"))
         .collect();
     assert_eq!(failed.len(), 1, "{lines:#?}");
+    // The first step: 100 ms, drawn between 50 and 100 ms (jittered).
+    let delay = (failed[0].split("retrying in ").nth(1))
+        .and_then(|rest| rest.split("ms ").next())
+        .and_then(|ms| ms.parse::<f64>().ok());
     assert!(
-        failed[0].contains("attempt=1") && failed[0].contains("retrying in 100ms"),
+        failed[0].contains("attempt=1") && delay.is_some_and(|ms| (50.0..=100.0).contains(&ms)),
         "{failed:#?}"
     );
 }
@@ -259,4 +263,40 @@ async fn a_restart_mid_fermat_relists_and_converges_with_the_minimum_writes() {
         "{about_the_outage:#?}"
     );
     assert!(loud(during).len() <= 3, "{:#?}", loud(during));
+}
+
+/// One request that times out is not an outage (issue 48, N5): the API server answers every
+/// other request. A status write of one Number is held longer than `--api-read-timeout`; the
+/// other Number converges, the log says no outage began (which put every reconcile off until
+/// `GET /version` answered), and the slow one converges once its writes are answered in time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_read_timeout_is_not_an_outage() {
+    let h = Harness::without_manager().await;
+    let manager = Manager::start_with(&h, &["--api-read-timeout=2s"]);
+    let slow_status = RequestFilter::new()
+        .verb(Verb::Patch)
+        .resource("numbers")
+        .subresource("status")
+        .name("slow");
+    h.server
+        .set_latency(slow_status.clone(), Duration::from_secs(4));
+    h.create_number("slow", 4).await;
+    h.create_number("fast", 9).await;
+    wait_for(&h.numbers(), "fast", number_ready).await;
+    // The slow one's write has timed out at least once by now.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    h.server.set_latency(slow_status, Duration::ZERO);
+    wait_for(&h.numbers(), "slow", number_ready).await;
+    let lines = manager.stop().await;
+    let outage: Vec<&String> = (lines.iter())
+        .filter(|l| l.contains("unreachable"))
+        .collect();
+    assert!(outage.is_empty(), "no outage: {outage:#?}");
+    let timed_out: Vec<&String> = (lines.iter())
+        .filter(|l| l.contains("Number default/slow") && l.contains("reconcile failed"))
+        .collect();
+    assert!(
+        !timed_out.is_empty(),
+        "the slow write's failure is the object's: {lines:#?}"
+    );
 }

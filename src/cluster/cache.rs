@@ -22,6 +22,7 @@ use std::sync::{Arc, RwLock};
 use kube::Resource;
 use kube::runtime::reflector::{ObjectRef, Store};
 
+use crate::cluster::undecodable::Undecodable;
 use crate::error::{Error, Result};
 use crate::kind::{Kind, controller_uid};
 
@@ -31,6 +32,8 @@ pub struct Cache<K: Kind> {
     /// The objects, as the watch last saw them.
     pub store: Store<K>,
     index: Arc<OwnerIndex>,
+    /// The objects the watch could not decode: not in the store, named for their parents.
+    pub undecodable: Arc<Undecodable<K>>,
 }
 
 impl<K: Kind> Clone for Cache<K> {
@@ -38,6 +41,7 @@ impl<K: Kind> Clone for Cache<K> {
         Cache {
             store: self.store.clone(),
             index: self.index.clone(),
+            undecodable: self.undecodable.clone(),
         }
     }
 }
@@ -48,6 +52,7 @@ impl<K: Kind> Cache<K> {
         Cache {
             store,
             index: Arc::default(),
+            undecodable: Arc::default(),
         }
     }
 

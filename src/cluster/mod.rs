@@ -7,8 +7,13 @@
 //!   it sees is told to the reconcile's memories through [`watches::Witness`].
 //! - `cache.rs`: one kind's cache (its reflector store and its owner index, one type), and
 //!   every kind's caches found by type ([`cache::Caches`]).
-//! - `outage.rs`: API server outages: reported in a few log lines, fast jittered retries, a
-//!   single probe that says when it is back.
+//! - `undecodable.rs`: objects the manager's types cannot decode: each object of a list or
+//!   watch decoded on its own (and lean: what no controller reads is never kept), one that
+//!   does not decode set aside and named once, for its parents to find.
+//! - `watch_retry.rs`: a failing list or watch, paused for by why it failed (410, 429,
+//!   unreachable, anything else) and told once, with a count while it lasts.
+//! - `outage.rs`: API server outages: reported in a few log lines, fast jittered retries of
+//!   the reconciles, a single probe that says when it is back (and wakes the watches).
 //! - `backoff.rs`: the one exponential backoff every retry uses (first delay, cap, jitter),
 //!   and the random numbers for jitter.
 //! - `expiring.rs`: remembered writes and failures in maps whose entries expire (bounded
@@ -23,4 +28,6 @@ pub mod backoff;
 pub mod cache;
 pub mod expiring;
 pub mod outage;
+pub mod undecodable;
+pub mod watch_retry;
 pub mod watches;

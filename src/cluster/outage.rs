@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use kube::runtime::utils::Backoff;
 use tracing::{info, warn};
 
 use crate::cluster::backoff::Exponential;
@@ -33,6 +32,9 @@ const RETRY_MIN: Duration = Duration::from_millis(100);
 pub struct Outage {
     client: kube::Client,
     state: Mutex<State>,
+    /// Whether an outage is in progress, for those who wait for its end
+    /// ([`Outage::reachable_again`]).
+    down: tokio::sync::watch::Sender<bool>,
 }
 
 #[derive(Default)]
@@ -53,6 +55,7 @@ impl Outage {
         Arc::new(Outage {
             client,
             state: Mutex::default(),
+            down: tokio::sync::watch::Sender::new(false),
         })
     }
 
@@ -77,6 +80,7 @@ impl Outage {
         let since = humantime_utc(wall);
         let waiting = s.waiting.len();
         if new {
+            self.down.send_replace(true);
             tokio::spawn(self.clone().probe());
             warn!(%error, "API server unreachable since {since}; {waiting} reconciles waiting; retrying every second at most");
         } else {
@@ -127,7 +131,15 @@ impl Outage {
             s.last_report = None;
             s.back = Some(Instant::now());
             s.waiting.clear();
+            self.down.send_replace(false);
         }
+    }
+
+    /// Resolves once no outage is in progress: at once when there is none, else when the
+    /// probe gets its answer. A watch waiting out its backoff goes on then.
+    pub async fn reachable_again(&self) {
+        let mut down = self.down.subscribe();
+        let _ = down.wait_for(|down| !down).await;
     }
 
     /// When the last outage ended, if there was one.
@@ -174,30 +186,6 @@ pub fn retry_delay(attempt: u32, random: u64) -> Duration {
         .delay(attempt, random)
 }
 
-/// The watches' backoff: [`retry_delay`] per consecutive failure, reset by kube-runtime
-/// once the watch yields again (kube-runtime's default grows toward 30 s, which is how
-/// long a manager would otherwise stay blind after a control-plane restart).
-#[derive(Default)]
-pub struct WatchBackoff {
-    attempt: u32,
-}
-
-impl Iterator for WatchBackoff {
-    type Item = Duration;
-
-    fn next(&mut self) -> Option<Duration> {
-        let delay = retry_delay(self.attempt, random());
-        self.attempt = self.attempt.saturating_add(1);
-        Some(delay)
-    }
-}
-
-impl Backoff for WatchBackoff {
-    fn reset(&mut self) {
-        self.attempt = 0;
-    }
-}
-
 /// A random number for jitter (see [`crate::cluster::backoff::random`]).
 pub(crate) use crate::cluster::backoff::random;
 
@@ -215,14 +203,5 @@ mod tests {
                 assert!(d >= RETRY_MAX / 2 && d <= RETRY_MAX, "{d:?}");
             }
         }
-        let mut backoff = WatchBackoff::default();
-        let late = (0..20).filter_map(|_| backoff.next()).last();
-        assert!(late.is_some_and(|d| d <= RETRY_MAX));
-        backoff.reset();
-        assert!(
-            backoff
-                .next()
-                .is_some_and(|d| d < Duration::from_millis(100))
-        );
     }
 }

@@ -180,6 +180,12 @@ impl Metrics {
         self.inner.ours.remembered(memory, entries);
     }
 
+    /// How many stored objects of `kind` the manager cannot decode.
+    pub fn set_undecodable(&self, kind: &'static str, objects: usize) {
+        let objects = i64::try_from(objects).unwrap_or(i64::MAX);
+        self.inner.ours.undecodable(kind, objects);
+    }
+
     /// Where `math_controller_log_lines_dropped_total` is read from; the first call counts,
     /// later ones are ignored (one log writer per process).
     pub fn count_dropped_log_lines(&self, dropped: impl Fn() -> u64 + Send + Sync + 'static) {

@@ -136,6 +136,14 @@ struct MemoryLabels {
     memory: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+/// The kinds of `math_controller_undecodable_objects`, created at zero.
+const KINDS: [&str; 3] = ["Number", "Tuple", "Fermat"];
+
 /// The reasons of `math_controller_reconcile_errors_total`, created at zero so that a
 /// dashboard's or an alert's `rate()` has a series before the first error: the error kinds of
 /// `crate::error::Error::kind_label` that end a reconcile as an error (a conflict is a requeue),
@@ -286,6 +294,19 @@ const EXPECTED_WRITES: [(&str, &str, WriteKind); 12] = [
     ("fermat", "Event", WriteKind::Event),
 ];
 
+/// `math_controller_undecodable_objects{kind}`, registered in `r` with each kind at zero.
+fn undecodable_objects(r: &mut Registry) -> Family<KindLabels, Gauge> {
+    let family = Family::<KindLabels, Gauge>::default();
+    let help = "Stored objects the manager's types cannot decode (stored under an older or \
+                looser schema), by kind: each is named once in the log and in a Warning Event, \
+                left alone, and read again when it changes";
+    r.register("undecodable_objects", help, family.clone());
+    for kind in KINDS {
+        let _ = family.get_or_create(&KindLabels { kind });
+    }
+    family
+}
+
 fn wait_histogram() -> Histogram {
     // 0.5 ms .. ~16 s: a request waits for a slot for well under a millisecond when the
     // manager is idle, seconds behind a big Fermat's backlog.
@@ -298,6 +319,7 @@ pub(super) struct OurSeries {
     errors: Family<ErrorLabels, Counter>,
     pub writes: Family<WriteLabels, Counter>,
     remembered: Family<MemoryLabels, Gauge>,
+    undecodable: Family<KindLabels, Gauge>,
     put_off: Family<ControllerLabels, Counter>,
     pub throttled: Counter,
     waits: Family<FairQueueLabels, Histogram, fn() -> Histogram>,
@@ -313,6 +335,7 @@ impl OurSeries {
             errors: Family::default(),
             writes: Family::default(),
             remembered: Family::default(),
+            undecodable: undecodable_objects(r),
             put_off: Family::default(),
             throttled: Counter::default(),
             waits: Family::new_with_constructor(wait_histogram),
@@ -403,6 +426,12 @@ impl OurSeries {
     pub fn remembered(&self, memory: &'static str, entries: i64) {
         let labels = MemoryLabels { memory };
         self.remembered.get_or_create(&labels).set(entries);
+    }
+
+    pub fn undecodable(&self, kind: &'static str, objects: i64) {
+        self.undecodable
+            .get_or_create(&KindLabels { kind })
+            .set(objects);
     }
 
     pub fn waits(&self, queue: &'static str) -> Arc<dyn Fn(Duration) + Send + Sync> {

@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use kube::runtime::reflector;
 use kube::runtime::watcher;
@@ -433,7 +434,7 @@ impl<K: Kind> Wired<K> {
 
     /// What a child's watch tells this kind's gate: the parents cached (a parent not cached
     /// has nothing to reconcile, or is not listed yet: its own list tells its gate).
-    fn told(&self) -> impl Fn(&K::Child) + Send + 'static + use<K>
+    fn told(&self) -> impl Fn(&ObjectMeta) + Send + 'static + use<K>
     where
         K: Parent,
     {
@@ -518,7 +519,7 @@ impl<'a> Watch<'a> {
         writer: reflector::store::Writer<K>,
         cache: &Cache<K>,
         gate: &Gate,
-        parents: impl Fn(&K) + Send + 'static,
+        parents: impl Fn(&ObjectMeta) + Send + 'static,
     ) -> futures::stream::BoxStream<'static, ()> {
         let gate = gate.clone();
         watch_and_fan_out(

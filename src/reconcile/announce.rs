@@ -30,6 +30,7 @@ use kube::{Client, ResourceExt};
 use tracing::{info, warn};
 
 use crate::cluster::expiring::Expiring;
+use crate::cluster::undecodable::Undecoded;
 use crate::error::is_unreachable;
 use crate::kind::{Child, Kind, controller_uid};
 use crate::metrics::{Metrics, WriteKind};
@@ -209,6 +210,44 @@ pub async fn publish<P: Kind>(
         Err(error) => {
             ctx.metrics.write(P::CONTROLLER, "Event", WriteKind::Event);
             warn!(%error, reason, "could not publish an Event on {} {}", P::kind(&()), regarding.name_any())
+        }
+    }
+}
+
+/// Say once, as a Warning Event on it, that a stored object of kind `K` cannot be decoded
+/// (the watch has logged it and set it aside, `cluster/undecodable.rs`): its owner finds the
+/// field to fix with `kubectl describe`.
+pub async fn undecodable<K: Kind>(ctx: &Context, object: &Undecoded) {
+    let meta = &object.metadata;
+    let regarding = ObjectReference {
+        api_version: Some(K::api_version(&()).into_owned()),
+        kind: Some(K::KIND.to_string()),
+        name: meta.name.clone(),
+        namespace: meta.namespace.clone(),
+        uid: meta.uid.clone(),
+        resource_version: meta.resource_version.clone(),
+        ..ObjectReference::default()
+    };
+    let note = Note {
+        type_: EventType::Warning,
+        reason: "Undecodable".to_string(),
+        action: "Decode".to_string(),
+        text: format!(
+            "cannot be decoded (stored under another schema?), so it is left alone until it changes: {}",
+            object.error
+        ),
+        related: None,
+    };
+    match ctx.requests.run(ctx.events.publish(&regarding, note)).await {
+        Ok(true) => ctx.metrics.write(K::CONTROLLER, "Event", WriteKind::Event),
+        Ok(false) => {}
+        Err(error) if is_unreachable(&error) => {
+            ctx.outage.unreachable(None, &error);
+        }
+        Err(error) => {
+            ctx.metrics.write(K::CONTROLLER, "Event", WriteKind::Event);
+            let name = meta.name.as_deref().unwrap_or_default();
+            warn!(%error, "could not publish an Event on {} {name}", K::KIND)
         }
     }
 }

@@ -13,10 +13,11 @@ use kube::Client;
 
 use crate::cluster::cache::Caches;
 use crate::cluster::outage::Outage;
+use crate::cluster::undecodable::Undecoded;
 use crate::cluster::watches::Witness;
 use crate::kind::Kind;
 use crate::metrics::Metrics;
-use crate::reconcile::announce::{Publisher, Reporter};
+use crate::reconcile::announce::{self, Publisher, Reporter};
 use crate::reconcile::memory::expectations::{Expectations, IN_FLIGHT_TIMEOUT, WrittenStatuses};
 use crate::reconcile::memory::refusals::Refusals;
 use crate::reconcile::memory::retry::Failures;
@@ -154,5 +155,15 @@ impl Witness for Context {
 
     fn watch_failed<K: Kind>(&self) {
         self.pace.watch_failed(K::kind(&()));
+    }
+
+    fn undecodable<K: Kind>(self: &Arc<Self>, object: &Undecoded) {
+        // Not awaited by the watch, which must not wait for an Event.
+        let (ctx, object) = (self.clone(), object.clone());
+        tokio::spawn(async move { announce::undecodable::<K>(&ctx, &object).await });
+    }
+
+    fn undecodable_count<K: Kind>(&self, count: usize) {
+        self.metrics.set_undecodable(K::KIND, count);
     }
 }

@@ -114,8 +114,9 @@ pub async fn parent<P: Parent, S: ParentStatus>(
         return Ok(Outcome::DONE);
     }
     let planning = PlanClock::start();
-    let (desired, cached) = look(ctx, parent, ctx.caches.of::<P::Child>()?);
-    let mut plan = plan_writes(parent, desired, &cached);
+    let children = ctx.caches.of::<P::Child>()?;
+    let (desired, cached) = look(ctx, parent, children);
+    let mut plan = plan_writes(parent, desired, &cached, children);
     let mut planned_in = planning.elapsed();
     let held = ctx.refusals.held(parent, &plan.steps(), Instant::now());
     let applied = writes::apply(ctx, parent, &plan, &held.steps).await;
@@ -161,20 +162,24 @@ fn look<P: Parent>(
 /// The spec of a parent's children.
 type ChildSpec<P> = <<P as Parent>::Child as Child>::Spec;
 
-/// Plan: the writes that close the gap between `desired` and `cached`, said in the log.
+/// Plan: the writes that close the gap between `desired` and `cached`, said in the log. A
+/// child that exists but cannot be decoded is not in the cache: `children` knows it.
 fn plan_writes<P: Parent>(
     parent: &P,
     desired: Vec<Desired<ChildSpec<P>>>,
     cached: &CachedChildren<P::Child>,
+    children: &Cache<P::Child>,
 ) -> Plan<P::Child> {
     let owner_uid = parent.meta().uid.clone().unwrap_or_default();
-    let plan = plan::plan(
+    let mut plan = plan::plan(
         &owner_uid,
         desired,
         &cached.found,
         &cached.owned,
         &cached.in_flight,
     );
+    let namespace = parent.namespace().unwrap_or_default();
+    plan.set_aside_undecodable(|name| children.undecodable.why(&namespace, name));
     narrate(parent, &plan);
     plan
 }
@@ -278,7 +283,7 @@ fn narrate<P: Kind, C: Child>(parent: &P, plan: &Plan<C>) {
         parent.name_any()
     );
     let found = format!(
-        "wants {} {}s; {} ready, {} still computing, {} missing, {} edited by hand, {} to adopt, {} unwanted, {} owned by others",
+        "wants {} {}s; {} ready, {} still computing, {} missing, {} edited by hand, {} to adopt, {} unwanted, {} owned by others{}",
         plan.desired,
         C::KIND,
         plan.ready.len(),
@@ -287,7 +292,11 @@ fn narrate<P: Kind, C: Child>(parent: &P, plan: &Plan<C>) {
         plan.correct.len(),
         plan.adopt.len(),
         plan.delete.len(),
-        plan.conflicts.len()
+        plan.conflicts.len(),
+        match plan.undecodable.len() {
+            0 => String::new(),
+            n => format!(", {n} undecodable"),
+        }
     );
     if plan.has_writes() || plan.blocked() {
         info!("{who} {found}");

@@ -68,6 +68,9 @@ pub struct Plan<C: Child> {
     pub conflicts: Vec<Conflict>,
     /// Desired names Kubernetes would refuse (longer than 253 characters).
     pub invalid_names: Vec<String>,
+    /// Desired children that exist but cannot be decoded (stored under another schema),
+    /// with why: left alone, reported.
+    pub undecodable: Vec<(String, String)>,
     /// How many children the spec asks for.
     pub desired: usize,
     /// What the API server refused when the plan was carried out (filled in by the writes,
@@ -106,7 +109,23 @@ impl<C: Child> Plan<C> {
 
     /// The parent cannot finish without somebody else acting.
     pub fn blocked(&self) -> bool {
-        !self.conflicts.is_empty() || !self.invalid_names.is_empty() || !self.refused.is_empty()
+        !self.conflicts.is_empty()
+            || !self.invalid_names.is_empty()
+            || !self.refused.is_empty()
+            || !self.undecodable.is_empty()
+    }
+
+    /// Set aside the children to create that exist after all but cannot be decoded (`why`
+    /// answers why, by name): creating them would only be answered 409 AlreadyExists, again
+    /// and again. Their parent says so instead, until they are fixed or deleted.
+    pub fn set_aside_undecodable(&mut self, why: impl Fn(&str) -> Option<String>) {
+        let create = std::mem::take(&mut self.create);
+        for want in create {
+            match why(&want.name) {
+                Some(error) => self.undecodable.push((want.name, error)),
+                None => self.create.push(want),
+            }
+        }
     }
 }
 
@@ -156,6 +175,13 @@ pub fn unfinished<C: Child>(plan: &Plan<C>) -> Option<(Readiness, Progress)> {
             .collect();
         let message = format!("{kinds} owned by someone else: {}", name_list(&names));
         Some((not_ready("ChildConflict", message), Progress::Blocked))
+    } else if !plan.undecodable.is_empty() {
+        let message = (plan.undecodable.iter())
+            .map(|(name, why)| format!("{} {name} cannot be decoded: {why}", C::KIND))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let message = format!("{message} (fix or delete it; it is left alone until then)");
+        Some((not_ready("ChildUndecodable", message), Progress::Blocked))
     } else if !plan.all_ready() || plan.has_writes() {
         let counts = format!("{}/{} {kinds} ready", plan.ready.len(), plan.desired);
         let waiting = awaited(plan);
@@ -207,6 +233,7 @@ pub fn plan<C: Child>(
         delete: Vec::new(),
         conflicts: Vec::new(),
         invalid_names: Vec::new(),
+        undecodable: Vec::new(),
         desired: desired.len(),
         refused: Vec::new(),
     };

@@ -11,7 +11,7 @@ use std::time::Duration;
 use kube::Resource;
 use tracing::{debug, warn};
 
-use crate::cluster::backoff::Exponential;
+use crate::cluster::backoff::{Exponential, random};
 use crate::cluster::expiring::{Expiring, object_key};
 use crate::cluster::outage;
 use crate::error::{Error, Result};
@@ -28,14 +28,21 @@ const BACKOFF_MAX: Duration = Duration::from_secs(300);
 /// hammered 20 times a second.
 const CONFLICT_BACKOFF_BASE: Duration = Duration::from_millis(50);
 
-/// The delay before the `attempt`-th retry (1-based): doubling from 100 ms, capped at 5 min.
+/// The delay before the `attempt`-th retry (1-based): doubling from 100 ms, capped at 5 min,
+/// each drawn between half its step and the step, so that objects that failed together (a
+/// quota, a webhook that was down) do not all come back at the same instant.
 pub fn backoff(attempt: u32) -> Duration {
-    Exponential::new(BACKOFF_BASE, BACKOFF_MAX).nth(attempt, 0)
+    Exponential::new(BACKOFF_BASE, BACKOFF_MAX)
+        .jittered()
+        .nth(attempt, random())
 }
 
-/// The delay before the `attempt`-th retry after a 409 Conflict: doubling from 50 ms.
+/// The delay before the `attempt`-th retry after a 409 Conflict: doubling from 50 ms,
+/// jittered the same way.
 pub fn conflict_backoff(attempt: u32) -> Duration {
-    Exponential::new(CONFLICT_BACKOFF_BASE, BACKOFF_MAX).nth(attempt, 0)
+    Exponential::new(CONFLICT_BACKOFF_BASE, BACKOFF_MAX)
+        .jittered()
+        .nth(attempt, random())
 }
 
 /// How long a failure is remembered for the backoff after the last one: twice the longest
@@ -228,14 +235,33 @@ mod tests {
         assert_eq!(result_of(Some(Duration::ZERO)), ReconcileResult::Requeue);
     }
 
+    /// N10 (issue 48): a thousand objects that fail together (a quota, an admission webhook
+    /// down) are not retried at the same instant: each delay is drawn between half its step
+    /// and the step.
+    #[test]
+    fn backoffs_are_jittered_within_their_step() {
+        let delays: std::collections::HashSet<Duration> = (0..100).map(|_| backoff(3)).collect();
+        assert!(delays.len() > 10, "{delays:?}");
+        let step = Duration::from_millis(400);
+        assert!(
+            delays.iter().all(|d| *d >= step / 2 && *d <= step),
+            "{delays:?}"
+        );
+        let conflicts: std::collections::HashSet<Duration> =
+            (0..100).map(|_| conflict_backoff(3)).collect();
+        assert!(conflicts.len() > 10, "{conflicts:?}");
+    }
+
     #[test]
     fn backoff_doubles_and_is_capped() {
-        assert_eq!(backoff(1), Duration::from_millis(100));
-        assert_eq!(backoff(2), Duration::from_millis(200));
-        assert_eq!(backoff(5), Duration::from_millis(1600));
-        assert_eq!(backoff(40), BACKOFF_MAX);
-        assert_eq!(conflict_backoff(1), Duration::from_millis(50));
-        assert_eq!(conflict_backoff(3), Duration::from_millis(200));
-        assert_eq!(conflict_backoff(u32::MAX), BACKOFF_MAX);
+        let within = |d: Duration, step: Duration| d >= step / 2 && d <= step;
+        let ms = Duration::from_millis;
+        assert!(within(backoff(1), ms(100)));
+        assert!(within(backoff(2), ms(200)));
+        assert!(within(backoff(5), ms(1600)));
+        assert!(within(backoff(40), BACKOFF_MAX));
+        assert!(within(conflict_backoff(1), ms(50)));
+        assert!(within(conflict_backoff(3), ms(200)));
+        assert!(within(conflict_backoff(u32::MAX), BACKOFF_MAX));
     }
 }

@@ -23,6 +23,7 @@ pub mod runner;
 #[path = "../../src/solutions/mod.rs"]
 pub mod solutions;
 pub mod track;
+pub mod undecodable;
 
 /// Exact integer arithmetic (fizzbuzz, perfect squares, primes), shared with the finished
 /// manager: the workshop is about controllers, not about square roots.

@@ -12,6 +12,15 @@ use crate::messages as m;
 use crate::panics;
 use crate::t;
 use crate::track::{Kind, Track};
+use crate::undecodable;
+
+/// The context the controllers of `track` run with, on `client` (see [`Context::new`]): their
+/// lists and watches of the three kinds hold only the objects the track's types can decode,
+/// so that one stored under another schema stops nothing else; each one left out is named
+/// once in the log ([`crate::undecodable`]).
+pub fn context(client: kube::Client, namespace: Option<String>, track: &Track) -> Arc<Context> {
+    Context::new(undecodable::tolerant(client, track.decodes), namespace)
+}
 
 /// The running controllers of one track.
 pub struct Controllers {

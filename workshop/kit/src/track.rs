@@ -8,6 +8,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 use crate::context::Context;
+pub use crate::undecodable::Decodes;
 
 /// Runs one kind's controller until it is stopped (or panics).
 pub type RunController = fn(Arc<Context>) -> BoxFuture<'static, ()>;
@@ -60,6 +61,10 @@ pub struct Track {
     pub dir: &'static str,
     /// The CRDs generated from its types: Number, Tuple, Fermat.
     pub crds: fn() -> Vec<CustomResourceDefinition>,
+    /// Why an object of a plural (`numbers`) cannot be decoded by its types, if it cannot:
+    /// the runner leaves such objects out of its controllers' lists and watches
+    /// ([`crate::undecodable`]). [`decodes`] with the track's three types.
+    pub decodes: Decodes,
     /// Its controllers, by kind.
     pub number: RunController,
     pub tuple: RunController,
@@ -98,5 +103,28 @@ impl Track {
     /// `workshop/src/exercises/number.rs`.
     pub fn file(&self, kind: Kind) -> String {
         format!("{}/{}", self.dir, kind.file())
+    }
+}
+
+/// Why `object`, stored as a `plural`, cannot be decoded by the track's type for it (`N` for
+/// numbers, `T` for tuples, `F` for fermats), with the failing field; `None` when it can, or
+/// when `plural` is none of the three.
+pub fn decodes<N, T, F>(plural: &str, object: &serde_json::Value) -> Option<String>
+where
+    N: serde::de::DeserializeOwned,
+    T: serde::de::DeserializeOwned,
+    F: serde::de::DeserializeOwned,
+{
+    fn why<K: serde::de::DeserializeOwned>(object: &serde_json::Value) -> Option<String> {
+        K::deserialize(object).err()?;
+        let error = serde_path_to_error::deserialize::<_, K>(object).err()?;
+        let text = format!("{}: {}", error.path(), error.inner());
+        Some(text.chars().filter(|c| !c.is_control()).collect())
+    }
+    match plural {
+        "numbers" => why::<N>(object),
+        "tuples" => why::<T>(object),
+        "fermats" => why::<F>(object),
+        _ => None,
     }
 }

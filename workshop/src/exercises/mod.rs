@@ -22,6 +22,7 @@ pub fn track() -> Track {
                 fermat::Fermat::crd(),
             ]
         },
+        decodes: crate::track::decodes::<number::Number, tuple::Tuple, fermat::Fermat>,
         number: |ctx| number::run(ctx).boxed(),
         tuple: |ctx| tuple::run(ctx).boxed(),
         fermat: |ctx| fermat::run(ctx).boxed(),

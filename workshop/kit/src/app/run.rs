@@ -11,7 +11,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use super::where_line;
 use crate::context::Context;
 use crate::messages as m;
-use crate::runner::Controllers;
+use crate::runner::{self, Controllers};
 use crate::track::Track;
 use crate::{cluster, crds, organiser, room, room_status, t};
 
@@ -85,7 +85,7 @@ pub(super) async fn run(
         prepare_cluster(&connected, track, stage, namespace.as_deref(), participant).await?;
     }
     let beat = heartbeat_namespace(server.is_some(), &namespace, &connected.kubectls);
-    let ctx = Context::new(connected.client, namespace.clone());
+    let ctx = runner::context(connected.client, namespace.clone(), track);
     let mut controllers = Controllers::start(track, stage, &ctx);
     let watching = match &namespace {
         Some(namespace) => t!(m::SCOPE_NAMESPACE, namespace = namespace),

@@ -21,7 +21,7 @@ use test_apiserver::TestServer;
 
 use crate::context::Context;
 use crate::messages as m;
-use crate::runner::Controllers;
+use crate::runner::{self, Controllers};
 use crate::t;
 use crate::track::{Kind, Track};
 use crate::{cluster, room};
@@ -311,7 +311,7 @@ impl Session {
             kubectl,
             // The controllers look after the check's namespace only: on a shared cluster,
             // everyone else's objects are not theirs to reconcile.
-            ctx: Context::new(client.clone(), Some(opts.namespace.clone())),
+            ctx: runner::context(client.clone(), Some(opts.namespace.clone()), track),
             reader: Reader {
                 client,
                 namespace: opts.namespace.clone(),

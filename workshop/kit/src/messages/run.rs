@@ -30,6 +30,8 @@ messages! {
         "CRD {name} が kubeconfig のクラスターにインストールされていません。`make workshop-install` を実行してください (または make workshop-run ARGS=--test-server)";
     CRD_OUTDATED: "the CRD {name} in the cluster is not the one {track} generate now: run `make workshop-install` again",
         "クラスターの CRD {name} は、{track}から今生成されるものと違います。もう一度 `make workshop-install` を実行してください";
+    UNDECODABLE: "{kind} {namespace}/{name} cannot be decoded with your {kind} type, so your controllers do not see it until it changes (fix it, or delete it): {why}",
+        "{kind} {namespace}/{name} はあなたの {kind} 型でデコードできないため、変更されるまでコントローラーには見えません (直すか、削除してください): {why}";
     RECONCILE_FAILED: "reconcile failed; retrying in 1 s", "リコンサイルに失敗しました。1 秒後に再試行します";
     RECONCILED: "reconciled", "リコンサイルしました";
     WROTE: "wrote {path}", "{path} を書きました";
