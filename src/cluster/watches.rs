@@ -11,7 +11,7 @@ use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
-use tracing::{debug, warn};
+use tracing::{debug, error, warn};
 
 use crate::cluster::backoff::{Exponential, random};
 use crate::cluster::cache::Cache;
@@ -19,6 +19,7 @@ use crate::cluster::outage::{Outage, WatchBackoff};
 use crate::error::is_unreachable;
 use crate::kind::{Kind, Parent};
 use crate::scheduler::TIMELINE;
+use crate::scheduler::panics::catch_now;
 
 /// Kept by `kubectl apply` on every object; the manager never reads it.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -160,7 +161,7 @@ pub(crate) fn watch_and_fan_out<K: Kind, W: Witness>(
                 outage.unreachable(None, error);
             }
         })
-        .map(move |event| fan_out.event(event))
+        .map(move |event| fan_out.caught(event))
 }
 
 /// One watch's fan-out of what the cache just took: to the kind's own controller (`own`),
@@ -179,23 +180,44 @@ struct FanOut<K: Kind, O, P, W> {
 }
 
 impl<K: Kind, O: Fn(&K), P: Fn(&K), W: Witness> FanOut<K, O, P, W> {
-    fn event(&mut self, event: Result<watcher::Event<K>, watcher::Error>) {
+    /// [`FanOut::event`], a panic in it ending that event's fan-out only: the watch, and with
+    /// it the manager, goes on (the object's next change, or the resync, tells it again).
+    fn caught(&mut self, event: Result<watcher::Event<K>, watcher::Error>) {
+        let Err(panic) = catch_now(|| self.event(&event)) else {
+            return;
+        };
+        let object = match &event {
+            Ok(watcher::Event::Apply(obj) | watcher::Event::Delete(obj)) => format!(
+                " {}/{}",
+                obj.namespace().unwrap_or_default(),
+                obj.name_any()
+            ),
+            _ => String::new(),
+        };
+        error!(
+            "watching {}s: telling the controllers of {}{object} {panic}; going on",
+            K::kind(&()),
+            K::kind(&())
+        );
+    }
+
+    fn event(&mut self, event: &Result<watcher::Event<K>, watcher::Error>) {
         match event {
             Ok(watcher::Event::Apply(obj)) => {
                 debug!(target: TIMELINE, kind = %K::kind(&()), ns = obj.namespace().unwrap_or_default(), name = %obj.name_any(), rv = obj.resource_version().unwrap_or_default(), "watch event");
-                self.witness.saw(&obj);
-                self.cache.apply(&obj);
-                (self.tell_parents)(&obj);
+                self.witness.saw(obj);
+                self.cache.apply(obj);
+                (self.tell_parents)(obj);
                 // The manager's own status write coming back is no news to its reconcile
                 // (its parent still hears of it, above).
-                if !self.witness.own_echo(&obj) {
-                    (self.own)(&obj);
+                if !self.witness.own_echo(obj) {
+                    (self.own)(obj);
                 }
             }
             Ok(watcher::Event::Delete(obj)) => {
-                self.witness.saw(&obj);
-                self.cache.delete(&obj);
-                (self.tell_parents)(&obj)
+                self.witness.saw(obj);
+                self.cache.delete(obj);
+                (self.tell_parents)(obj)
             }
             // The reflector fills a new cache on the side; until InitDone, the store still
             // shows the old one. (Init comes again before every attempt of a failing list:
@@ -210,7 +232,7 @@ impl<K: Kind, O: Fn(&K), P: Fn(&K), W: Witness> FanOut<K, O, P, W> {
             Ok(watcher::Event::InitDone) => self.relisted(),
             Ok(watcher::Event::InitApply(_)) => {}
             // An unreachable server is reported once, by the outage.
-            Err(error) if watch_unreachable(&error) => {
+            Err(error) if watch_unreachable(error) => {
                 self.witness.watch_failed::<K>();
                 debug!(%error, "watching {}s failed; retrying", K::kind(&()))
             }
@@ -376,6 +398,54 @@ mod tests {
         assert!(watch_unreachable(&watcher::Error::WatchStartFailed(
             refused
         )));
+    }
+
+    /// A witness that remembers nothing.
+    struct Blind(Arc<Outage>);
+
+    impl Witness for Blind {
+        fn outage(&self) -> Arc<Outage> {
+            self.0.clone()
+        }
+        fn saw<K: Kind>(&self, _: &K) {}
+        fn own_echo<K: Kind>(&self, _: &K) -> bool {
+            false
+        }
+        fn relist_started<K: Kind>(&self) {}
+        fn relisted<K: Kind>(&self, _: Instant) {}
+        fn watch_failed<K: Kind>(&self) {}
+    }
+
+    /// A panic while one change is told (here in the controller it is told to) ends that
+    /// change's fan-out only: the next change is told as usual (issue 48, item 3: it unwound
+    /// through the task of every watch and controller, and the manager stopped).
+    #[tokio::test] // a client's buffer needs a runtime; no request is made
+    async fn a_panic_in_the_fan_out_of_one_change_stops_no_other() {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a URL"));
+        let client = kube::Client::try_from(config).expect("a client; no request is made");
+        let told = std::sync::Mutex::new(Vec::new());
+        let (store, _writer) = reflector::store::<Number>();
+        let mut fan_out = FanOut {
+            cache: Cache::new(store),
+            own: |n: &Number| {
+                assert_ne!(
+                    n.name_any(),
+                    "bad",
+                    "a controller that panics for one object"
+                );
+                told.lock().map(|mut t| t.push(n.name_any())).ok();
+            },
+            tell_parents: no_parents,
+            witness: Arc::new(Blind(Outage::new(client))),
+            before_relist: Vec::new(),
+            relist_began: Instant::now(),
+        };
+        let number = |name: &str| Number::new(name, crate::api::NumberSpec { value: 1 });
+        for name in ["bad", "good"] {
+            fan_out.caught(Ok(watcher::Event::Apply(number(name))));
+        }
+        let told = told.lock().map(|t| t.clone()).unwrap_or_default();
+        assert_eq!(told, ["good"]);
     }
 
     #[test]

@@ -51,7 +51,7 @@ use crate::ops::leader::{self, LeaderElectionConfig};
 use crate::ops::shutdown::{self, Stopped};
 use crate::reconcile::Outcome;
 use crate::reconcile::context::Context;
-use crate::reconcile::gate::{Gate, Key};
+use crate::reconcile::gate::{Gate, Key, ReconcileHook};
 use crate::scheduler::runner::Runner;
 
 /// How often every object is reconciled again, regardless of watch events (controller-runtime's
@@ -111,6 +111,9 @@ pub struct Options {
     /// How long a write may go unseen by the watch before the cache is believed again
     /// (see [`Expectations::expect`](crate::reconcile::memory::expectations::Expectations::expect)); tests shorten it.
     pub in_flight_timeout: Duration,
+    /// Called at the start of every reconcile (see [`ReconcileHook`]): the in-process tests
+    /// make one object's reconcile panic through it. The binary sets none.
+    pub reconcile_hook: Option<ReconcileHook>,
 }
 
 impl Default for Options {
@@ -129,6 +132,7 @@ impl Default for Options {
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             read_timeout: None,
             in_flight_timeout: crate::reconcile::memory::expectations::IN_FLIGHT_TIMEOUT,
+            reconcile_hook: None,
         }
     }
 }
@@ -414,6 +418,7 @@ impl<K: Kind> Wired<K> {
             options.flow_shares,
             metrics,
         );
+        let gate = gate.with_hook(options.reconcile_hook.clone());
         let wired = Wired {
             cache: Cache::new(store),
             gate,

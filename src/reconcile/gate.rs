@@ -30,7 +30,8 @@ use crate::kind::Kind;
 use crate::metrics::Metrics;
 use crate::reconcile::Outcome;
 use crate::reconcile::context::Context;
-use crate::reconcile::memory::retry::{error_policy, with_retry_policy};
+use crate::reconcile::memory::retry::{error_policy, panic_policy, with_retry_policy};
+use crate::scheduler::panics;
 use crate::scheduler::permits::FairSlots;
 use crate::scheduler::runner::{Runner, Scheduler};
 use crate::scheduler::slots::in_flow;
@@ -64,11 +65,28 @@ pub fn object_ref<K: Kind>((namespace, name): &Key) -> ObjectRef<K> {
     ObjectRef::new(name).within(namespace)
 }
 
+/// Called at the start of every reconcile, inside it, with the controller's name and the
+/// object's namespace and name: the seam through which the in-process tests make one object's
+/// reconcile panic (`tests/panics.rs`). The manager binary installs none
+/// ([`crate::ops::manager::Options::reconcile_hook`]).
+#[derive(Clone)]
+pub struct ReconcileHook(pub Arc<HookFn>);
+
+/// What a [`ReconcileHook`] calls: the controller's name, the object's namespace and name.
+pub type HookFn = dyn Fn(&'static str, &str, &str) + Send + Sync;
+
+impl std::fmt::Debug for ReconcileHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReconcileHook")
+    }
+}
+
 /// One controller's gate: its scheduler, told of objects of its kind.
 #[derive(Clone)]
 pub struct Gate {
     controller: &'static str,
     scheduler: Scheduler<Key>,
+    hook: Option<ReconcileHook>,
 }
 
 impl Gate {
@@ -94,9 +112,15 @@ impl Gate {
             Gate {
                 controller,
                 scheduler,
+                hook: None,
             },
             runner,
         )
+    }
+
+    /// The same gate, calling `hook` at the start of every reconcile (tests only).
+    pub fn with_hook(self, hook: Option<ReconcileHook>) -> Gate {
+        Gate { hook, ..self }
     }
 
     /// `obj` changed, or something it looks at did: reconcile it, in its turn (see the
@@ -132,8 +156,8 @@ impl Gate {
         let controller = self.controller;
         let run = |key: Key| {
             let cached = cached_when_run(&store, key);
-            let ctx = ctx.clone();
-            async move { reconcile_one(controller, cached.await?, reconcile, ctx).await }
+            let (ctx, hook) = (ctx.clone(), self.hook.clone());
+            async move { reconcile_one(controller, cached.await?, reconcile, ctx, hook).await }
         };
         let priority = |key: &Key| {
             (store.get(&object_ref::<K>(key))).map_or(Priority::Urgent, |obj| priority_of(&*obj))
@@ -153,12 +177,14 @@ fn cached_when_run<K: Kind>(store: &Store<K>, key: Key) -> impl Future<Output = 
 }
 
 /// One reconcile of `obj` in its namespace's flow, within the retry policy: when to run it
-/// again if no news comes first.
+/// again if no news comes first. A panic in it ends this reconcile only: it is caught,
+/// counted, told and backed off ([`panic_policy`]), and every other object goes on.
 async fn reconcile_one<K, Fut>(
     controller: &'static str,
     obj: Arc<K>,
     reconcile: fn(Arc<K>, Arc<Context>) -> Fut,
     ctx: Arc<Context>,
+    hook: Option<ReconcileHook>,
 ) -> Option<Duration>
 where
     K: Kind,
@@ -167,18 +193,23 @@ where
     let flow = flow_of(obj.as_ref());
     let started = Instant::now();
     debug!(target: TIMELINE, controller, ns = %flow, name = %obj.name_any(), "let in at the gate");
-    let outcome = with_retry_policy(
-        K::CONTROLLER,
-        obj.clone(),
-        ctx.clone(),
-        reconcile(obj.clone(), ctx.clone()),
-    );
-    // Boxed: the runner's futures stay small, whatever the reconcile's size.
-    let result = Box::pin(in_flow(flow.clone(), outcome)).await;
+    let reconciled = {
+        let (obj, ctx) = (obj.clone(), ctx.clone());
+        async move {
+            if let Some(ReconcileHook(hook)) = hook {
+                hook(controller, &flow_of(obj.as_ref()), &obj.name_any());
+            }
+            reconcile(obj, ctx).await
+        }
+    };
+    let outcome = with_retry_policy(K::CONTROLLER, obj.clone(), ctx.clone(), reconciled);
+    // Boxed inside `catch`: the runner's futures stay small, whatever the reconcile's size.
+    let result = panics::catch(in_flow(flow.clone(), outcome)).await;
     debug!(target: TIMELINE, controller, ns = %flow, name = %obj.name_any(), ran_ms = ms(started.elapsed()), "reconciled");
     let action = match result {
-        Ok(action) => action,
-        Err(error) => error_policy(obj, &error, ctx),
+        Ok(Ok(action)) => action,
+        Ok(Err(error)) => error_policy(obj, &error, ctx),
+        Err(panic) => panic_policy(obj.as_ref(), &panic, &ctx),
     };
     action.requeue_after()
 }

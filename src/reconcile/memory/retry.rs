@@ -6,10 +6,10 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kube::Resource;
-use tracing::{debug, warn};
+use tracing::{debug, error, info, warn};
 
 use crate::cluster::backoff::Exponential;
 use crate::cluster::expiring::{Expiring, object_key};
@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::metrics::{Metrics, ReconcileResult};
 use crate::reconcile::context::Context;
 use crate::reconcile::{Outcome, Progress};
+use crate::scheduler::panics::Panic;
 use crate::scheduler::runner::Action;
 
 /// Exponential backoff of the error policy: 100 ms, 200 ms, ... capped at 5 minutes.
@@ -42,34 +43,89 @@ pub fn conflict_backoff(attempt: u32) -> Duration {
 /// backoff, so an object that keeps failing keeps its count.
 const FAILURE_MEMORY: Duration = Duration::from_secs(600);
 
+/// A panic that keeps coming back is told again, with its count, at most this often (what
+/// client-go's EventCorrelator does for a Warning that stays true).
+const RETELL_PANIC: Duration = Duration::from_secs(600);
+
+/// An object's failures in a row: what the backoff grows with, and of them the panics, told
+/// once and then at most every [`RETELL_PANIC`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Streak {
+    failures: u32,
+    panics: u32,
+    /// When its panic was last told.
+    told: Option<Instant>,
+}
+
+impl Streak {
+    fn failed(self) -> Streak {
+        Streak {
+            failures: self.failures.saturating_add(1),
+            ..self
+        }
+    }
+
+    /// One more panic at `now`, and whether it is to be told (the first, or the first after
+    /// [`RETELL_PANIC`]).
+    fn panicked(self, now: Instant) -> (Streak, bool) {
+        let tell = self
+            .told
+            .is_none_or(|told| now.saturating_duration_since(told) >= RETELL_PANIC);
+        let streak = Streak {
+            failures: self.failures.saturating_add(1),
+            panics: self.panics.saturating_add(1),
+            told: if tell { Some(now) } else { self.told },
+        };
+        (streak, tell)
+    }
+}
+
 /// Consecutive failures per object: what the error policy's backoff grows with, and a
 /// success starts again.
 pub struct Failures {
-    counts: Expiring<u32>,
+    streaks: Expiring<Streak>,
 }
 
 impl Failures {
     pub fn new(metrics: Metrics) -> Failures {
         Failures {
-            counts: Expiring::new("failures", metrics, FAILURE_MEMORY),
+            streaks: Expiring::new("failures", metrics, FAILURE_MEMORY),
         }
     }
 
-    /// `key` reconciled: its next failure backs off from the start again.
-    pub(crate) fn success(&self, key: &str) {
-        self.counts.remove(key);
+    /// `key` reconciled: its next failure backs off from the start again. Answers how many
+    /// panics in a row this ends (0: none), for the line that says it recovered.
+    pub(crate) fn success(&self, key: &str) -> u32 {
+        let Some((streak, _)) = self.streaks.get(key) else {
+            return 0;
+        };
+        self.streaks.remove(key);
+        streak.panics
     }
 
     /// One more consecutive failure of `key`; answers the count.
     pub(crate) fn failure(&self, key: &str) -> u32 {
-        self.counts.update(key, |count| {
-            count.copied().unwrap_or_default().saturating_add(1)
-        })
+        let streak = self
+            .streaks
+            .update(key, |s| s.copied().unwrap_or_default().failed());
+        streak.failures
+    }
+
+    /// One more consecutive failure of `key`, a panic: the count, the panics among them, and
+    /// whether to tell it now (see [`Streak::panicked`]).
+    pub(crate) fn panic(&self, key: &str) -> (u32, u32, bool) {
+        let mut tell = false;
+        let streak = self.streaks.update(key, |s| {
+            let (streak, told) = s.copied().unwrap_or_default().panicked(Instant::now());
+            tell = told;
+            streak
+        });
+        (streak.failures, streak.panics, tell)
     }
 
     /// Forget what outlived its time to live.
     pub fn expire(&self) {
-        self.counts.expire();
+        self.streaks.expire();
     }
 }
 
@@ -104,7 +160,10 @@ where
     }
     match result {
         Ok(outcome) => {
-            ctx.failures.success(&key);
+            let panics = ctx.failures.success(&key);
+            if panics > 0 {
+                info!("{key}: reconciled again after {panics} panics in a row");
+            }
             ctx.outage.reconciled(&key);
             if outcome.progress != Progress::Pending {
                 ctx.pace.settled(K::kind(&()));
@@ -175,6 +234,33 @@ pub(crate) fn error_policy<K: Resource<DynamicType = ()>>(
     Action::requeue(delay)
 }
 
+/// A reconcile that panicked: counted already (its metrics' timer was dropped while the
+/// panic unwound it: `controller_runtime_reconcile_panics_total` and an `error` result), backed
+/// off as any failure, and told once with the object and what the panic said; again, with its
+/// count, at most every [`RETELL_PANIC`] while it lasts; and when the object reconciles again.
+pub(crate) fn panic_policy<K: Resource<DynamicType = ()>>(
+    obj: &K,
+    panic: &Panic,
+    ctx: &Context,
+) -> Action {
+    let key = object_key(obj);
+    let (attempt, panics, tell) = ctx.failures.panic(&key);
+    let delay = backoff(attempt);
+    match (tell, panics) {
+        (false, _) => {
+            debug!(%panic, panics, "{key}: reconcile panicked again; retrying in {delay:?}")
+        }
+        (true, 1) => error!(
+            "{key}: reconcile {panic}; retrying in {delay:?} (said again at most every {} min while it keeps panicking)",
+            RETELL_PANIC.as_secs() / 60
+        ),
+        (true, _) => {
+            error!("{key}: reconcile {panic} ({panics} panics in a row); retrying in {delay:?}")
+        }
+    }
+    Action::requeue(delay)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,6 +278,25 @@ mod tests {
         failures.success("Tuple/default/t");
         assert_eq!(failures.failure("Tuple/default/t"), 1);
         assert_eq!(failures.failure("Tuple/default/u"), 2);
+    }
+
+    /// A panic that keeps coming back is told the first time and then at most every ten
+    /// minutes, each panic still one more failure for the backoff.
+    #[test]
+    fn a_panic_is_told_once_then_at_most_every_ten_minutes() {
+        let start = Instant::now();
+        let (first, told) = Streak::default().panicked(start);
+        assert!(told);
+        let (second, told) = first.panicked(start + Duration::from_secs(60));
+        assert!(!told);
+        let (third, told) = second.failed().panicked(start + RETELL_PANIC);
+        assert!(told);
+        assert_eq!((third.failures, third.panics), (4, 3));
+        let failures = Failures::new(Metrics::new());
+        assert_eq!(failures.panic("Tuple/default/t"), (1, 1, true));
+        assert_eq!(failures.panic("Tuple/default/t"), (2, 2, false));
+        assert_eq!(failures.success("Tuple/default/t"), 2);
+        assert_eq!(failures.panic("Tuple/default/t"), (1, 1, true));
     }
 
     #[test]
