@@ -1,7 +1,8 @@
 //! One size's measurement, in the order it runs: the floors (a tight client writing the same
 //! objects, bare and owned), the manager converging a Fermat n (time, CPU, writes, pace),
-//! the 3 s after it, a restart of the manager, healing, the outage, memory, and the small
-//! Fermat beside a big one. Each step prints its lines as it ends; the row sums them up.
+//! the 3 s after it, a restart of the manager, healing, the outage, memory, healing as a
+//! restarted manager reports ready, and the small Fermat beside a big one. Each step prints
+//! its lines as it ends; the row sums them up.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -11,7 +12,7 @@ use math_controller::api::{Fermat, FermatSpec};
 
 use crate::fair::small_during_big;
 use crate::floor;
-use crate::heal::heal;
+use crate::heal::{delete_and_wait, heal, listed_last};
 use crate::manager::{Manager, Sample, Writes};
 use crate::outage::{outage, restart_apiserver};
 use crate::pace::{busy_tenths, cpu_spent, cpu_times, tenths, watched_pids};
@@ -329,6 +330,11 @@ async fn restarted(
         mib(manager.peak_rss_mib())
     );
     manager.stop().await?;
+    let at_restart = heal_at_restart(server, binary, ns, n).await?;
+    println!(
+        "  heal at restart: a Number of the Tuple listed last, deleted as the restarted manager reports ready (every settled object queued), is back and Ready after {:.1} ms",
+        ms(at_restart)
+    );
     server.delete_namespace(ns).await;
     Ok(Restarted {
         writes: restart,
@@ -337,6 +343,22 @@ async fn restarted(
         restart_apiserver,
         rss_mib,
     })
+}
+
+/// The manager started again over the settled Fermat `n` in `ns`, and a Number of the Tuple
+/// its list brings last deleted as soon as it reports ready: how long until it is back.
+async fn heal_at_restart(
+    server: &Server,
+    binary: &Path,
+    ns: &str,
+    n: i64,
+) -> anyhow::Result<Duration> {
+    let kubeconfig = server.kubeconfig();
+    let manager = Manager::start(binary, kubeconfig.as_deref(), Some(ns)).await?;
+    let numbers = Api::namespaced(server.client.clone(), ns);
+    let back = delete_and_wait(&numbers, &format!("{}-0", listed_last(n))).await?;
+    manager.stop().await?;
+    Ok(back)
 }
 
 /// The outage, on the test server; the API server restart, on a cluster with

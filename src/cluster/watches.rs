@@ -2,7 +2,7 @@
 //! change to the controllers that care (the fan-out); and the periodic resync, the safety net
 //! under both.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,22 +38,35 @@ fn slim<K: Resource>(obj: &mut K) {
     }
 }
 
-/// What a child's watch tells the controller of its parents of kind `P`: the owners of kind
-/// `P` named in the child's ownerReferences, as cache keys, and the parent whose desired child
-/// carries this name ([`Parent::parent_of`]): a deleted object that somebody else controlled
-/// (a conflict) frees the name, and that parent must hear of it to create its own.
+/// Why a watch (or a resync) tells a controller of an object: what the object's turn follows
+/// (`reconcile/gate.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// Someone acted: the object, or a child of it, was created, changed or deleted (a watch
+    /// event, or a relist that shows it changed or gone while the watch was down).
+    Change,
+    /// Nothing is known to have changed: a list brings it again (the first one after a
+    /// start, or a relist that shows it as it was), or a resync.
+    Recheck,
+}
+
+/// What a child's watch tells the controller of its parents of kind `P`, with the child's
+/// [`Cause`]: the owners of kind `P` named in the child's ownerReferences, as cache keys, and
+/// the parent whose desired child carries this name ([`Parent::parent_of`]): a deleted object
+/// that somebody else controlled (a conflict) frees the name, and that parent must hear of it
+/// to create its own.
 pub(crate) fn tell_parents<P: Parent>(
-    parents: impl Fn(ObjectRef<P>) + Send + 'static,
-) -> impl Fn(&P::Child) + Send + 'static {
-    move |child| {
+    parents: impl Fn(ObjectRef<P>, Cause) + Send + 'static,
+) -> impl Fn(&P::Child, Cause) + Send + 'static {
+    move |child, cause| {
         for owner in owners::<P>(child) {
-            parents(owner);
+            parents(owner, cause);
         }
     }
 }
 
 /// The watch of a kind nobody owns has no parents to tell.
-pub(crate) fn no_parents<K>(_: &K) {}
+pub(crate) fn no_parents<K>(_: &K, _: Cause) {}
 
 fn owners<P: Parent>(child: &P::Child) -> Vec<ObjectRef<P>> {
     let namespace = child.namespace();
@@ -109,8 +122,8 @@ pub(crate) fn watch_and_fan_out<K: Kind, W: Witness>(
     config: watcher::Config,
     writer: reflector::store::Writer<K>,
     cache: Cache<K>,
-    own: impl Fn(&K) + Send + 'static,
-    tell_parents: impl Fn(&K) + Send + 'static,
+    own: impl Fn(&K, Cause) + Send + 'static,
+    tell_parents: impl Fn(&K, Cause) + Send + 'static,
     witness: Arc<W>,
 ) -> impl Stream<Item = ()> + Send {
     let before = cache.clone();
@@ -179,7 +192,7 @@ struct FanOut<K: Kind, O, P, W> {
     relist_began: Instant,
 }
 
-impl<K: Kind, O: Fn(&K), P: Fn(&K), W: Witness> FanOut<K, O, P, W> {
+impl<K: Kind, O: Fn(&K, Cause), P: Fn(&K, Cause), W: Witness> FanOut<K, O, P, W> {
     /// [`FanOut::event`], a panic in it ending that event's fan-out only: the watch, and with
     /// it the manager, goes on (the object's next change, or the resync, tells it again).
     fn caught(&mut self, event: Result<watcher::Event<K>, watcher::Error>) {
@@ -207,17 +220,17 @@ impl<K: Kind, O: Fn(&K), P: Fn(&K), W: Witness> FanOut<K, O, P, W> {
                 debug!(target: TIMELINE, kind = %K::kind(&()), ns = obj.namespace().unwrap_or_default(), name = %obj.name_any(), rv = obj.resource_version().unwrap_or_default(), "watch event");
                 self.witness.saw(obj);
                 self.cache.apply(obj);
-                (self.tell_parents)(obj);
+                (self.tell_parents)(obj, Cause::Change);
                 // The manager's own status write coming back is no news to its reconcile
                 // (its parent still hears of it, above).
                 if !self.witness.own_echo(obj) {
-                    (self.own)(obj);
+                    (self.own)(obj, Cause::Change);
                 }
             }
             Ok(watcher::Event::Delete(obj)) => {
                 self.witness.saw(obj);
                 self.cache.delete(obj);
-                (self.tell_parents)(obj)
+                (self.tell_parents)(obj, Cause::Change)
             }
             // The reflector fills a new cache on the side; until InitDone, the store still
             // shows the old one. (Init comes again before every attempt of a failing list:
@@ -244,24 +257,56 @@ impl<K: Kind, O: Fn(&K), P: Fn(&K), W: Witness> FanOut<K, O, P, W> {
     }
 
     /// A (re)list is complete and the cache swapped in: everything is news, and so is
-    /// everything that vanished while the watch was down.
+    /// everything that vanished while the watch was down. What the list shows as it was
+    /// before is a recheck; what changed or vanished meanwhile is a change.
     fn relisted(&mut self) {
         self.witness.relisted::<K>(self.relist_began);
         let now = self.cache.store.state();
         self.cache.rebuild(&now);
-        for gone in vanished(&std::mem::take(&mut self.before_relist), &now) {
+        let before = std::mem::take(&mut self.before_relist);
+        for gone in vanished(&before, &now) {
             debug!(
                 "{} {}/{} vanished while the watch was down",
                 K::kind(&()),
                 gone.namespace().unwrap_or_default(),
                 gone.name_any()
             );
-            (self.tell_parents)(&gone);
+            (self.tell_parents)(&gone, Cause::Change);
         }
+        let versions = versions(&before);
         for obj in now {
-            (self.tell_parents)(&obj);
-            (self.own)(&obj);
+            let cause = cause_in_list(&versions, obj.as_ref());
+            (self.tell_parents)(&obj, cause);
+            (self.own)(&obj, cause);
         }
+    }
+}
+
+/// An object's namespace and name, and its resourceVersion.
+type Versions = HashMap<(Option<String>, Option<String>), Option<String>>;
+
+/// The resourceVersion of each object the cache held before a relist.
+fn versions<K: Resource>(before: &[Arc<K>]) -> Versions {
+    let entry = |k: &Arc<K>| {
+        let meta = k.meta();
+        let key = (meta.namespace.clone(), meta.name.clone());
+        (key, meta.resource_version.clone())
+    };
+    before.iter().map(entry).collect()
+}
+
+/// What a list shows of `obj`, given what the cache held before it (nothing: the first list):
+/// a change when it is new or another version since, a recheck when it is as it was or when
+/// there is nothing to compare with.
+fn cause_in_list<K: Resource>(before: &Versions, obj: &K) -> Cause {
+    if before.is_empty() {
+        return Cause::Recheck;
+    }
+    let meta = obj.meta();
+    let key = (meta.namespace.clone(), meta.name.clone());
+    match before.get(&key) {
+        Some(version) if *version == meta.resource_version => Cause::Recheck,
+        _ => Cause::Change,
     }
 }
 
@@ -427,7 +472,7 @@ mod tests {
         let (store, _writer) = reflector::store::<Number>();
         let mut fan_out = FanOut {
             cache: Cache::new(store),
-            own: |n: &Number| {
+            own: |n: &Number, _| {
                 assert_ne!(
                     n.name_any(),
                     "bad",
@@ -446,6 +491,35 @@ mod tests {
         }
         let told = told.lock().map(|t| t.clone()).unwrap_or_default();
         assert_eq!(told, ["good"]);
+    }
+
+    /// A relist's objects are news of a change when they changed (or are new) since the cache
+    /// held them, a recheck when they did not; on the first list nothing is known to change.
+    #[test]
+    fn a_relist_tells_what_changed_as_a_change() {
+        let number = |name: &str, version: &str| {
+            let mut n = Number::new(name, crate::api::NumberSpec { value: 1 });
+            n.metadata.resource_version = Some(version.into());
+            Arc::new(n)
+        };
+        let before = versions(&[number("a", "1"), number("b", "2")]);
+        assert_eq!(
+            cause_in_list(&before, number("a", "1").as_ref()),
+            Cause::Recheck
+        );
+        assert_eq!(
+            cause_in_list(&before, number("b", "7").as_ref()),
+            Cause::Change
+        );
+        assert_eq!(
+            cause_in_list(&before, number("c", "8").as_ref()),
+            Cause::Change
+        );
+        let first = versions::<Number>(&[]);
+        assert_eq!(
+            cause_in_list(&first, number("c", "8").as_ref()),
+            Cause::Recheck
+        );
     }
 
     #[test]

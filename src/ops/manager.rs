@@ -42,7 +42,7 @@ use tracing::{debug, info, warn};
 
 use crate::api::{Fermat, Number, Tuple};
 use crate::cluster::cache::{Cache, Caches};
-use crate::cluster::watches::{no_parents, resync, tell_parents, watch_and_fan_out};
+use crate::cluster::watches::{Cause, no_parents, resync, tell_parents, watch_and_fan_out};
 use crate::controller::{fermat, number, tuple};
 use crate::kind::{Kind, Parent};
 use crate::metrics::Metrics;
@@ -428,15 +428,16 @@ impl<K: Kind> Wired<K> {
     }
 
     /// What a child's watch tells this kind's gate: the parents cached (a parent not cached
-    /// has nothing to reconcile, or is not listed yet: its own list tells its gate).
-    fn told(&self) -> impl Fn(&K::Child) + Send + 'static + use<K>
+    /// has nothing to reconcile, or is not listed yet: its own list tells its gate), with the
+    /// child's cause: a child's change is urgent to its parent, settled or not.
+    fn told(&self) -> impl Fn(&K::Child, Cause) + Send + 'static + use<K>
     where
         K: Parent,
     {
         let (parents, gate) = (self.cache.store.clone(), self.gate.clone());
-        tell_parents::<K>(move |parent| {
+        tell_parents::<K>(move |parent, cause| {
             if let Some(parent) = parents.get(&parent) {
-                gate.news(parent.as_ref());
+                gate.news(parent.as_ref(), cause);
             }
         })
     }
@@ -464,7 +465,7 @@ impl<K: Kind> Wired<K> {
         async move {
             let resyncs = resync(period).for_each(|()| {
                 for obj in store.state() {
-                    gate.news(obj.as_ref());
+                    gate.news(obj.as_ref(), Cause::Recheck);
                 }
                 futures::future::ready(())
             });
@@ -514,7 +515,7 @@ impl<'a> Watch<'a> {
         writer: reflector::store::Writer<K>,
         cache: &Cache<K>,
         gate: &Gate,
-        parents: impl Fn(&K) + Send + 'static,
+        parents: impl Fn(&K, Cause) + Send + 'static,
     ) -> futures::stream::BoxStream<'static, ()> {
         let gate = gate.clone();
         watch_and_fan_out(
@@ -522,7 +523,7 @@ impl<'a> Watch<'a> {
             self.config.clone(),
             writer,
             cache.clone(),
-            move |obj: &K| gate.news(obj),
+            move |obj: &K, cause| gate.news(obj, cause),
             parents,
             self.ctx.clone(),
         )

@@ -26,6 +26,7 @@ use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::debug;
 
+use crate::cluster::watches::Cause;
 use crate::kind::Kind;
 use crate::metrics::Metrics;
 use crate::reconcile::Outcome;
@@ -42,14 +43,15 @@ pub fn flow_of<K: Kind>(obj: &K) -> Flow {
     Flow::from(obj.namespace().unwrap_or_default())
 }
 
-/// An object whose status already answers its generation is most likely here for a resync or
-/// an initial list: nobody waits for it. Anything else (new, changed, waiting for its
-/// children, failed) is someone's answer in the making.
-pub fn priority_of<K: Kind>(obj: &K) -> Priority {
-    if obj.is_ready() {
-        Priority::Later
-    } else {
-        Priority::Urgent
+/// A change (to the object or to a child of it: a deleted child to put back, a spec edited)
+/// is someone's answer in the making, and so is an object whose status does not answer its
+/// generation yet (new, changed, waiting for its children, failed). Only a settled object
+/// that a list, a resync or a timer brings again, with nothing known to have changed, goes
+/// after them: what a restart's initial list brings in thousands.
+pub fn priority_of<K: Kind>(obj: &K, cause: Cause) -> Priority {
+    match cause {
+        Cause::Recheck if obj.is_ready() => Priority::Later,
+        _ => Priority::Urgent,
     }
 }
 
@@ -123,10 +125,10 @@ impl Gate {
         Gate { hook, ..self }
     }
 
-    /// `obj` changed, or something it looks at did: reconcile it, in its turn (see the
-    /// module's documentation).
-    pub fn news<K: Kind>(&self, obj: &K) {
-        (self.scheduler).news(key_of(obj), flow_of(obj), priority_of(obj));
+    /// `obj` changed, or something it looks at did, or it is to be looked at again (`cause`):
+    /// reconcile it, in its turn (see the module's documentation and [`priority_of`]).
+    pub fn news<K: Kind>(&self, obj: &K, cause: Cause) {
+        (self.scheduler).news(key_of(obj), flow_of(obj), priority_of(obj, cause));
     }
 
     /// Objects with something pending (waiting, running, or waiting for a requeue).
@@ -160,7 +162,8 @@ impl Gate {
             async move { reconcile_one(controller, cached.await?, reconcile, ctx, hook).await }
         };
         let priority = |key: &Key| {
-            (store.get(&object_ref::<K>(key))).map_or(Priority::Urgent, |obj| priority_of(&*obj))
+            let recheck = |obj: Arc<K>| priority_of(obj.as_ref(), Cause::Recheck);
+            (store.get(&object_ref::<K>(key))).map_or(Priority::Urgent, recheck)
         };
         runner.run(run, priority, stop).await;
     }
@@ -220,13 +223,67 @@ mod tests {
     use kube::runtime::watcher::Event;
 
     use super::*;
-    use crate::api::{Number, NumberSpec};
+    use crate::api::{Number, NumberSpec, NumberStatus};
+    use crate::reconcile::status::{Readiness, ready_condition};
+    use k8s_openapi::jiff::Timestamp;
 
     fn number(resource_version: &str) -> Number {
         let mut n = Number::new("n", NumberSpec { value: 4 });
         n.metadata.namespace = Some("default".into());
         n.metadata.resource_version = Some(resource_version.into());
         n
+    }
+
+    fn settled(name: &str) -> Number {
+        let mut n = Number::new(name, NumberSpec { value: 4 });
+        n.metadata.namespace = Some("default".into());
+        n.metadata.generation = Some(1);
+        let readiness = Readiness {
+            ready: true,
+            reason: "Computed",
+            message: String::new(),
+        };
+        let ready = ready_condition(&readiness, Some(1), &[], Timestamp::now());
+        n.status = Some(NumberStatus {
+            observed_generation: Some(1),
+            conditions: vec![ready],
+            ..NumberStatus::default()
+        });
+        n
+    }
+
+    /// Issue 48's N3: after a restart the initial list brings thousands of settled objects of
+    /// one namespace at once; one of them whose child was just deleted is reconciled next
+    /// (after the one let in already), not after the whole list: it was queued as settled as
+    /// they were, and its child's news left it there, behind them all.
+    #[tokio::test]
+    async fn a_settled_parent_told_by_its_child_goes_before_the_initial_list() {
+        let (gate, runner) = Gate::new("tuple", 1, true, &Metrics::new());
+        let listed: Vec<Number> = (0..3000).map(|i| settled(&format!("t-{i}"))).collect();
+        for obj in &listed {
+            gate.news(obj, Cause::Recheck);
+        }
+        gate.news(&listed[2999], Cause::Change); // its child was deleted
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let run = {
+            let order = order.clone();
+            move |(_, name): Key| {
+                order.lock().map(|mut o| o.push(name)).ok();
+                async { None }
+            }
+        };
+        let ran = || order.lock().map(|o| o.clone()).unwrap_or_default();
+        let (stop_tx, stop) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn(runner.run(run, |_| Priority::Later, async {
+            let _ = stop.await;
+        }));
+        while ran().len() < 3 {
+            tokio::task::yield_now().await;
+        }
+        let _ = stop_tx.send(());
+        running.await.expect("no panic");
+        let at = ran().iter().position(|name| name == "t-2999");
+        assert_eq!(at, Some(1), "{:?}", &ran()[..3]);
     }
 
     /// A run reads the object when it starts: the echo of its last status write, applied
