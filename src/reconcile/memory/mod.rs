@@ -22,3 +22,20 @@ pub mod expectations;
 pub mod refusals;
 pub mod retry;
 pub mod waiting;
+
+use kube::Resource;
+
+use crate::cluster::expiring::object_key;
+
+/// What the memories file an object under: its kind, namespace, name and UID. An object
+/// deleted and created again under its name is another object, and starts with nothing of
+/// its predecessor's: no backoff, no waiting plan, no progress report, no status on its way
+/// (issue 48's N7: by name, a Tuple made again inherited the old one's backoff of minutes).
+/// Without a UID (an object built by a test, never one from the API server), its name.
+pub(crate) fn memory_key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
+    let key = object_key(obj);
+    match obj.meta().uid.as_deref() {
+        Some(uid) => format!("{key}/{uid}"),
+        None => key,
+    }
+}

@@ -17,6 +17,7 @@ use crate::cluster::outage;
 use crate::error::{Error, Result};
 use crate::metrics::{Metrics, ReconcileResult};
 use crate::reconcile::context::Context;
+use crate::reconcile::memory::memory_key;
 use crate::reconcile::{Outcome, Progress};
 use crate::scheduler::panics::Panic;
 use crate::scheduler::runner::Action;
@@ -144,8 +145,9 @@ where
     K: Resource<DynamicType = ()>,
 {
     let key = object_key(obj.as_ref());
+    let memory = memory_key(obj.as_ref());
     let generation = obj.meta().generation;
-    if let Some(later) = put_off(controller, &key, generation, &ctx) {
+    if let Some(later) = put_off(controller, &memory, generation, &ctx) {
         return Ok(later);
     }
     let timer = ctx.metrics.reconcile_started(controller);
@@ -154,17 +156,17 @@ where
     tracing::trace!("{key}: reconcile ends");
     match &result {
         Ok(o) if o.progress == Progress::Pending => {
-            ctx.replans.waiting(&key, generation, o.planned_in)
+            ctx.replans.waiting(&memory, generation, o.planned_in)
         }
-        _ => ctx.replans.answered(&key),
+        _ => ctx.replans.answered(&memory),
     }
     match result {
         Ok(outcome) => {
-            let panics = ctx.failures.success(&key);
+            let panics = ctx.failures.success(&memory);
             if panics > 0 {
                 info!("{key}: reconciled again after {panics} panics in a row");
             }
-            ctx.outage.reconciled(&key);
+            ctx.outage.reconciled(&memory);
             if outcome.progress != Progress::Pending {
                 ctx.pace.settled(K::kind(&()));
             }
@@ -178,7 +180,7 @@ where
             })
         }
         Err(error) if error.is_conflict() => {
-            let delay = conflict_backoff(ctx.failures.failure(&key));
+            let delay = conflict_backoff(ctx.failures.failure(&memory));
             debug!(%error, "{key}: conflict, looking again in {delay:?}");
             timer.finish(ReconcileResult::Requeue);
             Ok(Action::requeue(delay))
@@ -219,16 +221,17 @@ pub(crate) fn error_policy<K: Resource<DynamicType = ()>>(
     ctx: Arc<Context>,
 ) -> Action {
     let key = object_key(obj.as_ref());
+    let memory = memory_key(obj.as_ref());
     if error.is_unreachable() {
         // An outage: retry within a second of the server's return, and let the outage
         // say it once instead of a line per object per attempt. Its retries are counted by
         // the outage, not as failures of the object.
-        let attempt = ctx.outage.unreachable(Some(&key), error);
+        let attempt = ctx.outage.unreachable(Some(&memory), error);
         let delay = outage::retry_delay(attempt, outage::random());
         debug!(%error, attempt, "{key}: API server unreachable; retrying in {delay:?}");
         return Action::requeue(delay);
     }
-    let attempt = ctx.failures.failure(&key);
+    let attempt = ctx.failures.failure(&memory);
     let delay = backoff(attempt);
     warn!(%error, attempt, "{key}: reconcile failed; retrying in {delay:?}");
     Action::requeue(delay)
@@ -244,7 +247,7 @@ pub(crate) fn panic_policy<K: Resource<DynamicType = ()>>(
     ctx: &Context,
 ) -> Action {
     let key = object_key(obj);
-    let (attempt, panics, tell) = ctx.failures.panic(&key);
+    let (attempt, panics, tell) = ctx.failures.panic(&memory_key(obj));
     let delay = backoff(attempt);
     match (tell, panics) {
         (false, _) => {

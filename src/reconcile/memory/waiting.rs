@@ -33,10 +33,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 
-use crate::cluster::expiring::{Expiring, object_key};
+use crate::cluster::expiring::Expiring;
 use crate::cluster::outage::Outage;
 use crate::kind::Child;
 use crate::metrics::Metrics;
+use crate::reconcile::memory::memory_key;
 
 /// A waiting parent is planned again after this many times its last plan's cost...
 const FACTOR: u32 = 10;
@@ -255,7 +256,7 @@ impl PaceKeeper {
 
     /// A waiting status (not the answer) was written for `parent`: its last progress report.
     pub(crate) fn reported<P: Resource<DynamicType = ()>>(&self, parent: &P) {
-        self.reports.insert(object_key(parent), ());
+        self.reports.insert(memory_key(parent), ());
     }
 
     /// How a waiting parent's children of kind `C` are coming along (judged in
@@ -272,7 +273,7 @@ impl PaceKeeper {
             .and_then(|s| s.get(C::KIND).copied())
             .unwrap_or(self.started);
         let relisting = self.relisting.lock().is_ok_and(|r| r.contains(C::KIND));
-        let since_report = (self.reports.get(&object_key(parent)))
+        let since_report = (self.reports.get(&memory_key(parent)))
             .map(|(_, left)| self.reports.ttl().saturating_sub(left));
         let back = self.outage.back_since();
         Pace {
