@@ -101,11 +101,14 @@ impl Gate {
         shares: bool,
         metrics: &Metrics,
     ) -> (Gate, Runner<Key>) {
-        let permits = FairSlots::gathering(
-            concurrency.into(),
-            shares,
-            Some(metrics.fair_queue_waits(controller)),
-        );
+        // Shared by the busy namespaces too: a big object's reconciles spend most of their
+        // time waiting for request slots, and holding every turn of the gate meanwhile they
+        // would keep a small object's reconcile waiting for one of them to end.
+        let waits = Some(metrics.fair_queue_waits(controller));
+        let permits = match shares {
+            true => FairSlots::shared(concurrency.into(), waits),
+            false => FairSlots::new(concurrency.into(), waits),
+        };
         metrics.show_fair_queue(controller, permits.reader());
         let queue = metrics.queue(controller, concurrency.into());
         let (scheduler, runner) = Scheduler::new(permits, Arc::new(queue.clone()));
