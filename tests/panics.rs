@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use common::{Harness, eventually, fermat_ready, sample, tuple_ready, wait_for};
 use math_controller::ops::manager::Options;
-use math_controller::reconcile::gate::ReconcileHook;
+use math_controller::reconcile::controller_loop::ReconcileHook;
 
 /// The manager's log, captured in this test's thread (the in-process manager runs on it).
 #[derive(Clone, Default)]

@@ -39,7 +39,7 @@ fn slim<K: Resource>(obj: &mut K) {
 }
 
 /// Why a watch (or a resync) tells a controller of an object: what the object's turn follows
-/// (`reconcile/gate.rs`).
+/// (`reconcile/controller_loop.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cause {
     /// Someone acted: the object, or a child of it, was created, changed or deleted (a watch

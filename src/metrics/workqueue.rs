@@ -2,7 +2,7 @@
 //! (`pkg/metrics/workqueue.go` of kubernetes-sigs/controller-runtime: label `name` and, since
 //! v0.20, `controller`, both the controller's name; `priority` on the depth, empty for a queue
 //! without priorities), measured on the manager's queue: each controller's gate
-//! (`crate::reconcile::gate`), the fair queue in front of its reconciles.
+//! (`crate::reconcile::controller_loop`), the fair queue in front of its reconciles.
 //!
 //! The gate tells [`QueueMetrics`] what a client-go queue's `Add`, `Get`, `Done` and
 //! `AddRateLimited` would: an object queued by news ([`QueueMetrics::add`]), its turn

@@ -19,7 +19,7 @@
 //! its parents only through ownerReferences, while a conflicting object that is deleted frees
 //! a name whose parent it does not name ([`crate::kind::Parent::parent_of`]). So each watch
 //! is `watch_and_fan_out` (`cluster/watches.rs`), which tells the gates directly; and the
-//! controllers are no kube-runtime `Controller` either: each is a gate (`reconcile/gate.rs`)
+//! controllers are no kube-runtime `Controller` either: each is a gate (`reconcile/controller_loop.rs`)
 //! over the scheduler (`crate::scheduler`), one fair queue and its runner, so that there is no
 //! second queue behind the fair one.
 
@@ -51,7 +51,7 @@ use crate::ops::leader::{self, LeaderElectionConfig};
 use crate::ops::shutdown::{self, Stopped};
 use crate::reconcile::Outcome;
 use crate::reconcile::context::Context;
-use crate::reconcile::gate::{Gate, Key, ReconcileHook};
+use crate::reconcile::controller_loop::{Gate, Key, ReconcileHook};
 use crate::scheduler::runner::Runner;
 
 /// How often every object is reconciled again, regardless of watch events (controller-runtime's

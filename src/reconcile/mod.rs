@@ -13,7 +13,7 @@
 //!   the API server.
 //! - `context.rs`: what every reconcile shares (the client, every kind's cache found by type,
 //!   the metrics, the request slots, the memories); it names no kind.
-//! - `gate.rs`: a kind's reconciles let in by the scheduler ([`crate::scheduler`]), each
+//! - `controller_loop.rs`: a kind's reconciles let in by the scheduler ([`crate::scheduler`]), each
 //!   reading its object from the cache when it starts, within the retry policy.
 //! - `memory/`: what the reconciles remember between runs (expectations, statuses written,
 //!   refusals, waiting parents, retries), each part of the context with its own tests.
@@ -23,7 +23,7 @@
 
 pub mod announce;
 pub mod context;
-pub mod gate;
+pub mod controller_loop;
 pub mod memory;
 pub mod plan;
 pub mod status;

@@ -279,7 +279,7 @@ impl FairSlots {
 
     /// `grant` gets a permit in `flow`'s turn, from the dispatch that hands it out (at once
     /// when one is free and may be taken): for work that waits without a task of its own
-    /// (see [`crate::reconcile::gate`]). Nothing happens once closed.
+    /// (see [`crate::reconcile::controller_loop`]). Nothing happens once closed.
     pub fn offer(&self, flow: Flow, priority: Priority, grant: Grant) {
         let mut state = self.shared.lock();
         if state.closed {
