@@ -18,8 +18,9 @@
 //! bounded buffer makes a watch wait for the slowest controller. `owns` also maps a child to
 //! its parents only through ownerReferences, while a conflicting object that is deleted frees
 //! a name whose parent it does not name ([`crate::kind::Parent::parent_of`]). So each watch
-//! is `watch_and_fan_out` (`cluster/watches.rs`), which tells the gates directly; and the
-//! controllers are no kube-runtime `Controller` either: each is a gate (`reconcile/controller_loop.rs`)
+//! is `watch_and_fan_out` (`cluster/watches.rs`), which tells the controllers' loops directly;
+//! and the controllers are no kube-runtime `Controller` either: each is a loop
+//! (`reconcile/controller_loop.rs`)
 //! over the scheduler (`crate::scheduler`), one fair queue and its runner, so that there is no
 //! second queue behind the fair one.
 
@@ -51,7 +52,7 @@ use crate::ops::leader::{self, LeaderElectionConfig};
 use crate::ops::shutdown::{self, Stopped};
 use crate::reconcile::Outcome;
 use crate::reconcile::context::Context;
-use crate::reconcile::controller_loop::{Gate, Key, ReconcileHook};
+use crate::reconcile::controller_loop::{ControllerLoop, Key, ReconcileHook};
 use crate::scheduler::runner::Runner;
 
 /// How often every object is reconciled again, regardless of watch events (controller-runtime's
@@ -326,12 +327,17 @@ async fn run_controllers(
             .with_in_flight_timeout(options.in_flight_timeout)
             .with_requests_in_flight(options.requests_in_flight, options.flow_shares),
     );
-    let gates = [&numbers.gate, &tuples.gate, &fermats.gate].map(Gate::clone);
+    let loops = [&numbers.control, &tuples.control, &fermats.control].map(ControllerLoop::clone);
     let watch = Watch::new(&client, options, &ctx);
     let watches = futures::stream::select_all([
-        watch.kind(number_writer, &numbers.cache, &numbers.gate, tuples.told()),
-        watch.kind(tuple_writer, &tuples.cache, &tuples.gate, fermats.told()),
-        watch.kind(fermat_writer, &fermats.cache, &fermats.gate, no_parents),
+        watch.kind(
+            number_writer,
+            &numbers.cache,
+            &numbers.control,
+            tuples.told(),
+        ),
+        watch.kind(tuple_writer, &tuples.cache, &tuples.control, fermats.told()),
+        watch.kind(fermat_writer, &fermats.cache, &fermats.control, no_parents),
     ])
     .take_until(stop.clone().cancelled_owned())
     .for_each(|()| futures::future::ready(()));
@@ -343,21 +349,21 @@ async fn run_controllers(
     );
     let namespace = options.namespace.as_deref();
     let controllers = once_synced(&ctx, readiness, namespace, &stop, controllers);
-    // On a shutdown the reconciles queued at the gates are turned away, not run (also before
+    // On a shutdown the reconciles queued in the loops are turned away, not run (also before
     // the controllers started).
-    let close_gates = async {
+    let close_loops = async {
         stop.cancelled().await;
-        gates.iter().for_each(Gate::close);
+        loops.iter().for_each(ControllerLoop::close);
     };
     // The watches run until `stop`; the controllers until their graceful shutdown completes.
-    tokio::join!(controllers, sweeps(&ctx, &stop), close_gates, async {
+    tokio::join!(controllers, sweeps(&ctx, &stop), close_loops, async {
         watches.await;
         debug!("watches stopped");
     });
 }
 
 /// `controllers`, started only once every cache holds a complete list: a reconcile that read
-/// a half-filled cache would create children that exist. (The watches tell the gates
+/// a half-filled cache would create children that exist. (The watches tell the loops
 /// meanwhile: each object waits there once.) Waiting here, once, also keeps each store's
 /// readiness to a single waiter: kube-runtime 5's `wait_until_ready` wakes only the last of
 /// several concurrent waiters, and the others would sleep forever.
@@ -400,50 +406,50 @@ async fn sweeps(ctx: &Context, stop: &CancellationToken) {
     }
 }
 
-/// One kind's cache and controller: the store its watch fills, and its gate with the runner
-/// that reconciles what the gate lets in.
+/// One kind's cache and controller: the store its watch fills, and its loop with the runner
+/// that reconciles what the loop lets in.
 struct Wired<K: Kind> {
     cache: Cache<K>,
-    gate: Gate,
+    control: ControllerLoop,
     runner: Runner<Key>,
 }
 
 impl<K: Kind> Wired<K> {
-    /// A cache (and the writer its watch fills it through) and a gate of `--concurrency`.
+    /// A cache (and the writer its watch fills it through) and a loop of `--concurrency`.
     fn new(options: &Options, metrics: &Metrics) -> (Wired<K>, reflector::store::Writer<K>) {
         let (store, writer) = reflector::store::<K>();
-        let (gate, runner) = Gate::new(
+        let (control, runner) = ControllerLoop::new(
             K::CONTROLLER,
             options.concurrency,
             options.flow_shares,
             metrics,
         );
-        let gate = gate.with_hook(options.reconcile_hook.clone());
+        let control = control.with_hook(options.reconcile_hook.clone());
         let wired = Wired {
             cache: Cache::new(store),
-            gate,
+            control,
             runner,
         };
         (wired, writer)
     }
 
-    /// What a child's watch tells this kind's gate: the parents cached (a parent not cached
-    /// has nothing to reconcile, or is not listed yet: its own list tells its gate), with the
+    /// What a child's watch tells this kind's loop: the parents cached (a parent not cached
+    /// has nothing to reconcile, or is not listed yet: its own list tells its loop), with the
     /// child's cause: a child's change is urgent to its parent, settled or not.
     fn told(&self) -> impl Fn(&K::Child, Cause) + Send + 'static + use<K>
     where
         K: Parent,
     {
-        let (parents, gate) = (self.cache.store.clone(), self.gate.clone());
+        let (parents, control) = (self.cache.store.clone(), self.control.clone());
         tell_parents::<K>(move |parent, cause| {
             if let Some(parent) = parents.get(&parent) {
-                gate.news(parent.as_ref(), cause);
+                control.news(parent.as_ref(), cause);
             }
         })
     }
 
-    /// The controller: the runner reconciling with `reconcile` what the gate lets in, and
-    /// every cached object told to the gate again every `period` or so (the resync). It ends
+    /// The controller: the runner reconciling with `reconcile` what the loop lets in, and
+    /// every cached object told to the loop again every `period` or so (the resync). It ends
     /// once `stop` and the graceful shutdown of the reconciles in flight are done.
     fn controller<Fut>(
         self,
@@ -457,7 +463,7 @@ impl<K: Kind> Wired<K> {
     {
         let Wired {
             cache,
-            gate,
+            control,
             runner,
         } = self;
         let store = cache.store;
@@ -465,7 +471,7 @@ impl<K: Kind> Wired<K> {
         async move {
             let resyncs = resync(period).for_each(|()| {
                 for obj in store.state() {
-                    gate.news(obj.as_ref(), Cause::Recheck);
+                    control.news(obj.as_ref(), Cause::Recheck);
                 }
                 futures::future::ready(())
             });
@@ -475,7 +481,7 @@ impl<K: Kind> Wired<K> {
                     _ = stop.cancelled() => {}
                 }
             };
-            let run = gate.run(runner, store.clone(), reconcile, ctx, stop.cancelled());
+            let run = control.run(runner, store.clone(), reconcile, ctx, stop.cancelled());
             tokio::join!(run, resyncs);
         }
     }
@@ -508,22 +514,22 @@ impl<'a> Watch<'a> {
         }
     }
 
-    /// The watch of kind `K`: it fills `cache` through `writer`, and tells `gate` (the kind's
+    /// The watch of kind `K`: it fills `cache` through `writer`, and tells `control` (the kind's
     /// own controller) and `parents` (the parents' controller) of each change.
     fn kind<K: Kind>(
         &self,
         writer: reflector::store::Writer<K>,
         cache: &Cache<K>,
-        gate: &Gate,
+        control: &ControllerLoop,
         parents: impl Fn(&K, Cause) + Send + 'static,
     ) -> futures::stream::BoxStream<'static, ()> {
-        let gate = gate.clone();
+        let control = control.clone();
         watch_and_fan_out(
             api(self.client, self.namespace),
             self.config.clone(),
             writer,
             cache.clone(),
-            move |obj: &K, cause| gate.news(obj, cause),
+            move |obj: &K, cause| control.news(obj, cause),
             parents,
             self.ctx.clone(),
         )

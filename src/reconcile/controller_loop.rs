@@ -1,14 +1,14 @@
-//! Each controller's scheduler ([`crate::scheduler`]) told of its kind's objects: which object
-//! is reconciled next, fairly across namespaces, `--concurrency` at a time, one reconcile of
+//! Each controller's loop: its scheduler ([`crate::scheduler`]) told of its kind's objects,
+//! and its runner reconciling them: which object is reconciled next, fairly across namespaces, `--concurrency` at a time, one reconcile of
 //! an object at a time, requeues and the error policy's backoff included.
 //!
 //! kube-runtime's `Controller` has no priority queue: it starts the objects it was told about
 //! in the order they became due, up to its concurrency, so a small object's reconcile waits
 //! behind the thousands of Tuples a big Fermat just created (or behind the whole initial list
-//! after a restart). So the controllers have no `Controller`: the watches tell the gate their
-//! news ([`Gate::news`]), the scheduler queues each object once, in its namespace's flow (new,
+//! after a restart). So the controllers have no `Controller`: the watches tell the loop their
+//! news ([`ControllerLoop::news`]), the scheduler queues each object once, in its namespace's flow (new,
 //! changed and waiting objects before settled ones, aged ones taking turns with them), and its
-//! runner reconciles an object when its turn comes ([`Gate::run`]).
+//! runner reconciles an object when its turn comes ([`ControllerLoop::run`]).
 //!
 //! An object's reconcile acts on the object as the cache holds it when it runs, not when its
 //! news came: a Tuple whose spec changed while it waited creates the Numbers of its new spec,
@@ -55,14 +55,14 @@ pub fn priority_of<K: Kind>(obj: &K, cause: Cause) -> Priority {
     }
 }
 
-/// An object of the gate's kind: its namespace and name.
+/// An object of the loop's kind: its namespace and name.
 pub type Key = (String, String);
 
 fn key_of<K: Kind>(obj: &K) -> Key {
     (obj.namespace().unwrap_or_default(), obj.name_any())
 }
 
-/// The cache's key of an object the gate let in.
+/// The cache's key of an object the loop let in.
 pub fn object_ref<K: Kind>((namespace, name): &Key) -> ObjectRef<K> {
     ObjectRef::new(name).within(namespace)
 }
@@ -83,26 +83,27 @@ impl std::fmt::Debug for ReconcileHook {
     }
 }
 
-/// One controller's gate: its scheduler, told of objects of its kind.
+/// One controller's loop: its scheduler, told of objects of its kind (its runner runs apart:
+/// [`ControllerLoop::run`]).
 #[derive(Clone)]
-pub struct Gate {
+pub struct ControllerLoop {
     controller: &'static str,
     scheduler: Scheduler<Key>,
     hook: Option<ReconcileHook>,
 }
 
-impl Gate {
+impl ControllerLoop {
     /// `concurrency` reconciles at once (0: no bound), shared by the busy namespaces if
     /// `shares`, their waits shown in `metrics` under the controller's name; and the runner
-    /// that reconciles what the gate lets in ([`Gate::run`]).
+    /// that reconciles what the loop lets in ([`ControllerLoop::run`]).
     pub fn new(
         controller: &'static str,
         concurrency: u16,
         shares: bool,
         metrics: &Metrics,
-    ) -> (Gate, Runner<Key>) {
+    ) -> (ControllerLoop, Runner<Key>) {
         // Shared by the busy namespaces too: a big object's reconciles spend most of their
-        // time waiting for request slots, and holding every turn of the gate meanwhile they
+        // time waiting for request slots, and holding every turn of the loop meanwhile they
         // would keep a small object's reconcile waiting for one of them to end.
         let waits = Some(metrics.fair_queue_waits(controller));
         let permits = match shares {
@@ -114,7 +115,7 @@ impl Gate {
         let (scheduler, runner) = Scheduler::new(permits, Arc::new(queue.clone()));
         queue.show_depth(scheduler.queued_reader());
         (
-            Gate {
+            ControllerLoop {
                 controller,
                 scheduler,
                 hook: None,
@@ -123,9 +124,9 @@ impl Gate {
         )
     }
 
-    /// The same gate, calling `hook` at the start of every reconcile (tests only).
-    pub fn with_hook(self, hook: Option<ReconcileHook>) -> Gate {
-        Gate { hook, ..self }
+    /// The same loop, calling `hook` at the start of every reconcile (tests only).
+    pub fn with_hook(self, hook: Option<ReconcileHook>) -> ControllerLoop {
+        ControllerLoop { hook, ..self }
     }
 
     /// `obj` changed, or something it looks at did, or it is to be looked at again (`cause`):
@@ -144,7 +145,7 @@ impl Gate {
         self.scheduler.close();
     }
 
-    /// Reconcile what this gate lets in with `reconcile` (within the retry policy), each
+    /// Reconcile what this loop lets in with `reconcile` (within the retry policy), each
     /// object as `store` holds it when its turn comes, until `stop` and the reconciles in
     /// flight end (the graceful shutdown).
     pub async fn run<K, Fut>(
@@ -261,12 +262,12 @@ mod tests {
     /// they were, and its child's news left it there, behind them all.
     #[tokio::test]
     async fn a_settled_parent_told_by_its_child_goes_before_the_initial_list() {
-        let (gate, runner) = Gate::new("tuple", 1, true, &Metrics::new());
+        let (control, runner) = ControllerLoop::new("tuple", 1, true, &Metrics::new());
         let listed: Vec<Number> = (0..3000).map(|i| settled(&format!("t-{i}"))).collect();
         for obj in &listed {
-            gate.news(obj, Cause::Recheck);
+            control.news(obj, Cause::Recheck);
         }
-        gate.news(&listed[2999], Cause::Change); // its child was deleted
+        control.news(&listed[2999], Cause::Change); // its child was deleted
         let order = Arc::new(std::sync::Mutex::new(Vec::new()));
         let run = {
             let order = order.clone();
