@@ -31,7 +31,7 @@ use crate::kind::Kind;
 use crate::metrics::Metrics;
 use crate::reconcile::Outcome;
 use crate::reconcile::context::Context;
-use crate::reconcile::memory::retry::{error_policy, panic_policy, with_retry_policy};
+use crate::reconcile::retry_policy::{error_policy, panic_policy, with_retry_policy};
 use crate::scheduler::panics;
 use crate::scheduler::permits::FairSlots;
 use crate::scheduler::runner::{Runner, Scheduler};

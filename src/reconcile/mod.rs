@@ -15,6 +15,10 @@
 //!   the metrics, the request slots, the memories); it names no kind.
 //! - `controller_loop.rs`: a kind's reconciles let in by the scheduler ([`crate::scheduler`]), each
 //!   reading its object from the cache when it starts, within the retry policy.
+//! - `retry_policy.rs`: the retry policy around every reconcile: a reconcile's outcome
+//!   ([`Outcome`]) made the scheduler's action, exponential backoff per object (the failures
+//!   it counts), quiet 409s, fast retries while the API server is away, a caught panic told
+//!   once.
 //! - `memory/`: what the reconciles remember between runs (expectations, statuses written,
 //!   refusals, waiting parents, retries), each part of the context with its own tests.
 //!
@@ -26,6 +30,7 @@ pub mod context;
 pub mod controller_loop;
 pub mod memory;
 pub mod plan;
+pub mod retry_policy;
 pub mod status;
 pub mod writes;
 
@@ -57,7 +62,7 @@ pub enum Progress {
     Pending,
 }
 
-/// How a reconcile ended, before the retry policy ([`memory::retry`]) makes it the
+/// How a reconcile ended, before the retry policy ([`retry_policy`]) makes it the
 /// scheduler's `Action`: when to look again (`None`: on the next watch event), and whether
 /// the object's status is final.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

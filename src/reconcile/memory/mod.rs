@@ -11,16 +11,12 @@
 //!   sooner than ten times what its last plan cost), and how its children come along (when
 //!   a child of each kind last settled, which caches relist, when it last reported its
 //!   progress), for whether a progress report is worth a status write.
-//! - `retry.rs`: the retry policy around every reconcile: a reconcile's outcome
-//!   ([`crate::reconcile::Outcome`]) made the scheduler's action, exponential backoff per
-//!   object (the failures it counts), quiet 409s, fast retries while the API server is away.
 //!
 //! Their maps expire ([`crate::cluster::expiring`]), so what a deleted object left behind
 //! goes too.
 
 pub mod expectations;
 pub mod refusals;
-pub mod retry;
 pub mod waiting;
 
 use kube::Resource;
