@@ -18,9 +18,9 @@ use crate::kind::Kind;
 use crate::metrics::Metrics;
 use crate::reconcile::announce::{Publisher, Reporter};
 use crate::reconcile::memory::expectations::{Expectations, IN_FLIGHT_TIMEOUT, WrittenStatuses};
+use crate::reconcile::memory::failures::Failures;
 use crate::reconcile::memory::refusals::Refusals;
 use crate::reconcile::memory::waiting::{PaceKeeper, Replans};
-use crate::reconcile::retry_policy::Failures;
 use crate::scheduler::slots::Slots;
 
 /// The name Events are reported under (`kubectl describe` shows it as "From").

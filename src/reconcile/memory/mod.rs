@@ -5,6 +5,8 @@
 //!   (what controller-runtime users know as expectations): to children, and what a parent
 //!   sees of its children through them; to statuses, the status as far as we know, and the
 //!   echo recognised as our own.
+//! - `failures.rs`: each object's failures in a row, what its backoff grows with, and its
+//!   panics, told once.
 //! - `refusals.rs`: writes the API server refused: their backoff, and parents in a namespace
 //!   being deleted.
 //! - `waiting.rs`: a parent that waits for its children: how soon it is planned again (no
@@ -16,6 +18,7 @@
 //! goes too.
 
 pub mod expectations;
+pub mod failures;
 pub mod refusals;
 pub mod waiting;
 
