@@ -9,7 +9,7 @@
 //!   panics, told once.
 //! - `refusals.rs`: writes the API server refused: their backoff, and parents in a namespace
 //!   being deleted.
-//! - `waiting.rs`: a parent that waits for its children: how soon it is planned again (no
+//! - `pace.rs`: a parent that waits for its children: how soon it is planned again (no
 //!   sooner than ten times what its last plan cost), and how its children come along (when
 //!   a child of each kind last settled, which caches relist, when it last reported its
 //!   progress), for whether a progress report is worth a status write.
@@ -19,8 +19,8 @@
 
 pub mod expectations;
 pub mod failures;
+pub mod pace;
 pub mod refusals;
-pub mod waiting;
 
 use kube::Resource;
 
