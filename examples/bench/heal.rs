@@ -30,14 +30,27 @@ pub async fn heal(
     ))
 }
 
-/// The Tuple of a Fermat `n` that a list brings last (the greatest name): after a restart,
-/// the one whose turn comes after every other settled Tuple's, unless a change makes it
-/// urgent.
-pub fn listed_last(n: i64) -> String {
-    (1..=(n / 2).max(1))
-        .map(|a| format!("f-{a}-and-{}", n - a))
-        .max()
-        .unwrap_or_default()
+/// Numbers of `count` Tuples of a Fermat `n`, spread over its Tuples: deleted at once as a
+/// restarted manager reports ready, each Tuple is somewhere in the settled backlog that the
+/// initial list queued (the order the cache hands them out in is a hash map's).
+pub fn spread(n: i64, count: usize) -> Vec<String> {
+    let tuples = (n / 2).max(1);
+    (0..count as i64)
+        .map(|i| {
+            let a = 1 + (i * 7919) % tuples;
+            format!("f-{a}-and-{}-0", n - a)
+        })
+        .collect()
+}
+
+/// Delete the Numbers `names` at once and time each one's return: the median and the slowest.
+pub async fn delete_all_and_wait(
+    api: &Api<Number>,
+    names: &[String],
+) -> anyhow::Result<(Duration, Duration)> {
+    let returns = futures::future::join_all(names.iter().map(|n| delete_and_wait(api, n))).await;
+    let mut back = returns.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+    Ok((percentile(&mut back, 50), percentile(&mut back, 100)))
 }
 
 /// Delete the Number `name` and time its return: a new UID, Ready.
