@@ -45,8 +45,9 @@ use crate::error::{Error, Result};
 use crate::kind::{Child, Desired, Kind, Parent};
 use crate::reconcile::context::Context;
 use crate::reconcile::memory::expectations::CachedChildren;
-use crate::reconcile::memory::pace::{Pace, PlanClock};
+use crate::reconcile::memory::pace::Pace;
 use crate::reconcile::memory::refusals::Held;
+use crate::reconcile::memory::replans::PlanClock;
 use plan::Plan;
 use status::{ParentStatus, Standing};
 
@@ -70,7 +71,7 @@ pub struct Outcome {
     pub requeue_after: Option<Duration>,
     pub progress: Progress,
     /// The CPU the decision took (children read from the cache, plan, status), without the
-    /// writes: what planning the object again would cost ([`memory::pace`]).
+    /// writes: what planning the object again would cost ([`memory::replans`]).
     pub planned_in: Duration,
 }
 

@@ -107,7 +107,7 @@ where
 /// request would fail, and the outage's probe tells when to try again (wait without knocking,
 /// or logging the plan again, and run within a second of its return); a parent waiting for
 /// its children that was planned a moment ago waits its turn (see
-/// `crate::reconcile::memory::pace`).
+/// `crate::reconcile::memory::replans`).
 fn put_off(
     controller: &'static str,
     key: &str,

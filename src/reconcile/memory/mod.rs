@@ -9,10 +9,11 @@
 //!   panics, told once.
 //! - `refusals.rs`: writes the API server refused: their backoff, and parents in a namespace
 //!   being deleted.
-//! - `pace.rs`: a parent that waits for its children: how soon it is planned again (no
-//!   sooner than ten times what its last plan cost), and how its children come along (when
-//!   a child of each kind last settled, which caches relist, when it last reported its
-//!   progress), for whether a progress report is worth a status write.
+//! - `pace.rs`: how a waiting parent's children come along (when a child of each kind last
+//!   settled, which caches relist, when it last reported its progress), for whether a
+//!   progress report is worth a status write.
+//! - `replans.rs`: how soon a waiting parent is planned again (no sooner than ten times what
+//!   its last plan cost), and the CPU clock that measures that cost.
 //!
 //! Their maps expire ([`crate::cluster::expiring`]), so what a deleted object left behind
 //! goes too.
@@ -21,6 +22,7 @@ pub mod expectations;
 pub mod failures;
 pub mod pace;
 pub mod refusals;
+pub mod replans;
 
 use kube::Resource;
 
