@@ -17,7 +17,7 @@
 //!                     plan.rs and status.rs (the pure decisions), writes.rs and announce.rs
 //!                     (the writes and their Events: the only place a reconcile writes to
 //!                     the API server), context.rs
-//!                     (what every reconcile shares; it names no kind), gate.rs (a kind's
+//!                     (what every reconcile shares; it names no kind), controller_loop.rs (a kind's
 //!                     reconciles let in by the scheduler, within the retry policy), memory/
 //!                     (what the reconciles remember: expectations of children and
 //!                     statuses, refusals, waiting parents, retries)

@@ -200,10 +200,16 @@ async fn running_manager() -> Result<(TestServer, Running, SocketAddr, String)> 
     let (m, address) = manager(&server, "a").await?;
     try_kubectl(&server, &["apply", "-f", "-"], Some(NUMBER)).await?;
     let done = r#"controller_runtime_reconcile_total{controller="number",result="success"}"#;
+    // The lease's first renewal (a PUT) comes one retry period after it was taken, which may
+    // be after the Number's reconcile.
+    let renewed = |t: &str| {
+        t.lines()
+            .any(|l| l.starts_with("rest_client_requests_total{") && l.contains(r#"method="PUT""#))
+    };
     let text = eventually(
-        "a Number reconciled",
+        "a Number reconciled and the lease renewed",
         || async { get_metrics(address, None).await.ok() },
-        |(_, t)| sample(t, done).is_some_and(|v| v >= 1.0),
+        |(_, t)| sample(t, done).is_some_and(|v| v >= 1.0) && renewed(t),
     )
     .await
     .1;

@@ -108,7 +108,7 @@ async fn a_fermat_1000_on_a_slow_server_writes_the_minimum_plus_bounded_progress
 /// A parent that only waits for its children is not planned again for every child that
 /// settles (issue 21): a Fermat 4000 has 2000 Tuples, each of which triggers it, and every
 /// plan looks at all 2000. It is planned again no sooner than ten times what its last plan
-/// cost (`src/reconcile/memory/waiting.rs`), so its plans are a small fraction of the triggers. Before: planned
+/// cost (`src/reconcile/memory/pace.rs`), so its plans are a small fraction of the triggers. Before: planned
 /// back to back for the whole build (on the real control plane a Fermat 10000 was planned
 /// 1362 times, two thirds of the manager's CPU).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -78,6 +78,43 @@ async fn conflicts_back_off() {
     .await;
 }
 
+/// Issue 48 (N7): an object's backoff is its own, not its name's. A Tuple that failed for a
+/// while (its status write answered 500 again and again, so its retries are seconds apart),
+/// deleted and created again under its name, retries its first failures 100 ms, 200 ms, …
+/// apart. Before, filed by name, it inherited the old one's count: its next retry after the
+/// first was 6.4 s away.
+#[tokio::test]
+async fn a_recreated_object_starts_with_no_backoff() {
+    let h = Harness::start().await;
+    let status = RequestFilter::new()
+        .verb(Verb::Patch)
+        .resource("tuples")
+        .subresource("status")
+        .name("t");
+    h.server.fail_next(status.clone(), 1_000_000, 500);
+    h.create_tuple("t", vec![]).await;
+    eventually(
+        "six failed status writes of t",
+        || async { Some(h.server.count(&status)) },
+        |n| *n >= 6,
+    )
+    .await;
+    h.tuples()
+        .delete("t", &DeleteParams::default())
+        .await
+        .expect("delete t");
+    wait_gone(&h.tuples(), "t").await;
+    h.server.reset_requests();
+    h.create_tuple("t", vec![]).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let attempts = h.server.count(&status);
+    // Afresh: at 0, 0.1, 0.3, 0.7 and 1.5 s; inherited: at 0, then 6.4 s later.
+    assert!(
+        attempts >= 3,
+        "{attempts} status writes of the new t in 3 s"
+    );
+}
+
 /// Item 1: a child deleted while its watch was down and relisting (closed, compacted, the
 /// reconnect held back) is noticed when the new list arrives, and put back.
 #[tokio::test]

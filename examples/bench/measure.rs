@@ -1,7 +1,8 @@
 //! One size's measurement, in the order it runs: the floors (a tight client writing the same
 //! objects, bare and owned), the manager converging a Fermat n (time, CPU, writes, pace),
-//! the 3 s after it, a restart of the manager, healing, the outage, memory, and the small
-//! Fermat beside a big one. Each step prints its lines as it ends; the row sums them up.
+//! the 3 s after it, a restart of the manager, healing, the outage, memory, healing as a
+//! restarted manager reports ready, and the small Fermat beside a big one. Each step prints
+//! its lines as it ends; the row sums them up.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -11,7 +12,7 @@ use math_controller::api::{Fermat, FermatSpec};
 
 use crate::fair::small_during_big;
 use crate::floor;
-use crate::heal::heal;
+use crate::heal::{delete_all_and_wait, heal, spread};
 use crate::manager::{Manager, Sample, Writes};
 use crate::outage::{outage, restart_apiserver};
 use crate::pace::{busy_tenths, cpu_spent, cpu_times, tenths, watched_pids};
@@ -329,6 +330,12 @@ async fn restarted(
         mib(manager.peak_rss_mib())
     );
     manager.stop().await?;
+    let (median, slowest) = heal_at_restart(server, binary, ns, n).await?;
+    println!(
+        "  heal at restart: {AT_RESTART} Numbers deleted at once as the restarted manager reports ready (every settled object queued) are back and Ready after p50 {:.1} ms, the slowest {:.1} ms",
+        ms(median),
+        ms(slowest)
+    );
     server.delete_namespace(ns).await;
     Ok(Restarted {
         writes: restart,
@@ -338,6 +345,26 @@ async fn restarted(
         rss_mib,
     })
 }
+
+/// The manager started again over the settled Fermat `n` in `ns`, and Numbers of
+/// [`AT_RESTART`] Tuples deleted at once as soon as it reports ready (every settled object
+/// queued by the initial list): how long until they are back, the median and the slowest.
+async fn heal_at_restart(
+    server: &Server,
+    binary: &Path,
+    ns: &str,
+    n: i64,
+) -> anyhow::Result<(Duration, Duration)> {
+    let kubeconfig = server.kubeconfig();
+    let manager = Manager::start(binary, kubeconfig.as_deref(), Some(ns)).await?;
+    let numbers = Api::namespaced(server.client.clone(), ns);
+    let back = delete_all_and_wait(&numbers, &spread(n, AT_RESTART)).await?;
+    manager.stop().await?;
+    Ok(back)
+}
+
+/// How many Numbers [`heal_at_restart`] deletes.
+const AT_RESTART: usize = 20;
 
 /// The outage, on the test server; the API server restart, on a cluster with
 /// `BENCH_RESTART`: how long after the server's return the Fermat was Ready.

@@ -1,5 +1,5 @@
 //! The one exponential backoff every retry in the manager uses: the error policy's per-object
-//! retries and its quieter 409s (`retry.rs`), a refused write's retries (`refusals.rs`), the
+//! retries and its quieter 409s (`retry_policy.rs`), a refused write's retries (`refusals.rs`), the
 //! pause before a list after repeated 410s (`watches.rs`), the fast retries while the API
 //! server is away (`outage.rs`), and the random numbers their jitter and leader election's
 //! draw from. One type instead of five hand-written doublings: each place states only its

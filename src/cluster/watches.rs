@@ -2,7 +2,7 @@
 //! change to the controllers that care (the fan-out); and the periodic resync, the safety net
 //! under both.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,7 +12,7 @@ use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
-use tracing::debug;
+use tracing::{debug, error};
 
 use crate::cluster::backoff::random;
 use crate::cluster::cache::Cache;
@@ -21,24 +21,38 @@ use crate::cluster::undecodable::{Decoded, Sorted, Undecoded, sort_out};
 use crate::cluster::watch_retry::{Watched, retried};
 use crate::kind::{Kind, Parent};
 use crate::scheduler::TIMELINE;
+use crate::scheduler::panics::catch_now;
 
-/// What a child's watch tells the controller of its parents of kind `P`: the owners of kind
-/// `P` named in the child's ownerReferences, as cache keys, and the parent whose desired child
-/// carries this name ([`Parent::parent_of`]): a deleted object that somebody else controlled
-/// (a conflict) frees the name, and that parent must hear of it to create its own. Only the
-/// child's metadata is read: a child that does not decode is told of too.
+/// Why a watch (or a resync) tells a controller of an object: what the object's turn follows
+/// (`reconcile/controller_loop.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// Someone acted: the object, or a child of it, was created, changed or deleted (a watch
+    /// event, or a relist that shows it changed or gone while the watch was down).
+    Change,
+    /// Nothing is known to have changed: a list brings it again (the first one after a
+    /// start, or a relist that shows it as it was), or a resync.
+    Recheck,
+}
+
+/// What a child's watch tells the controller of its parents of kind `P`, with the child's
+/// [`Cause`]: the owners of kind `P` named in the child's ownerReferences, as cache keys, and
+/// the parent whose desired child carries this name ([`Parent::parent_of`]): a deleted object
+/// that somebody else controlled (a conflict) frees the name, and that parent must hear of it
+/// to create its own. Only the child's metadata is read: a child that does not decode is told
+/// of too.
 pub(crate) fn tell_parents<P: Parent>(
-    parents: impl Fn(ObjectRef<P>) + Send + 'static,
-) -> impl Fn(&ObjectMeta) + Send + 'static {
-    move |child| {
+    parents: impl Fn(ObjectRef<P>, Cause) + Send + 'static,
+) -> impl Fn(&ObjectMeta, Cause) + Send + 'static {
+    move |child, cause| {
         for owner in owners::<P>(child) {
-            parents(owner);
+            parents(owner, cause);
         }
     }
 }
 
 /// The watch of a kind nobody owns has no parents to tell.
-pub(crate) fn no_parents(_: &ObjectMeta) {}
+pub(crate) fn no_parents(_: &ObjectMeta, _: Cause) {}
 
 fn owners<P: Parent>(child: &ObjectMeta) -> Vec<ObjectRef<P>> {
     let namespace = child.namespace.as_deref();
@@ -100,8 +114,8 @@ pub(crate) fn watch_and_fan_out<K: Kind, W: Witness>(
     config: watcher::Config,
     writer: reflector::store::Writer<K>,
     cache: Cache<K>,
-    own: impl Fn(&K) + Send + 'static,
-    tell_parents: impl Fn(&ObjectMeta) + Send + 'static,
+    own: impl Fn(&K, Cause) + Send + 'static,
+    tell_parents: impl Fn(&ObjectMeta, Cause) + Send + 'static,
     witness: Arc<W>,
 ) -> impl Stream<Item = ()> + Send {
     let watched = retried(K::KIND, watcher(api, config), witness.outage());
@@ -156,13 +170,13 @@ struct FanOut<K: Kind, O, P, W> {
     relist_began: Instant,
 }
 
-impl<K: Kind, O: Fn(&K), P: Fn(&ObjectMeta), W: Witness> FanOut<K, O, P, W> {
+impl<K: Kind, O: Fn(&K, Cause), P: Fn(&ObjectMeta, Cause), W: Witness> FanOut<K, O, P, W> {
     fn tell(&mut self, Cached(sorted): Cached<K>) {
         for undecodable in &sorted.undecodable {
-            (self.tell_parents)(undecodable);
+            (self.tell_parents)(undecodable, Cause::Change);
         }
         match sorted.watched {
-            Some(Watched::Event(event)) => self.event(event),
+            Some(Watched::Event(event)) => self.caught(event),
             Some(Watched::Relisting) => self.witness.relist_started::<K>(),
             // Told by the retry stage, once.
             Some(Watched::Failed) => self.witness.watch_failed::<K>(),
@@ -170,23 +184,44 @@ impl<K: Kind, O: Fn(&K), P: Fn(&ObjectMeta), W: Witness> FanOut<K, O, P, W> {
         }
     }
 
-    fn event(&mut self, event: watcher::Event<K>) {
+    /// [`FanOut::event`], a panic in it ending that event's fan-out only: the watch, and with
+    /// it the manager, goes on (the object's next change, or the resync, tells it again).
+    fn caught(&mut self, event: watcher::Event<K>) {
+        let Err(panic) = catch_now(|| self.event(&event)) else {
+            return;
+        };
+        let object = match &event {
+            watcher::Event::Apply(obj) | watcher::Event::Delete(obj) => format!(
+                " {}/{}",
+                obj.namespace().unwrap_or_default(),
+                obj.name_any()
+            ),
+            _ => String::new(),
+        };
+        error!(
+            "watching {}s: telling the controllers of {}{object} {panic}; going on",
+            K::kind(&()),
+            K::kind(&())
+        );
+    }
+
+    fn event(&mut self, event: &watcher::Event<K>) {
         match event {
             watcher::Event::Apply(obj) => {
                 debug!(target: TIMELINE, kind = %K::kind(&()), ns = obj.namespace().unwrap_or_default(), name = %obj.name_any(), rv = obj.resource_version().unwrap_or_default(), "watch event");
-                self.witness.saw(&obj);
-                self.cache.apply(&obj);
-                (self.tell_parents)(obj.meta());
+                self.witness.saw(obj);
+                self.cache.apply(obj);
+                (self.tell_parents)(obj.meta(), Cause::Change);
                 // The manager's own status write coming back is no news to its reconcile
                 // (its parent still hears of it, above).
-                if !self.witness.own_echo(&obj) {
-                    (self.own)(&obj);
+                if !self.witness.own_echo(obj) {
+                    (self.own)(obj, Cause::Change);
                 }
             }
             watcher::Event::Delete(obj) => {
-                self.witness.saw(&obj);
-                self.cache.delete(&obj);
-                (self.tell_parents)(obj.meta())
+                self.witness.saw(obj);
+                self.cache.delete(obj);
+                (self.tell_parents)(obj.meta(), Cause::Change)
             }
             // The reflector fills a new cache on the side; until InitDone, the store still
             // shows the old one. (Init comes again before every attempt of a failing list:
@@ -209,19 +244,50 @@ impl<K: Kind, O: Fn(&K), P: Fn(&ObjectMeta), W: Witness> FanOut<K, O, P, W> {
         self.witness.relisted::<K>(self.relist_began);
         let now = self.cache.store.state();
         self.cache.rebuild(&now);
-        for gone in vanished(&std::mem::take(&mut self.before_relist), &now) {
+        let before = std::mem::take(&mut self.before_relist);
+        for gone in vanished(&before, &now) {
             debug!(
                 "{} {}/{} vanished while the watch was down",
                 K::kind(&()),
                 gone.namespace().unwrap_or_default(),
                 gone.name_any()
             );
-            (self.tell_parents)(gone.meta());
+            (self.tell_parents)(gone.meta(), Cause::Change);
         }
+        let versions = versions(&before);
         for obj in now {
-            (self.tell_parents)(obj.meta());
-            (self.own)(&obj);
+            let cause = cause_in_list(&versions, obj.as_ref());
+            (self.tell_parents)(obj.meta(), cause);
+            (self.own)(&obj, cause);
         }
+    }
+}
+
+/// An object's namespace and name, and its resourceVersion.
+type Versions = HashMap<(Option<String>, Option<String>), Option<String>>;
+
+/// The resourceVersion of each object the cache held before a relist.
+fn versions<K: Resource>(before: &[Arc<K>]) -> Versions {
+    let entry = |k: &Arc<K>| {
+        let meta = k.meta();
+        let key = (meta.namespace.clone(), meta.name.clone());
+        (key, meta.resource_version.clone())
+    };
+    before.iter().map(entry).collect()
+}
+
+/// What a list shows of `obj`, given what the cache held before it (nothing: the first list):
+/// a change when it is new or another version since, a recheck when it is as it was or when
+/// there is nothing to compare with.
+fn cause_in_list<K: Resource>(before: &Versions, obj: &K) -> Cause {
+    if before.is_empty() {
+        return Cause::Recheck;
+    }
+    let meta = obj.meta();
+    let key = (meta.namespace.clone(), meta.name.clone());
+    match before.get(&key) {
+        Some(version) if *version == meta.resource_version => Cause::Recheck,
+        _ => Cause::Change,
     }
 }
 
@@ -256,6 +322,85 @@ fn jittered(period: Duration, random: u64) -> Duration {
 mod tests {
     use super::*;
     use crate::api::Number;
+
+    /// A witness that remembers nothing.
+    struct Blind(Arc<Outage>);
+
+    impl Witness for Blind {
+        fn outage(&self) -> Arc<Outage> {
+            self.0.clone()
+        }
+        fn saw<K: Kind>(&self, _: &K) {}
+        fn own_echo<K: Kind>(&self, _: &K) -> bool {
+            false
+        }
+        fn relist_started<K: Kind>(&self) {}
+        fn relisted<K: Kind>(&self, _: Instant) {}
+        fn watch_failed<K: Kind>(&self) {}
+        fn undecodable<K: Kind>(self: &Arc<Self>, _: &Undecoded) {}
+        fn undecodable_count<K: Kind>(&self, _: usize) {}
+    }
+
+    /// A panic while one change is told (here in the controller it is told to) ends that
+    /// change's fan-out only: the next change is told as usual (issue 48, item 3: it unwound
+    /// through the task of every watch and controller, and the manager stopped).
+    #[tokio::test] // a client's buffer needs a runtime; no request is made
+    async fn a_panic_in_the_fan_out_of_one_change_stops_no_other() {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a URL"));
+        let client = kube::Client::try_from(config).expect("a client; no request is made");
+        let told = std::sync::Mutex::new(Vec::new());
+        let (store, _writer) = reflector::store::<Number>();
+        let mut fan_out = FanOut {
+            cache: Cache::new(store),
+            own: |n: &Number, _| {
+                assert_ne!(
+                    n.name_any(),
+                    "bad",
+                    "a controller that panics for one object"
+                );
+                told.lock().map(|mut t| t.push(n.name_any())).ok();
+            },
+            tell_parents: no_parents,
+            witness: Arc::new(Blind(Outage::new(client))),
+            before_relist: Vec::new(),
+            relist_began: Instant::now(),
+        };
+        let number = |name: &str| Number::new(name, crate::api::NumberSpec { value: 1 });
+        for name in ["bad", "good"] {
+            fan_out.caught(watcher::Event::Apply(number(name)));
+        }
+        let told = told.lock().map(|t| t.clone()).unwrap_or_default();
+        assert_eq!(told, ["good"]);
+    }
+
+    /// A relist's objects are news of a change when they changed (or are new) since the cache
+    /// held them, a recheck when they did not; on the first list nothing is known to change.
+    #[test]
+    fn a_relist_tells_what_changed_as_a_change() {
+        let number = |name: &str, version: &str| {
+            let mut n = Number::new(name, crate::api::NumberSpec { value: 1 });
+            n.metadata.resource_version = Some(version.into());
+            Arc::new(n)
+        };
+        let before = versions(&[number("a", "1"), number("b", "2")]);
+        assert_eq!(
+            cause_in_list(&before, number("a", "1").as_ref()),
+            Cause::Recheck
+        );
+        assert_eq!(
+            cause_in_list(&before, number("b", "7").as_ref()),
+            Cause::Change
+        );
+        assert_eq!(
+            cause_in_list(&before, number("c", "8").as_ref()),
+            Cause::Change
+        );
+        let first = versions::<Number>(&[]);
+        assert_eq!(
+            cause_in_list(&first, number("c", "8").as_ref()),
+            Cause::Recheck
+        );
+    }
 
     #[test]
     fn vanished_objects_are_those_missing_from_the_relist() {

@@ -147,7 +147,7 @@ impl Metrics {
         self.inner.write_total.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A trigger of a waiting parent was put off ([`crate::reconcile::memory::waiting`]).
+    /// A trigger of a waiting parent was put off ([`crate::reconcile::memory::replans`]).
     pub fn replan_put_off(&self, controller: &'static str) {
         self.inner.ours.put_off(controller);
     }

@@ -2,7 +2,7 @@
 //! (`pkg/internal/metrics/workqueue.go` of kubernetes-sigs/controller-runtime: label `name`
 //! and, since v0.20, `controller`, both the controller's name; `priority` on the depth, as its
 //! priority queue, the default since v0.24, labels it), measured on the manager's queue: each
-//! controller's gate (`crate::reconcile::gate`), the fair queue in front of its reconciles.
+//! controller's gate (`crate::reconcile::controller_loop`), the fair queue in front of its reconciles.
 //!
 //! The two priorities are controller-runtime's and mean the same: `0` for objects someone waits
 //! for (news of a change), `-100` (`handler.LowPriority`) for settled ones (the list after a

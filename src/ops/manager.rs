@@ -18,8 +18,9 @@
 //! bounded buffer makes a watch wait for the slowest controller. `owns` also maps a child to
 //! its parents only through ownerReferences, while a conflicting object that is deleted frees
 //! a name whose parent it does not name ([`crate::kind::Parent::parent_of`]). So each watch
-//! is `watch_and_fan_out` (`cluster/watches.rs`), which tells the gates directly; and the
-//! controllers are no kube-runtime `Controller` either: each is a gate (`reconcile/gate.rs`)
+//! is `watch_and_fan_out` (`cluster/watches.rs`), which tells the controllers' loops directly;
+//! and the controllers are no kube-runtime `Controller` either: each is a loop
+//! (`reconcile/controller_loop.rs`)
 //! over the scheduler (`crate::scheduler`), one fair queue and its runner, so that there is no
 //! second queue behind the fair one.
 
@@ -43,7 +44,7 @@ use tracing::{debug, info, warn};
 
 use crate::api::{Fermat, Number, Tuple};
 use crate::cluster::cache::{Cache, Caches};
-use crate::cluster::watches::{no_parents, resync, tell_parents, watch_and_fan_out};
+use crate::cluster::watches::{Cause, no_parents, resync, tell_parents, watch_and_fan_out};
 use crate::controller::{fermat, number, tuple};
 use crate::kind::{Kind, Parent};
 use crate::metrics::Metrics;
@@ -52,7 +53,7 @@ use crate::ops::leader::{self, LeaderElectionConfig};
 use crate::ops::shutdown::{self, Stopped};
 use crate::reconcile::Outcome;
 use crate::reconcile::context::Context;
-use crate::reconcile::gate::{Gate, Key};
+use crate::reconcile::controller_loop::{ControllerLoop, Key, ReconcileHook};
 use crate::scheduler::runner::Runner;
 
 /// How often every object is reconciled again, regardless of watch events (controller-runtime's
@@ -112,6 +113,9 @@ pub struct Options {
     /// How long a write may go unseen by the watch before the cache is believed again
     /// (see [`Expectations::expect`](crate::reconcile::memory::expectations::Expectations::expect)); tests shorten it.
     pub in_flight_timeout: Duration,
+    /// Called at the start of every reconcile (see [`ReconcileHook`]): the in-process tests
+    /// make one object's reconcile panic through it. The binary sets none.
+    pub reconcile_hook: Option<ReconcileHook>,
 }
 
 impl Default for Options {
@@ -130,6 +134,7 @@ impl Default for Options {
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             read_timeout: None,
             in_flight_timeout: crate::reconcile::memory::expectations::IN_FLIGHT_TIMEOUT,
+            reconcile_hook: None,
         }
     }
 }
@@ -332,12 +337,17 @@ async fn run_controllers(
             .with_in_flight_timeout(options.in_flight_timeout)
             .with_requests_in_flight(options.requests_in_flight, options.flow_shares),
     );
-    let gates = [&numbers.gate, &tuples.gate, &fermats.gate].map(Gate::clone);
+    let loops = [&numbers.control, &tuples.control, &fermats.control].map(ControllerLoop::clone);
     let watch = Watch::new(&client, options, &ctx);
     let watches = futures::stream::select_all([
-        watch.kind(number_writer, &numbers.cache, &numbers.gate, tuples.told()),
-        watch.kind(tuple_writer, &tuples.cache, &tuples.gate, fermats.told()),
-        watch.kind(fermat_writer, &fermats.cache, &fermats.gate, no_parents),
+        watch.kind(
+            number_writer,
+            &numbers.cache,
+            &numbers.control,
+            tuples.told(),
+        ),
+        watch.kind(tuple_writer, &tuples.cache, &tuples.control, fermats.told()),
+        watch.kind(fermat_writer, &fermats.cache, &fermats.control, no_parents),
     ])
     .take_until(stop.clone().cancelled_owned())
     .for_each(|()| futures::future::ready(()));
@@ -349,21 +359,21 @@ async fn run_controllers(
     );
     let namespace = options.namespace.as_deref();
     let controllers = once_synced(&ctx, readiness, namespace, &stop, controllers);
-    // On a shutdown the reconciles queued at the gates are turned away, not run (also before
+    // On a shutdown the reconciles queued in the loops are turned away, not run (also before
     // the controllers started).
-    let close_gates = async {
+    let close_loops = async {
         stop.cancelled().await;
-        gates.iter().for_each(Gate::close);
+        loops.iter().for_each(ControllerLoop::close);
     };
     // The watches run until `stop`; the controllers until their graceful shutdown completes.
-    tokio::join!(controllers, sweeps(&ctx, &stop), close_gates, async {
+    tokio::join!(controllers, sweeps(&ctx, &stop), close_loops, async {
         watches.await;
         debug!("watches stopped");
     });
 }
 
 /// `controllers`, started only once every cache holds a complete list: a reconcile that read
-/// a half-filled cache would create children that exist. (The watches tell the gates
+/// a half-filled cache would create children that exist. (The watches tell the loops
 /// meanwhile: each object waits there once.) Waiting here, once, also keeps each store's
 /// readiness to a single waiter: kube-runtime 5's `wait_until_ready` wakes only the last of
 /// several concurrent waiters, and the others would sleep forever.
@@ -406,48 +416,50 @@ async fn sweeps(ctx: &Context, stop: &CancellationToken) {
     }
 }
 
-/// One kind's cache and controller: the store its watch fills, and its gate with the runner
-/// that reconciles what the gate lets in.
+/// One kind's cache and controller: the store its watch fills, and its loop with the runner
+/// that reconciles what the loop lets in.
 struct Wired<K: Kind> {
     cache: Cache<K>,
-    gate: Gate,
+    control: ControllerLoop,
     runner: Runner<Key>,
 }
 
 impl<K: Kind> Wired<K> {
-    /// A cache (and the writer its watch fills it through) and a gate of `--concurrency`.
+    /// A cache (and the writer its watch fills it through) and a loop of `--concurrency`.
     fn new(options: &Options, metrics: &Metrics) -> (Wired<K>, reflector::store::Writer<K>) {
         let (store, writer) = reflector::store::<K>();
-        let (gate, runner) = Gate::new(
+        let (control, runner) = ControllerLoop::new(
             K::CONTROLLER,
             options.concurrency,
             options.flow_shares,
             metrics,
         );
+        let control = control.with_hook(options.reconcile_hook.clone());
         let wired = Wired {
             cache: Cache::new(store),
-            gate,
+            control,
             runner,
         };
         (wired, writer)
     }
 
-    /// What a child's watch tells this kind's gate: the parents cached (a parent not cached
-    /// has nothing to reconcile, or is not listed yet: its own list tells its gate).
-    fn told(&self) -> impl Fn(&ObjectMeta) + Send + 'static + use<K>
+    /// What a child's watch tells this kind's loop: the parents cached (a parent not cached
+    /// has nothing to reconcile, or is not listed yet: its own list tells its loop), with the
+    /// child's cause: a child's change is urgent to its parent, settled or not.
+    fn told(&self) -> impl Fn(&ObjectMeta, Cause) + Send + 'static + use<K>
     where
         K: Parent,
     {
-        let (parents, gate) = (self.cache.store.clone(), self.gate.clone());
-        tell_parents::<K>(move |parent| {
+        let (parents, control) = (self.cache.store.clone(), self.control.clone());
+        tell_parents::<K>(move |parent, cause| {
             if let Some(parent) = parents.get(&parent) {
-                gate.news(parent.as_ref());
+                control.news(parent.as_ref(), cause);
             }
         })
     }
 
-    /// The controller: the runner reconciling with `reconcile` what the gate lets in, and
-    /// every cached object told to the gate again every `period` or so (the resync). It ends
+    /// The controller: the runner reconciling with `reconcile` what the loop lets in, and
+    /// every cached object told to the loop again every `period` or so (the resync). It ends
     /// once `stop` and the graceful shutdown of the reconciles in flight are done.
     fn controller<Fut>(
         self,
@@ -461,7 +473,7 @@ impl<K: Kind> Wired<K> {
     {
         let Wired {
             cache,
-            gate,
+            control,
             runner,
         } = self;
         let store = cache.store;
@@ -469,7 +481,7 @@ impl<K: Kind> Wired<K> {
         async move {
             let resyncs = resync(period).for_each(|()| {
                 for obj in store.state() {
-                    gate.news(obj.as_ref());
+                    control.news(obj.as_ref(), Cause::Recheck);
                 }
                 futures::future::ready(())
             });
@@ -479,7 +491,7 @@ impl<K: Kind> Wired<K> {
                     _ = stop.cancelled() => {}
                 }
             };
-            let run = gate.run(runner, store.clone(), reconcile, ctx, stop.cancelled());
+            let run = control.run(runner, store.clone(), reconcile, ctx, stop.cancelled());
             tokio::join!(run, resyncs);
         }
     }
@@ -512,22 +524,22 @@ impl<'a> Watch<'a> {
         }
     }
 
-    /// The watch of kind `K`: it fills `cache` through `writer`, and tells `gate` (the kind's
+    /// The watch of kind `K`: it fills `cache` through `writer`, and tells `control` (the kind's
     /// own controller) and `parents` (the parents' controller) of each change.
     fn kind<K: Kind>(
         &self,
         writer: reflector::store::Writer<K>,
         cache: &Cache<K>,
-        gate: &Gate,
-        parents: impl Fn(&ObjectMeta) + Send + 'static,
+        control: &ControllerLoop,
+        parents: impl Fn(&ObjectMeta, Cause) + Send + 'static,
     ) -> futures::stream::BoxStream<'static, ()> {
-        let gate = gate.clone();
+        let control = control.clone();
         watch_and_fan_out(
             api(self.client, self.namespace),
             self.config.clone(),
             writer,
             cache.clone(),
-            move |obj: &K| gate.news(obj),
+            move |obj: &K, cause| control.news(obj, cause),
             parents,
             self.ctx.clone(),
         )

@@ -19,9 +19,10 @@ use crate::kind::Kind;
 use crate::metrics::Metrics;
 use crate::reconcile::announce::{self, Publisher, Reporter};
 use crate::reconcile::memory::expectations::{Expectations, IN_FLIGHT_TIMEOUT, WrittenStatuses};
+use crate::reconcile::memory::failures::Failures;
+use crate::reconcile::memory::pace::PaceKeeper;
 use crate::reconcile::memory::refusals::Refusals;
-use crate::reconcile::memory::retry::Failures;
-use crate::reconcile::memory::waiting::{PaceKeeper, Replans};
+use crate::reconcile::memory::replans::Replans;
 use crate::scheduler::slots::Slots;
 
 /// The name Events are reported under (`kubectl describe` shows it as "From").

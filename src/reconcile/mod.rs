@@ -13,8 +13,12 @@
 //!   the API server.
 //! - `context.rs`: what every reconcile shares (the client, every kind's cache found by type,
 //!   the metrics, the request slots, the memories); it names no kind.
-//! - `gate.rs`: a kind's reconciles let in by the scheduler ([`crate::scheduler`]), each
+//! - `controller_loop.rs`: a kind's reconciles let in by the scheduler ([`crate::scheduler`]), each
 //!   reading its object from the cache when it starts, within the retry policy.
+//! - `retry_policy.rs`: the retry policy around every reconcile: a reconcile's outcome
+//!   ([`Outcome`]) made the scheduler's action, exponential backoff per object (the failures
+//!   it counts), quiet 409s, fast retries while the API server is away, a caught panic told
+//!   once.
 //! - `memory/`: what the reconciles remember between runs (expectations, statuses written,
 //!   refusals, waiting parents, retries), each part of the context with its own tests.
 //!
@@ -23,9 +27,10 @@
 
 pub mod announce;
 pub mod context;
-pub mod gate;
+pub mod controller_loop;
 pub mod memory;
 pub mod plan;
+pub mod retry_policy;
 pub mod status;
 pub mod writes;
 
@@ -40,8 +45,9 @@ use crate::error::{Error, Result};
 use crate::kind::{Child, Desired, Kind, Parent};
 use crate::reconcile::context::Context;
 use crate::reconcile::memory::expectations::CachedChildren;
+use crate::reconcile::memory::pace::Pace;
 use crate::reconcile::memory::refusals::Held;
-use crate::reconcile::memory::waiting::{Pace, PlanClock};
+use crate::reconcile::memory::replans::PlanClock;
 use plan::Plan;
 use status::{ParentStatus, Standing};
 
@@ -57,7 +63,7 @@ pub enum Progress {
     Pending,
 }
 
-/// How a reconcile ended, before the retry policy ([`memory::retry`]) makes it the
+/// How a reconcile ended, before the retry policy ([`retry_policy`]) makes it the
 /// scheduler's `Action`: when to look again (`None`: on the next watch event), and whether
 /// the object's status is final.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,7 +71,7 @@ pub struct Outcome {
     pub requeue_after: Option<Duration>,
     pub progress: Progress,
     /// The CPU the decision took (children read from the cache, plan, status), without the
-    /// writes: what planning the object again would cost ([`memory::waiting`]).
+    /// writes: what planning the object again would cost ([`memory::replans`]).
     pub planned_in: Duration,
 }
 

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::api::READY;
-use crate::reconcile::memory::waiting::{PROGRESS_EVERY, Pace};
+use crate::reconcile::memory::pace::{PROGRESS_EVERY, Pace};
 
 /// How long a parent's children may go without progress before the parent says what it waits
 /// for. Progress is a child of that kind settling (its own status final), anywhere in the

@@ -126,13 +126,15 @@ impl<K: Hash + Eq + Clone> Book<K> {
         }
     }
 
-    /// The timer `token` of `key` fired: its flow when it must be queued now.
-    pub fn due(&mut self, key: &K, token: u64) -> Option<Flow> {
+    /// The timer `token` of `key` fired: its flow when it must be queued now, with
+    /// `priority` (recorded, so that news as urgent adds no second place).
+    pub fn due(&mut self, key: &K, token: u64, priority: Priority) -> Option<Flow> {
         let entry = self.entries.get_mut(key)?;
         if entry.stage != (Stage::Delayed { token }) {
             return None;
         }
-        entry.stage = Stage::Queued { urgent: false };
+        let urgent = priority == Priority::Urgent;
+        entry.stage = Stage::Queued { urgent };
         Some(entry.flow.clone())
     }
 
@@ -218,8 +220,12 @@ mod tests {
             panic!("a delay")
         };
         assert_eq!(after, Duration::from_secs(1));
-        assert_eq!(book.due(&"x", first), Some(flow()));
-        assert_eq!(book.due(&"x", first), None, "queued already");
+        assert_eq!(book.due(&"x", first, Priority::Later), Some(flow()));
+        assert_eq!(
+            book.due(&"x", first, Priority::Later),
+            None,
+            "queued already"
+        );
         book.let_in(&"x");
         let AfterRun::Delay(_, second) = book.done(&"x", Some(Duration::from_secs(5))) else {
             panic!("a delay")
@@ -228,7 +234,26 @@ mod tests {
             book.news("x", flow(), Priority::Later),
             "news ends the wait"
         );
-        assert_eq!(book.due(&"x", second), None);
+        assert_eq!(book.due(&"x", second, Priority::Later), None);
         assert_eq!(book.stage(&"x"), Some(Stage::Queued { urgent: false }));
+    }
+
+    /// A timer queues its key as urgent as it is told, and the book says so: news as urgent
+    /// then adds no second place (issue 48's N4: the book recorded every timer's requeue as
+    /// settled, and urgent news queued the key a second time).
+    #[test]
+    fn a_timer_queues_its_key_as_urgent_as_it_is_told() {
+        let mut book = Book::default();
+        book.news("x", flow(), Priority::Urgent);
+        book.let_in(&"x");
+        let AfterRun::Delay(_, token) = book.done(&"x", Some(Duration::from_secs(1))) else {
+            panic!("a delay")
+        };
+        assert_eq!(book.due(&"x", token, Priority::Urgent), Some(flow()));
+        assert_eq!(book.stage(&"x"), Some(Stage::Queued { urgent: true }));
+        assert!(
+            !book.news("x", flow(), Priority::Urgent),
+            "queued as urgent already"
+        );
     }
 }

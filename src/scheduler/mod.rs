@@ -12,6 +12,8 @@
 //! - `runner.rs`: the loop that runs what the permits let in and books how each run ended
 //!   (done, requeue after a delay, again at once for news that came while it ran); its hooks
 //!   carry controller-runtime's workqueue series.
+//! - `panics.rs`: a run that panics ends with what it said instead of unwinding through the
+//!   task that runs every other one; the panic hook keeps it quiet, so it is told once.
 //! - `slots.rs`: the request slots that writes and Events take (`--requests-in-flight`),
 //!   handed out in each run's flow's turn by the same permits, lent by a request while the
 //!   client waits to send it again (a 429).
@@ -23,6 +25,7 @@
 //! ends it.
 
 pub mod book;
+pub mod panics;
 pub mod permits;
 pub mod queue;
 pub mod runner;

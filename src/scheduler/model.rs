@@ -90,25 +90,23 @@ impl Model {
         }
     }
 
-    fn fire(&mut self, index: usize) {
+    fn fire(&mut self, index: usize, priority: Priority) {
         let (key, token) = self.timers.swap_remove(index);
-        if let Some(flow) = self.book.due(&key, token) {
+        if let Some(flow) = self.book.due(&key, token, priority) {
             self.owed.insert(key);
-            self.queue.push(flow, Priority::Later, self.now, key);
+            self.queue.push(flow, priority, self.now, key);
         }
     }
 
     fn step(&mut self, random: &mut Random) {
         self.now += Duration::from_millis(random.below(300));
+        let priority = if random.below(2) == 0 {
+            Priority::Urgent
+        } else {
+            Priority::Later
+        };
         match random.below(5) {
-            0 | 1 => {
-                let priority = if random.below(2) == 0 {
-                    Priority::Urgent
-                } else {
-                    Priority::Later
-                };
-                self.news(random.below(KEYS), priority);
-            }
+            0 | 1 => self.news(random.below(KEYS), priority),
             2 => {
                 self.turn();
             }
@@ -121,7 +119,7 @@ impl Model {
             }
             _ if !self.timers.is_empty() => {
                 let index = random.below(self.timers.len() as u64) as usize;
-                self.fire(index);
+                self.fire(index, priority);
             }
             _ => {}
         }
@@ -136,7 +134,7 @@ impl Model {
             // Every waiter aged: all flows equally urgent.
             self.now += AGING * 2;
             while let Some(index) = self.timers.len().checked_sub(1) {
-                self.fire(index);
+                self.fire(index, Priority::Later);
             }
             if let Some(served) = self.turn() {
                 for (flow, turns) in since_served.iter_mut() {

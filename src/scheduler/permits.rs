@@ -106,8 +106,6 @@ impl State {
 struct Shared {
     state: Mutex<State>,
     on_grant: Option<OnGrant>,
-    /// Whether a caller yields once before taking a free permit (see [`FairSlots::gathering`]).
-    gather: bool,
 }
 
 impl Shared {
@@ -225,7 +223,6 @@ impl FairSlots {
                     shares: None,
                 }),
                 on_grant,
-                gather: false,
             }),
         }
     }
@@ -249,31 +246,6 @@ impl FairSlots {
         self
     }
 
-    /// The same, for reconciles: even with a permit free, a caller queues and yields once
-    /// before the free permits are handed out. kube-runtime's `Controller` starts every due
-    /// reconcile in one poll, and a reconcile that needs no request (a settled object of the
-    /// initial list) runs to its end in its first poll: taking a free permit at once would
-    /// serve them in the order they were started, before the ones started after them were
-    /// even queued. The yield lets every reconcile started in the same round queue first,
-    /// and the queue's order decides. (Writes need no such round: when their slots are free
-    /// nobody waits, and when they are not, the queue decides anyway.)
-    ///
-    /// With `shares`, the reconciles too are shared by the active flows ([`FairSlots::shared`]):
-    /// a big object's reconciles spend most of their time waiting for request slots, and
-    /// holding every turn of the gate meanwhile they would keep a small object's reconcile
-    /// waiting for one of them to end.
-    pub fn gathering(limit: usize, shares: bool, on_grant: Option<OnGrant>) -> Self {
-        let mut slots = FairSlots::new(limit, on_grant);
-        if let Some(shared) = Arc::get_mut(&mut slots.shared) {
-            shared.gather = true;
-        }
-        if shares {
-            slots.with_shares(limit)
-        } else {
-            slots
-        }
-    }
-
     /// A permit in `flow`'s turn; `None` once closed.
     pub async fn acquire(&self, flow: Flow, priority: Priority) -> Option<Permit> {
         let granted = {
@@ -285,11 +257,7 @@ impl FairSlots {
             if let Some(shares) = &mut state.shares {
                 shares.asked(&flow, now);
             }
-            if !self.shared.gather
-                && state.free > 0
-                && state.queue.is_empty()
-                && state.may_take(&flow, now)
-            {
+            if state.free > 0 && state.queue.is_empty() && state.may_take(&flow, now) {
                 state.free -= 1;
                 if let Some(shares) = &mut state.shares {
                     shares.took(&flow);
@@ -305,16 +273,13 @@ impl FairSlots {
                 .push(flow, priority, Instant::now(), Waiter::Caller(tx));
             rx
         };
-        if self.shared.gather {
-            tokio::task::yield_now().await;
-        }
         self.shared.dispatch(self.shared.lock());
         granted.await.ok()
     }
 
     /// `grant` gets a permit in `flow`'s turn, from the dispatch that hands it out (at once
     /// when one is free and may be taken): for work that waits without a task of its own
-    /// (see [`crate::reconcile::gate`]). Nothing happens once closed.
+    /// (see [`crate::reconcile::controller_loop`]). Nothing happens once closed.
     pub fn offer(&self, flow: Flow, priority: Priority, grant: Grant) {
         let mut state = self.shared.lock();
         if state.closed {

@@ -228,7 +228,7 @@ where
 
     /// `key`'s requeue time came: queue it with `priority`, unless news did first.
     fn due(&self, key: K, token: u64, priority: Priority) {
-        let flow = self.book().due(&key, token);
+        let flow = self.book().due(&key, token, priority);
         if let Some(flow) = flow {
             self.queue(key, flow, priority);
         }
@@ -369,6 +369,58 @@ mod tests {
         assert!(second - first >= Duration::from_millis(50));
         tokio::task::yield_now().await;
         assert_eq!(scheduler.depth(), 0, "done after the second run");
+        let _ = stop_tx.send(());
+        running.await.expect("no panic");
+    }
+
+    /// Counts the keys queued (`workqueue_adds_total`).
+    #[derive(Default)]
+    struct Adds(AtomicU64);
+
+    impl Hooks for Adds {
+        fn added(&self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A key whose requeue timer queued it as urgent, waiting for a permit, is not queued a
+    /// second time by urgent news: one add each for x, the blocker and x's timer (issue 48's
+    /// N4: the book recorded the timer's turn as settled, and the news added x again).
+    #[tokio::test]
+    async fn urgent_news_of_a_key_its_timer_queued_as_urgent_adds_nothing() {
+        let adds = Arc::new(Adds::default());
+        let (scheduler, runner) =
+            Scheduler::<&'static str>::new(FairSlots::new(1, None), adds.clone());
+        let (release_tx, release) = oneshot::channel::<()>();
+        let mut release = Some(release);
+        let (seen_tx, mut seen) = tokio_mpsc::unbounded_channel();
+        let mut runs_of_x = 0;
+        let run = move |key: &'static str| {
+            let _ = seen_tx.send(key);
+            let blocked = (key == "blocker").then(|| release.take()).flatten();
+            runs_of_x += u32::from(key == "x");
+            let again = (key == "x" && runs_of_x == 1).then_some(Duration::from_millis(20));
+            async move {
+                if let Some(blocked) = blocked {
+                    let _ = blocked.await;
+                }
+                again
+            }
+        };
+        let (stop_tx, stop) = oneshot::channel::<()>();
+        let running = tokio::spawn(runner.run(run, |_| Priority::Urgent, async {
+            let _ = stop.await;
+        }));
+        scheduler.news("x", flow(), Priority::Urgent);
+        assert_eq!(seen.recv().await, Some("x"));
+        scheduler.news("blocker", flow(), Priority::Urgent);
+        assert_eq!(seen.recv().await, Some("blocker"));
+        while scheduler.stats().waiting == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        scheduler.news("x", flow(), Priority::Urgent);
+        assert_eq!(adds.0.load(Ordering::SeqCst), 3);
+        let _ = release_tx.send(());
         let _ = stop_tx.send(());
         running.await.expect("no panic");
     }

@@ -39,6 +39,7 @@ use crate::cluster::cache::Cache;
 use crate::cluster::expiring::{Expiring, key, object_key};
 use crate::kind::{Child, Desired, controller_uid};
 use crate::metrics::Metrics;
+use crate::reconcile::memory::memory_key;
 
 /// How long a write may go unseen before the cache is believed again regardless: a safety
 /// net for a lost watch event (kube-controller-manager's ExpectationsTimeout is the same 5
@@ -271,7 +272,7 @@ impl WrittenStatuses {
         P: Resource<DynamicType = ()>,
         S: Clone + DeserializeOwned,
     {
-        let key = object_key(obj);
+        let key = memory_key(obj);
         self.last_written(&key, obj.resource_version().as_deref())
             .and_then(|written| serde_json::from_value(written).ok())
             .or_else(|| cached.cloned())
@@ -289,13 +290,13 @@ impl WrittenStatuses {
                 generation,
                 status,
             };
-            self.written.insert(object_key(obj), written);
+            self.written.insert(memory_key(obj), written);
         }
     }
 
     /// The status write for `obj` failed: nothing of it will come back.
     pub fn forget<P: Resource<DynamicType = ()>>(&self, obj: &P) {
-        self.written.remove(&object_key(obj));
+        self.written.remove(&memory_key(obj));
     }
 
     /// Whether `obj`, as the watch just delivered it, is only the echo of the status we wrote
@@ -303,7 +304,7 @@ impl WrittenStatuses {
     /// needed: the cache shows it). Anything else about it (a spec changed meanwhile, a status
     /// somebody else wrote) is news.
     pub fn own_echo<P: Resource<DynamicType = ()> + Serialize>(&self, obj: &P) -> bool {
-        let key = object_key(obj);
+        let key = memory_key(obj);
         let Some((written, _)) = self.written.get(&key) else {
             return false;
         };

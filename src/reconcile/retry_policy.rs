@@ -9,15 +9,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Resource;
-use tracing::{debug, warn};
+use tracing::{debug, error, info, warn};
 
 use crate::cluster::backoff::{Exponential, random};
-use crate::cluster::expiring::{Expiring, object_key};
+use crate::cluster::expiring::object_key;
 use crate::cluster::outage;
 use crate::error::{Error, Result};
-use crate::metrics::{Metrics, ReconcileResult, StatusProgress};
+use crate::metrics::{ReconcileResult, StatusProgress};
 use crate::reconcile::context::Context;
+use crate::reconcile::memory::failures::RETELL_PANIC;
+use crate::reconcile::memory::memory_key;
 use crate::reconcile::{Outcome, Progress};
+use crate::scheduler::panics::Panic;
 use crate::scheduler::runner::Action;
 
 /// Exponential backoff of the error policy: 100 ms, 200 ms, ... capped at 5 minutes.
@@ -45,41 +48,6 @@ pub fn conflict_backoff(attempt: u32) -> Duration {
         .nth(attempt, random())
 }
 
-/// How long a failure is remembered for the backoff after the last one: twice the longest
-/// backoff, so an object that keeps failing keeps its count.
-const FAILURE_MEMORY: Duration = Duration::from_secs(600);
-
-/// Consecutive failures per object: what the error policy's backoff grows with, and a
-/// success starts again.
-pub struct Failures {
-    counts: Expiring<u32>,
-}
-
-impl Failures {
-    pub fn new(metrics: Metrics) -> Failures {
-        Failures {
-            counts: Expiring::new("failures", metrics, FAILURE_MEMORY),
-        }
-    }
-
-    /// `key` reconciled: its next failure backs off from the start again.
-    pub(crate) fn success(&self, key: &str) {
-        self.counts.remove(key);
-    }
-
-    /// One more consecutive failure of `key`; answers the count.
-    pub(crate) fn failure(&self, key: &str) -> u32 {
-        self.counts.update(key, |count| {
-            count.copied().unwrap_or_default().saturating_add(1)
-        })
-    }
-
-    /// Forget what outlived its time to live.
-    pub fn expire(&self) {
-        self.counts.expire();
-    }
-}
-
 /// Runs a reconcile with metrics, and turns a 409 Conflict into a quiet retry with its own
 /// short backoff: it only means the cache was a step behind another writer.
 ///
@@ -96,8 +64,9 @@ where
     K: Resource<DynamicType = ()>,
 {
     let key = object_key(obj.as_ref());
+    let memory = memory_key(obj.as_ref());
     let generation = obj.meta().generation;
-    if let Some(later) = put_off(controller, &key, generation, &ctx) {
+    if let Some(later) = put_off(controller, &memory, generation, &ctx) {
         return Ok(later);
     }
     let timer = ctx.metrics.reconcile_started(controller);
@@ -106,14 +75,17 @@ where
     tracing::trace!("{key}: reconcile ends");
     match &result {
         Ok(o) if o.progress == Progress::Pending => {
-            ctx.replans.waiting(&key, generation, o.planned_in)
+            ctx.replans.waiting(&memory, generation, o.planned_in)
         }
-        _ => ctx.replans.answered(&key),
+        _ => ctx.replans.answered(&memory),
     }
     match result {
         Ok(outcome) => {
-            ctx.failures.success(&key);
-            ctx.outage.reconciled(&key);
+            let panics = ctx.failures.success(&memory);
+            if panics > 0 {
+                info!("{key}: reconciled again after {panics} panics in a row");
+            }
+            ctx.outage.reconciled(&memory);
             if outcome.progress != Progress::Pending {
                 ctx.pace.settled(K::kind(&()));
             }
@@ -126,7 +98,7 @@ where
             })
         }
         Err(error) if error.is_conflict() => {
-            let delay = conflict_backoff(ctx.failures.failure(&key));
+            let delay = conflict_backoff(ctx.failures.failure(&memory));
             debug!(%error, "{key}: conflict, looking again in {delay:?}");
             timer.finish(ReconcileResult::Requeue);
             Ok(Action::requeue(delay))
@@ -164,7 +136,7 @@ fn status_progress(progress: Progress) -> StatusProgress {
 /// request would fail, and the outage's probe tells when to try again (wait without knocking,
 /// or logging the plan again, and run within a second of its return); a parent waiting for
 /// its children that was planned a moment ago waits its turn (see
-/// `crate::reconcile::memory::waiting`).
+/// `crate::reconcile::memory::replans`).
 fn put_off(
     controller: &'static str,
     key: &str,
@@ -189,39 +161,52 @@ pub(crate) fn error_policy<K: Resource<DynamicType = ()>>(
     ctx: Arc<Context>,
 ) -> Action {
     let key = object_key(obj.as_ref());
+    let memory = memory_key(obj.as_ref());
     if error.is_unreachable() {
         // An outage: retry within a second of the server's return, and let the outage
         // say it once instead of a line per object per attempt. Its retries are counted by
         // the outage, not as failures of the object.
-        let attempt = ctx.outage.unreachable(Some(&key), error);
+        let attempt = ctx.outage.unreachable(Some(&memory), error);
         let delay = outage::retry_delay(attempt, outage::random());
         debug!(%error, attempt, "{key}: API server unreachable; retrying in {delay:?}");
         return Action::requeue(delay);
     }
-    let attempt = ctx.failures.failure(&key);
+    let attempt = ctx.failures.failure(&memory);
     let delay = backoff(attempt);
     warn!(%error, attempt, "{key}: reconcile failed; retrying in {delay:?}");
+    Action::requeue(delay)
+}
+
+/// A reconcile that panicked: counted already (its metrics' timer was dropped while the
+/// panic unwound it: `controller_runtime_reconcile_panics_total` and an `error` result), backed
+/// off as any failure, and told once with the object and what the panic said; again, with its
+/// count, at most every [`RETELL_PANIC`] while it lasts; and when the object reconciles again.
+pub(crate) fn panic_policy<K: Resource<DynamicType = ()>>(
+    obj: &K,
+    panic: &Panic,
+    ctx: &Context,
+) -> Action {
+    let key = object_key(obj);
+    let (attempt, panics, tell) = ctx.failures.panic(&memory_key(obj));
+    let delay = backoff(attempt);
+    match (tell, panics) {
+        (false, _) => {
+            debug!(%panic, panics, "{key}: reconcile panicked again; retrying in {delay:?}")
+        }
+        (true, 1) => error!(
+            "{key}: reconcile {panic}; retrying in {delay:?} (said again at most every {} min while it keeps panicking)",
+            RETELL_PANIC.as_secs() / 60
+        ),
+        (true, _) => {
+            error!("{key}: reconcile {panic} ({panics} panics in a row); retrying in {delay:?}")
+        }
+    }
     Action::requeue(delay)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Each failure of an object counts one more (the backoff doubles with it), another
-    /// object's on its own; a success starts the count again.
-    #[test]
-    fn failures_count_per_object_until_a_success() {
-        let failures = Failures::new(Metrics::new());
-        let counts: Vec<u32> = (0..3)
-            .map(|_| failures.failure("Tuple/default/t"))
-            .collect();
-        assert_eq!(counts, [1, 2, 3]);
-        assert_eq!(failures.failure("Tuple/default/u"), 1);
-        failures.success("Tuple/default/t");
-        assert_eq!(failures.failure("Tuple/default/t"), 1);
-        assert_eq!(failures.failure("Tuple/default/u"), 2);
-    }
 
     /// controller-runtime's `reconcileHandler`: a delay asked for is `requeue_after`, none is
     /// `success` (a parent waiting for its children included), an immediate one `requeue`.
