@@ -60,6 +60,13 @@ fn frames(body: Body) -> futures::stream::BoxStream<'static, Result<Frame<Bytes>
     BodyStream::new(body).boxed()
 }
 
+/// Whether `request` asks for objects' metadata only (`PartialObjectMetadata[List]`).
+fn metadata_only(request: &Request<Body>) -> bool {
+    (request.headers().get_all(http::header::ACCEPT).iter())
+        .filter_map(|accept| accept.to_str().ok())
+        .any(|accept| accept.contains("as=PartialObjectMetadata"))
+}
+
 /// A list or a watch of one of the three kinds (by its plural).
 struct Read {
     plural: String,
@@ -67,9 +74,12 @@ struct Read {
 }
 
 impl Read {
-    /// `GET /apis/math.example.com/<version>/[namespaces/<ns>/]<plural>` (a collection).
+    /// `GET /apis/math.example.com/<version>/[namespaces/<ns>/]<plural>` (a collection), of
+    /// whole objects: a list or watch of their metadata only (`.owns` watches children so,
+    /// kube-runtime's `metadata_watcher`, `Accept: …;as=PartialObjectMetadata…`) always decodes,
+    /// and must keep every event (without it a child's change never woke its parent).
     fn of(request: &Request<Body>) -> Option<Read> {
-        if request.method() != Method::GET {
+        if request.method() != Method::GET || metadata_only(request) {
             return None;
         }
         let parts: Vec<&str> = request.uri().path().trim_matches('/').split('/').collect();
@@ -297,5 +307,26 @@ mod tests {
             None
         );
         assert_eq!(read("/api/v1/namespaces/ns/configmaps"), None);
+        // The metadata watch `.owns` makes: every event kept (a child's change wakes its
+        // parent), as kube-runtime's metadata_watcher asks.
+        let metadata = |uri: &str, accept: &str| {
+            let request = Request::get(uri)
+                .header(http::header::ACCEPT, accept)
+                .body(Body::empty())
+                .ok()?;
+            Read::of(&request).map(|r| r.plural)
+        };
+        let uri = "/apis/math.example.com/v1beta1/namespaces/ns/numbers?watch=true";
+        assert_eq!(
+            metadata(
+                uri,
+                "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+            ),
+            None
+        );
+        assert_eq!(
+            metadata(uri, "application/json"),
+            Some("numbers".to_string())
+        );
     }
 }

@@ -257,9 +257,13 @@ async fn supervise(
     participant: &str,
 ) -> Option<String> {
     let mut ticks: u32 = 0;
-    let mut terminate = signal(SignalKind::terminate()).ok();
+    // Listeners made once, for the whole run: a Ctrl-C that comes while a heartbeat or a
+    // lookout request is on its way is kept for the next wait (a `ctrl_c()` made per wait
+    // missed it, and the runner went on until a second Ctrl-C).
+    let mut stops =
+        [SignalKind::interrupt(), SignalKind::terminate()].map(|kind| signal(kind).ok());
     loop {
-        if stop_asked(&mut terminate).await {
+        if stop_asked(&mut stops).await {
             return None;
         }
         if !controllers.any_running() {
@@ -290,18 +294,23 @@ async fn supervise(
     }
 }
 
-/// Waits 500 ms; whether Ctrl-C or SIGTERM (a terminal closed, a test's stop) came meanwhile.
-async fn stop_asked(terminate: &mut Option<Signal>) -> bool {
-    let terminated = async {
-        match terminate.as_mut() {
-            Some(terminate) => terminate.recv().await,
-            None => std::future::pending().await,
-        }
-    };
+/// Waits 500 ms; whether Ctrl-C or SIGTERM (a terminal closed, a test's stop) came meanwhile
+/// or since the last wait.
+async fn stop_asked([interrupt, terminate]: &mut [Option<Signal>; 2]) -> bool {
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => true,
-        _ = terminated => true,
+        _ = received(interrupt) => true,
+        _ = received(terminate) => true,
         _ = tokio::time::sleep(Duration::from_millis(500)) => false,
+    }
+}
+
+/// The next delivery of `signal` (never, without a listener).
+async fn received(signal: &mut Option<Signal>) {
+    match signal {
+        Some(signal) => {
+            signal.recv().await;
+        }
+        None => std::future::pending().await,
     }
 }
 
