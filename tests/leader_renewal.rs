@@ -35,3 +35,41 @@ async fn a_late_renewal_does_not_extend_the_renew_deadline() -> Result<()> {
         .context("the holder gives up the lease it can no longer renew in time")?;
     Ok(())
 }
+
+/// A renewal answered 429 (priority and fairness, `Retry-After: 1`) is not held inside the
+/// client's retry loop (issue 48, N11): five lease updates in a row are throttled, and the
+/// holder, renewing every 0.5 s with a renew deadline of 4 s, tries again with a fresh
+/// renewal after each and keeps its lease. Before, the one renewal sat in the client's ten
+/// retries of a second each, past the renew deadline, and the holder gave up the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttled_renewal_does_not_wait_out_the_clients_retries() -> Result<()> {
+    let server = common::server().await?;
+    let config = kube::Config::new(server.url().parse()?);
+    let client =
+        math_controller::ops::client::build(config, &math_controller::metrics::Metrics::new())?;
+    let mut cfg = LeaderElectionConfig::new("throttled-lease", "default", "a");
+    cfg.lease_duration = Duration::from_secs(6);
+    cfg.renew_deadline = Duration::from_secs(4);
+    cfg.retry_period = Duration::from_millis(500);
+    let a = leader::acquire(client, cfg, std::future::pending::<()>())
+        .await?
+        .context("a acquires a free lease")?;
+    let updates = RequestFilter::new().verb(Verb::Update).resource("leases");
+    server.reset_requests();
+    server.fail_next(updates.clone(), 5, 429);
+    let lost = tokio::time::timeout(Duration::from_secs(8), a.lost()).await;
+    let answers: Vec<u16> = (server.requests().iter())
+        .filter(|r| r.verb == Verb::Update && r.resource == "leases")
+        .map(|r| r.status)
+        .collect();
+    assert!(
+        lost.is_err(),
+        "the holder gave up its lease; its updates were answered {answers:?}"
+    );
+    assert_eq!(answers.iter().filter(|s| **s == 429).count(), 5);
+    assert!(
+        answers.iter().filter(|s| **s == 200).count() >= 4,
+        "renewed again after the 429s: {answers:?}"
+    );
+    Ok(())
+}

@@ -37,6 +37,40 @@ pub fn print(sizes: &[i64], repeat: usize, rows: &[Row]) {
     for line in medians {
         println!("{line}");
     }
+    for line in per_object(rows) {
+        println!("{line}");
+    }
+}
+
+/// The objects a Fermat of `n` puts in the manager's caches: itself, its n/2 Tuples and
+/// their n Numbers.
+fn cached_objects(n: i64) -> i64 {
+    1 + n / 2 + n
+}
+
+/// What each cached object costs in memory: the slope of the peak RSS between each two
+/// sizes measured (the first run of each), so that what every process holds whatever its
+/// objects (the binary, the runtime, buffers) drops out.
+fn per_object(rows: &[Row]) -> Vec<String> {
+    let mut firsts: Vec<(i64, f64)> = Vec::new();
+    for r in rows {
+        if let Some(mib) = r.rss_mib
+            && !firsts.iter().any(|(n, _)| *n == r.n)
+        {
+            firsts.push((r.n, mib));
+        }
+    }
+    firsts.sort_by_key(|(n, _)| *n);
+    (firsts.windows(2))
+        .map(|pair| {
+            let ((small, low), (big, high)) = (pair[0], pair[1]);
+            let objects = cached_objects(big) - cached_objects(small);
+            let kib = (high - low) * 1024.0 / objects as f64;
+            format!(
+                "memory per cached object, n = {small} → {big}: {kib:.2} KiB (peak RSS {low:.1} → {high:.1} MiB over {objects} more objects)"
+            )
+        })
+        .collect()
 }
 
 /// Per size, when measured more than once: the medians of the floor, the manager and their

@@ -146,6 +146,9 @@ impl<Res> Policy<Request<Body>, Response<Res>, BoxError> for ManagerRetry {
             }
             cap_retry_after(response.headers_mut());
         }
+        if is_lease(request) {
+            return None;
+        }
         let wait = self.inner.retry(request, result)?;
         Some(Box::pin(wait_without_slot(wait)))
     }
@@ -171,6 +174,18 @@ impl ManagerRetry {
         self.reauthorized = true;
         Some(Box::pin(std::future::ready(())))
     }
+}
+
+/// Whether `request` is about a Lease (leader election): never sent again inside the client
+/// (issue 48, N11). A renewal held in ten retries of a second each outlived the renew
+/// deadline while its body aged (the renewTime and resourceVersion of its first try); the
+/// renewal loop tries again itself, a fresh renewal each time, within its deadline
+/// ([`crate::ops::leader`]).
+fn is_lease(request: &Request<Body>) -> bool {
+    request
+        .uri()
+        .path()
+        .starts_with("/apis/coordination.k8s.io/")
 }
 
 /// A `Retry-After` in seconds above [`RETRY_AFTER_CAP`] becomes the cap.

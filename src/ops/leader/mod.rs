@@ -41,6 +41,7 @@ use tokio::time::Instant;
 pub use config::{DEFAULT_LEASE_NAME, LeaderElectionConfig, lease_namespace};
 pub use error::Error;
 
+use crate::ops::client::RETRY_AFTER_CAP;
 use elector::Elector;
 use lease::{Attempt, jittered};
 
@@ -115,10 +116,17 @@ async fn renew(
     lost: watch::Sender<bool>,
 ) -> Elector {
     let mut last_renewal = Instant::now();
+    let mut failed = 0u32;
     loop {
+        // After a failed renewal, again as soon as a `Retry-After` would allow (the client
+        // sends no lease request again itself: `ops/client.rs`, `is_lease`).
+        let pause = match failed {
+            0 => elector.cfg.retry_period,
+            _ => elector.cfg.retry_period.min(RETRY_AFTER_CAP),
+        };
         tokio::select! {
             _ = &mut stop => return elector,
-            _ = tokio::time::sleep(elector.cfg.retry_period) => {}
+            _ = tokio::time::sleep(pause) => {}
         }
         let deadline = last_renewal + elector.cfg.renew_deadline;
         // A renewal proves the lease held when it was sent (its renewTime, what a standby
@@ -128,13 +136,20 @@ async fn renew(
         let outcome = tokio::time::timeout_at(deadline, elector.try_acquire_or_renew()).await;
         let reason = match outcome {
             Ok(Ok(Attempt::Held)) => {
-                last_renewal = sent;
+                if failed > 0 {
+                    tracing::info!(failed, "renewed the leader lease again");
+                }
+                (last_renewal, failed) = (sent, 0);
                 continue;
             }
             Ok(Ok(Attempt::HeldBy(holder))) => format!("{holder} holds the lease now"),
             Ok(Ok(Attempt::Raced)) if Instant::now() < deadline => continue,
             Ok(Err(e)) if Instant::now() < deadline => {
-                tracing::warn!(error = %e, "cannot renew the leader lease, retrying");
+                // Told once when renewals start failing; the count when they recover.
+                if failed == 0 {
+                    tracing::warn!(error = %e, "cannot renew the leader lease, retrying");
+                }
+                failed += 1;
                 continue;
             }
             Ok(Ok(Attempt::Raced)) => "the lease kept changing under us".to_string(),
