@@ -8,7 +8,7 @@
 //!   waiting parents, progress reports), and the merge patch that carries it: the whole
 //!   status, every field named. Pure.
 //! - `writes.rs`: the creates, corrections, adoptions and deletions that carry a plan out,
-//!   and the status patch; `announce.rs`: the log lines and Events that tell of them, and how
+//!   and the status patch; `events.rs`: the log lines and Events that tell of them, and how
 //!   an Event is written within kube-apiserver's limits. The only place a reconcile writes to
 //!   the API server.
 //! - `context.rs`: what every reconcile shares (the client, every kind's cache found by type,
@@ -25,9 +25,9 @@
 //! Below this folder are the kube glue ([`crate::cluster`]: watches, caches, outages),
 //! which tells the memories what it sees through its `Witness` trait, and the scheduler.
 
-pub mod announce;
 pub mod context;
 pub mod controller_loop;
+pub mod events;
 pub mod memory;
 pub mod plan;
 pub mod retry_policy;
@@ -137,7 +137,7 @@ pub async fn parent<P: Parent, S: ParentStatus>(
     let written =
         writes::write_status(ctx, parent, known, desired_status, decided.standing()).await;
     if let Some(retry_in) = learned.retry_in {
-        announce::report_refusals(ctx, parent, &plan.refused, retry_in).await;
+        events::report_refusals(ctx, parent, &plan.refused, retry_in).await;
     }
     // Now the errors, for the retry policy: a child write's, and the status write's beside it
     // (neither hides the other); a held step still waits for its own time.

@@ -1,5 +1,5 @@
 //! Permits handed out in [`FairQueue`] order: the request slots, and the turns of a
-//! scheduler's concurrency ([`super::runner`]). With shares ([`FairSlots::shared`]) a flow
+//! scheduler's concurrency ([`super::runner`]). With shares ([`FairPermits::shared`]) a flow
 //! holds at most its [`share`] of the permits while other flows are active (see
 //! [`super::queue`]).
 
@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 use super::queue::{ACTIVE, AGING, FairQueue, Flow, Priority, share};
 use crate::metrics::QueueNow;
 
-/// What a [`FairSlots`] shows the metrics: waiters, flows waiting, the longest wait now.
+/// What a [`FairPermits`] shows the metrics: waiters, flows waiting, the longest wait now.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct QueueStats {
     pub waiting: usize,
@@ -23,13 +23,13 @@ pub struct QueueStats {
 /// Called with each grant's wait (for the wait-time histogram).
 pub type OnGrant = Arc<dyn Fn(Duration) + Send + Sync>;
 
-/// What takes a permit when its turn comes: [`FairSlots::offer`]'s callback. It runs outside
+/// What takes a permit when its turn comes: [`FairPermits::offer`]'s callback. It runs outside
 /// the slots' lock (it may look at them, or take a permit itself), and gives the permit back
 /// (`Err`) when it no longer wants it.
 pub type Grant = Box<dyn FnOnce(Permit) -> Result<(), Permit> + Send>;
 
-/// Who waits for a permit: a caller that awaits it ([`FairSlots::acquire`]), or a callback
-/// ([`FairSlots::offer`]).
+/// Who waits for a permit: a caller that awaits it ([`FairPermits::acquire`]), or a callback
+/// ([`FairPermits::offer`]).
 enum Waiter {
     Caller(oneshot::Sender<Permit>),
     Callback(Grant),
@@ -48,7 +48,7 @@ struct State {
     free: usize,
     closed: bool,
     queue: FairQueue<Waiter>,
-    /// With shares ([`FairSlots::shared`]): the permits each flow holds, and when each flow
+    /// With shares ([`FairPermits::shared`]): the permits each flow holds, and when each flow
     /// last asked for one.
     shares: Option<Shares>,
 }
@@ -192,11 +192,11 @@ impl Shared {
 
 /// A number of permits, handed out in [`FairQueue`] order when there are not enough.
 #[derive(Clone)]
-pub struct FairSlots {
+pub struct FairPermits {
     shared: Arc<Shared>,
 }
 
-/// One permit of a [`FairSlots`], given back when dropped.
+/// One permit of a [`FairPermits`], given back when dropped.
 pub struct Permit {
     shared: Option<Arc<Shared>>,
     flow: Flow,
@@ -210,11 +210,11 @@ impl Drop for Permit {
     }
 }
 
-impl FairSlots {
+impl FairPermits {
     /// `limit` permits (0: as many as asked for).
     pub fn new(limit: usize, on_grant: Option<OnGrant>) -> Self {
         let free = if limit == 0 { usize::MAX } else { limit };
-        FairSlots {
+        FairPermits {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
                     free,
@@ -231,7 +231,7 @@ impl FairSlots {
     /// are active, each holds at most its [`share`] of the `limit` permits, and the rest stay
     /// free (see the module's documentation). No limit, no shares.
     pub fn shared(limit: usize, on_grant: Option<OnGrant>) -> Self {
-        FairSlots::new(limit, on_grant).with_shares(limit)
+        FairPermits::new(limit, on_grant).with_shares(limit)
     }
 
     /// Shares of `limit` for the active flows (none for no limit).
@@ -342,7 +342,7 @@ mod tests {
     /// skipped without losing the permit.
     #[tokio::test]
     async fn permits_are_handed_out_in_turn() {
-        let slots = FairSlots::new(1, None);
+        let slots = FairPermits::new(1, None);
         let held = slots.acquire(flow("big"), Priority::Urgent).await;
         let order = Arc::new(Mutex::new(Vec::new()));
         let mut waiters = Vec::new();
@@ -388,7 +388,7 @@ mod tests {
     /// granted at once.
     #[tokio::test]
     async fn a_heavy_flow_gives_back_down_to_its_share_while_a_light_one_is_active() {
-        let slots = FairSlots::shared(4, None);
+        let slots = FairPermits::shared(4, None);
         let mut heavy = Vec::new();
         for _ in 0..4 {
             heavy.push(slots.acquire(flow("big"), Priority::Urgent).await);
@@ -461,7 +461,7 @@ mod tests {
     fn a_grant_runs_outside_the_lock() {
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let slots = FairSlots::new(1, None);
+            let slots = FairPermits::new(1, None);
             let looked = slots.clone();
             let seen = Arc::new(Mutex::new(None));
             let seen_by_grant = seen.clone();
@@ -489,7 +489,7 @@ mod tests {
     /// every free slot whoever else asked.
     #[tokio::test]
     async fn unshared_slots_go_to_whoever_waits() {
-        let slots = FairSlots::new(2, None);
+        let slots = FairPermits::new(2, None);
         let _light = slots.acquire(flow("small"), Priority::Urgent).await;
         let heavy = slots.acquire(flow("big"), Priority::Urgent).await;
         assert!(heavy.is_some());
@@ -499,7 +499,7 @@ mod tests {
     /// A closed gate turns its waiters away.
     #[tokio::test]
     async fn closing_turns_every_waiter_away() {
-        let slots = FairSlots::new(1, None);
+        let slots = FairPermits::new(1, None);
         let _held = slots.acquire(flow("a"), Priority::Urgent).await;
         let waiter = {
             let slots = slots.clone();
