@@ -45,18 +45,80 @@ impl Waiter {
 }
 
 struct State {
-    free: usize,
+    ledger: Ledger,
     closed: bool,
     queue: FairQueue<Waiter>,
-    /// With shares ([`FairPermits::shared`]): the permits each flow holds, and when each flow
-    /// last asked for one.
+    /// With shares ([`FairPermits::shared`]): when each flow last asked for a permit.
     shares: Option<Shares>,
 }
 
-/// Who holds the permits of shared slots, and who asked lately.
+/// Every permit, free or granted to a flow: `free + granted = limit` is kept here and
+/// nowhere else. A grant takes one ([`Ledger::grant`]), and one comes back
+/// ([`Ledger::give_back`]) when its [`Permit`] is dropped or its waiter gave up.
+#[derive(Debug)]
+struct Ledger {
+    /// `usize::MAX` for no limit.
+    limit: usize,
+    free: usize,
+    /// The permits each flow holds (flows that hold none are not kept).
+    held: HashMap<Flow, usize>,
+}
+
+impl Ledger {
+    /// `limit` permits (0: as many as asked for), all free.
+    fn new(limit: usize) -> Ledger {
+        let limit = if limit == 0 { usize::MAX } else { limit };
+        Ledger {
+            limit,
+            free: limit,
+            held: HashMap::new(),
+        }
+    }
+
+    /// A free permit granted to `flow`; `false` if none is free.
+    fn grant(&mut self, flow: &Flow) -> bool {
+        if self.free == 0 {
+            return false;
+        }
+        self.free -= 1;
+        *self.held.entry(flow.clone()).or_insert(0) += 1;
+        debug_assert!(self.balanced(), "{self:?}");
+        true
+    }
+
+    /// A permit of `flow` came back.
+    fn give_back(&mut self, flow: &Flow) {
+        let Some(held) = self.held.get_mut(flow) else {
+            return;
+        };
+        *held -= 1;
+        if *held == 0 {
+            self.held.remove(flow);
+        }
+        self.free += 1;
+        debug_assert!(self.balanced(), "{self:?}");
+    }
+
+    /// The permits `flow` holds.
+    fn held_by(&self, flow: &Flow) -> usize {
+        self.held.get(flow).copied().unwrap_or(0)
+    }
+
+    /// The permits granted and not given back.
+    fn granted(&self) -> usize {
+        self.held.values().sum()
+    }
+
+    /// The invariant: `free + granted = limit` (checked after each change in debug builds).
+    fn balanced(&self) -> bool {
+        self.free.checked_add(self.granted()) == Some(self.limit)
+    }
+}
+
+/// Who asked for a permit of shared slots lately: each flow holds at most its share while
+/// others are active.
 struct Shares {
     limit: usize,
-    held: HashMap<Flow, usize>,
     asked: HashMap<Flow, Instant>,
 }
 
@@ -67,39 +129,51 @@ impl Shares {
             .retain(|_, at| now.saturating_duration_since(*at) < ACTIVE);
     }
 
-    /// Whether `flow` may take one more permit at `now`: under its share of the flows that
-    /// asked within [`ACTIVE`] or hold a permit.
-    fn may_take(&self, flow: &Flow, now: Instant) -> bool {
+    /// Whether `flow` may take one more permit at `now`, holding what `ledger` says: under
+    /// its share of the flows that asked within [`ACTIVE`] or hold a permit.
+    fn may_take(&self, ledger: &Ledger, flow: &Flow, now: Instant) -> bool {
         let is_recent = |at: &Instant| now.saturating_duration_since(*at) < ACTIVE;
         let recent = (self.asked.iter())
             .filter(|(_, at)| is_recent(at))
             .map(|(f, _)| f);
         // A flow that holds a permit is active whenever it last asked: counted here unless
         // it counts as recent already (a stale ask of a holder left it out of both).
-        let holding = (self.held.keys()).filter(|f| !self.asked.get(*f).is_some_and(is_recent));
+        let holding = (ledger.held.keys()).filter(|f| !self.asked.get(*f).is_some_and(is_recent));
         let active = recent.chain(holding).count().max(1);
-        self.held.get(flow).copied().unwrap_or(0) < share(self.limit, active)
-    }
-
-    fn took(&mut self, flow: &Flow) {
-        *self.held.entry(flow.clone()).or_insert(0) += 1;
-    }
-
-    fn gave_back(&mut self, flow: &Flow) {
-        if let Some(held) = self.held.get_mut(flow) {
-            *held = held.saturating_sub(1);
-            if *held == 0 {
-                self.held.remove(flow);
-            }
-        }
+        ledger.held_by(flow) < share(self.limit, active)
     }
 }
 
 impl State {
+    /// Whether `flow` may be granted a permit now: one is free, and it is under its share.
     fn may_take(&self, flow: &Flow, now: Instant) -> bool {
-        self.shares
-            .as_ref()
-            .is_none_or(|shares| shares.may_take(flow, now))
+        self.ledger.free > 0
+            && (self.shares.as_ref()).is_none_or(|shares| shares.may_take(&self.ledger, flow, now))
+    }
+
+    /// The next grants: the free permits taken, for the waiters next in the queue's order
+    /// among the flows under their share; what no such flow waits for stays free. Each
+    /// grant is the ledger's until its waiter takes it or gives it back
+    /// ([`Shared::dispatch`]).
+    fn grants(&mut self, now: Instant) -> Vec<(Flow, Waiter, Duration)> {
+        let mut grants = Vec::new();
+        while self.ledger.free > 0 {
+            let State {
+                queue,
+                shares,
+                ledger,
+                ..
+            } = &mut *self;
+            let popped = queue.pop_where(now, |flow| {
+                (shares.as_ref()).is_none_or(|s| s.may_take(ledger, flow, now))
+            });
+            let Some((flow, waiter, waited)) = popped else {
+                break;
+            };
+            ledger.grant(&flow);
+            grants.push((flow, waiter, waited));
+        }
+        grants
     }
 }
 
@@ -119,67 +193,48 @@ impl Shared {
     /// A permit of `flow` came back.
     fn release(self: &Arc<Self>, flow: &Flow) {
         let mut state = self.lock();
-        state.free = state.free.saturating_add(1);
-        if let Some(shares) = &mut state.shares {
-            shares.gave_back(flow);
-        }
+        state.ledger.give_back(flow);
         self.dispatch(state);
     }
 
-    /// The free permits go to the next live waiters, in the queue's order, among the flows
-    /// under their share; what no such flow waits for stays free. The permits are taken under
-    /// the lock and handed out after it (a waiter's callback may look at the slots, or drop a
-    /// permit); those a waiter gave back are put back under the lock again, in a loop rather
-    /// than through [`Permit`]'s drop, so a run of waiters that gave up costs no stack.
+    /// The free permits go to the next live waiters ([`State::grants`]), handed out after the
+    /// lock (a waiter's callback may look at the slots, or drop a permit); those a waiter gave
+    /// back go back to the ledger under the lock again, in a loop rather than through
+    /// [`Permit`]'s drop, so a run of waiters that gave up costs no stack.
     fn dispatch<'a>(self: &'a Arc<Self>, mut state: MutexGuard<'a, State>) {
         loop {
-            let mut grants = Vec::new();
-            while state.free > 0 {
-                let now = Instant::now();
-                let popped = {
-                    let State { queue, shares, .. } = &mut *state;
-                    let shares = &*shares;
-                    queue.pop_where(now, |flow| {
-                        shares.as_ref().is_none_or(|s| s.may_take(flow, now))
-                    })
-                };
-                let Some((flow, waiter, waited)) = popped else {
-                    break;
-                };
-                state.free -= 1;
-                if let Some(shares) = &mut state.shares {
-                    shares.took(&flow);
-                }
-                grants.push((flow, waiter, waited));
-            }
+            let grants = state.grants(Instant::now());
             drop(state);
-            let mut returned = Vec::new();
-            for (flow, waiter, waited) in grants {
-                match waiter.grant(self.permit(flow)) {
-                    Ok(()) => {
-                        if let Some(on_grant) = &self.on_grant {
-                            on_grant(waited);
-                        }
-                    }
-                    // The waiter gave up (its reconcile was dropped, or it wants no permit
-                    // any more): the permit goes to the next one.
-                    Err(mut unsent) => {
-                        unsent.shared = None;
-                        returned.push(unsent.flow.clone());
-                    }
-                }
-            }
+            let returned = self.hand_out(grants);
             if returned.is_empty() {
                 return;
             }
             state = self.lock();
             for flow in &returned {
-                state.free = state.free.saturating_add(1);
-                if let Some(shares) = &mut state.shares {
-                    shares.gave_back(flow);
+                state.ledger.give_back(flow);
+            }
+        }
+    }
+
+    /// Each grant to its waiter; answers the flows of those a waiter gave back.
+    fn hand_out(self: &Arc<Self>, grants: Vec<(Flow, Waiter, Duration)>) -> Vec<Flow> {
+        let mut returned = Vec::new();
+        for (flow, waiter, waited) in grants {
+            match waiter.grant(self.permit(flow)) {
+                Ok(()) => {
+                    if let Some(on_grant) = &self.on_grant {
+                        on_grant(waited);
+                    }
+                }
+                // The waiter gave up (its reconcile was dropped, or it wants no permit any
+                // more): the permit goes to the next one.
+                Err(mut unsent) => {
+                    unsent.shared = None;
+                    returned.push(unsent.flow.clone());
                 }
             }
         }
+        returned
     }
 
     fn permit(self: &Arc<Self>, flow: Flow) -> Permit {
@@ -213,11 +268,10 @@ impl Drop for Permit {
 impl FairPermits {
     /// `limit` permits (0: as many as asked for).
     pub fn new(limit: usize, on_grant: Option<OnGrant>) -> Self {
-        let free = if limit == 0 { usize::MAX } else { limit };
         FairPermits {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
-                    free,
+                    ledger: Ledger::new(limit),
                     closed: false,
                     queue: FairQueue::new(AGING),
                     shares: None,
@@ -239,7 +293,6 @@ impl FairPermits {
         if limit > 0 {
             self.shared.lock().shares = Some(Shares {
                 limit,
-                held: HashMap::new(),
                 asked: HashMap::new(),
             });
         }
@@ -257,11 +310,8 @@ impl FairPermits {
             if let Some(shares) = &mut state.shares {
                 shares.asked(&flow, now);
             }
-            if state.free > 0 && state.queue.is_empty() && state.may_take(&flow, now) {
-                state.free -= 1;
-                if let Some(shares) = &mut state.shares {
-                    shares.took(&flow);
-                }
+            if state.queue.is_empty() && state.may_take(&flow, now) {
+                state.ledger.grant(&flow);
                 if let Some(on_grant) = &self.shared.on_grant {
                     on_grant(Duration::ZERO);
                 }
@@ -305,7 +355,7 @@ impl FairPermits {
 
     /// Permits free now.
     pub fn free(&self) -> usize {
-        self.shared.lock().free
+        self.shared.lock().ledger.free
     }
 
     /// The queue as the metrics show it ([`crate::metrics::Metrics::show_fair_queue`]).
@@ -370,6 +420,67 @@ mod tests {
         assert_eq!(order, ["big-1", "small-1", "big-2"]);
         assert_eq!(slots.stats(), QueueStats::default());
         assert!(slots.acquire(flow("x"), Priority::Later).await.is_some());
+    }
+
+    /// The ledger alone keeps `free + granted = limit`: a grant takes a free permit (none
+    /// when none is free), a permit given back frees one, and one given back by a flow that
+    /// holds none (twice, or never granted) frees nothing.
+    #[test]
+    fn the_ledger_keeps_every_permit_free_or_granted() {
+        let mut ledger = Ledger::new(2);
+        let kept = |l: &Ledger| l.balanced() && l.free + l.granted() == 2;
+        assert!(ledger.grant(&flow("a")) && ledger.grant(&flow("b")));
+        assert!(!ledger.grant(&flow("a")), "none free");
+        assert!(kept(&ledger));
+        assert_eq!(
+            (ledger.held_by(&flow("a")), ledger.held_by(&flow("b"))),
+            (1, 1)
+        );
+        ledger.give_back(&flow("a"));
+        ledger.give_back(&flow("a"));
+        ledger.give_back(&flow("never"));
+        assert!(kept(&ledger));
+        assert_eq!((ledger.free, ledger.held_by(&flow("a"))), (1, 0));
+        let unlimited = Ledger::new(0);
+        assert_eq!(unlimited.free, usize::MAX);
+    }
+
+    /// Through the permits' whole life (granted at once, granted in turn, passed over by a
+    /// waiter that gave up and by a callback that gives its permit back, dropped), every
+    /// permit is free or granted, and the granted ones are the [`Permit`]s alive.
+    #[tokio::test]
+    async fn every_permit_is_free_or_held_by_a_live_permit() {
+        let slots = FairPermits::new(3, None);
+        let ledger = |live: usize| {
+            let state = slots.shared.lock();
+            let (free, granted) = (state.ledger.free, state.ledger.granted());
+            assert_eq!((free + granted, granted), (3, live), "free {free}");
+        };
+        let a = slots.acquire(flow("a"), Priority::Urgent).await;
+        let b = slots.acquire(flow("b"), Priority::Urgent).await;
+        let a2 = slots.acquire(flow("a"), Priority::Urgent).await;
+        ledger(3);
+        let waiting = {
+            let slots = slots.clone();
+            tokio::spawn(async move { slots.acquire(flow("c"), Priority::Urgent).await })
+        };
+        tokio::task::yield_now().await;
+        let gave_up = {
+            let slots = slots.clone();
+            tokio::spawn(async move { slots.acquire(flow("d"), Priority::Urgent).await })
+        };
+        tokio::task::yield_now().await;
+        gave_up.abort();
+        slots.offer(flow("e"), Priority::Urgent, Box::new(Err));
+        drop(a);
+        let c = waiting.await.expect("no panic");
+        assert!(c.is_some(), "c waited first");
+        ledger(3);
+        drop(b);
+        ledger(2);
+        drop((a2, c));
+        ledger(0);
+        assert_eq!(slots.stats(), QueueStats::default());
     }
 
     /// Alone a flow may hold every slot; beside others an equal share, never none.
@@ -437,22 +548,22 @@ mod tests {
         let start = Instant::now();
         let mut shares = Shares {
             limit: 4,
-            held: HashMap::new(),
             asked: HashMap::new(),
         };
+        let mut ledger = Ledger::new(4);
         shares.asked(&flow("big"), start);
-        shares.took(&flow("big"));
-        shares.took(&flow("big"));
+        ledger.grant(&flow("big"));
+        ledger.grant(&flow("big"));
         let small_asked = start + ACTIVE / 2;
         shares.asked(&flow("small"), small_asked);
-        shares.took(&flow("small"));
-        shares.took(&flow("small"));
+        ledger.grant(&flow("small"));
+        ledger.grant(&flow("small"));
         let now = start + ACTIVE + ACTIVE / 4;
         assert!(
-            !shares.may_take(&flow("small"), now),
+            !shares.may_take(&ledger, &flow("small"), now),
             "2 of 4 beside a holder"
         );
-        assert!(!shares.may_take(&flow("big"), now));
+        assert!(!shares.may_take(&ledger, &flow("big"), now));
     }
 
     /// A callback handed a permit may look at the slots (it ran under their lock, and this
