@@ -197,13 +197,16 @@ async fn execute(command: Command, exercises: fn() -> Track) -> anyhow::Result<E
         }
         Command::Room(asked) => organising::set_up(asked).await?,
         Command::RoomDown { dir } => organising::take_down(dir).await?,
-        Command::RoomStatus => {
-            let instead = m::ROOM_NEEDS_A_CLUSTER.text();
-            let cluster = cluster::connect(&instead).await?;
-            room_status::live(&cluster.client).await?
-        }
+        Command::RoomStatus => room_status().await?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `make workshop-room-status`: the room's table, live, on the current context's cluster.
+async fn room_status() -> anyhow::Result<()> {
+    let instead = m::ROOM_NEEDS_A_CLUSTER.text();
+    let cluster = cluster::connect(&instead).await?;
+    room_status::live(&cluster.client).await
 }
 
 /// The options of `math-workshop check`, from its flags.
