@@ -31,9 +31,24 @@ pub enum Error {
     /// A value could not be turned into JSON for a patch (a bug, not bad input).
     #[error("serializing a patch: {0}")]
     Serialize(#[from] serde_json::Error),
+    /// A write to a child failed, and the status write after it failed too: both told, the
+    /// child's first (why the children lag), then the status's (why the status is stale).
+    #[error("{child}; and {status}")]
+    AndStatus {
+        child: Box<Error>,
+        status: Box<Error>,
+    },
 }
 
 impl Error {
+    /// `child`'s failure, and the status write's after it: one error that tells both.
+    pub fn and_status(child: Error, status: Error) -> Error {
+        Error::AndStatus {
+            child: Box::new(child),
+            status: Box::new(status),
+        }
+    }
+
     /// The HTTP status the API server answered with, if it answered.
     pub fn status_code(&self) -> Option<u16> {
         match self {
@@ -48,7 +63,10 @@ impl Error {
     /// 409: somebody else wrote first (or the cache was behind). Not a failure a learner
     /// should see: the next reconcile reads the newer state and tries again.
     pub fn is_conflict(&self) -> bool {
-        self.status_code() == Some(409)
+        match self {
+            Error::AndStatus { child, status } => child.is_conflict() && status.is_conflict(),
+            _ => self.status_code() == Some(409),
+        }
     }
 
     /// The API server could not be reached (an outage): retried fast and reported once,
@@ -56,6 +74,7 @@ impl Error {
     pub fn is_unreachable(&self) -> bool {
         match self {
             Error::Kube { source, .. } => is_unreachable(source),
+            Error::AndStatus { child, status } => child.is_unreachable() || status.is_unreachable(),
             _ => false,
         }
     }
@@ -69,6 +88,9 @@ impl Error {
             Error::MissingField { .. } => "invalid_object",
             Error::NotWired { .. } => "not_wired",
             Error::Serialize(_) => "serialize",
+            // A conflict is retried quietly; the other failure is the one to count.
+            Error::AndStatus { child, status } if child.is_conflict() => status.kind_label(),
+            Error::AndStatus { child, .. } => child.kind_label(),
         }
     }
 }

@@ -14,7 +14,7 @@
 //!                     probe and metrics servers (from crates/serving), leader election
 //! controller/         what each kind wants and when it is ready: number.rs, tuple.rs, fermat.rs
 //! reconcile/          how any parent gets there: mod.rs (look, plan, apply, write the status),
-//!                     plan.rs and status.rs (the pure decisions), writes.rs and announce.rs
+//!                     plan.rs and status.rs (the pure decisions), writes.rs and events.rs
 //!                     (the writes and their Events: the only place a reconcile writes to
 //!                     the API server), context.rs
 //!                     (what every reconcile shares; it names no kind), controller_loop.rs (a kind's

@@ -744,3 +744,53 @@ async fn a_child_recreated_before_its_parents_first_status_is_announced() {
         .collect();
     assert_eq!(notes, ["created 1 Number: f-1-and-1-0"]);
 }
+
+/// Issue 48 item 6: a reconcile whose child write fails (a Tuple's new Number, its create
+/// answered 500) and whose status write fails too (answered 500) tells both, in the line the
+/// retry policy logs: the create and the status write, each with its object. Before: the
+/// status write's error was dropped when a child write had failed, and nothing said that the
+/// status was not written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_status_write_is_told_beside_a_failed_child_write() {
+    use common::binary::{Manager, loud};
+    let h = Harness::without_manager().await;
+    let manager = Manager::start(&h);
+    h.create_tuple("t", vec![4]).await;
+    wait_for(&h.tuples(), "t", tuple_ready).await;
+    let number_creates = RequestFilter::new().verb(Verb::Create).resource("numbers");
+    let tuple_statuses = RequestFilter::new()
+        .verb(Verb::Patch)
+        .resource("tuples")
+        .subresource("status");
+    h.server.fail_next(number_creates, 1_000_000, 500);
+    h.server.fail_next(tuple_statuses.clone(), 1_000_000, 500);
+    h.server.reset_requests();
+    h.tuples()
+        .patch(
+            "t",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"numbers": [4, 9]}})),
+        )
+        .await
+        .expect("patch t");
+    eventually(
+        "two failed status writes of t",
+        || async { Some(h.server.count(&tuple_statuses)) },
+        |n| *n >= 2,
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let lines = manager.stop().await;
+    let failed: Vec<&String> = loud(&lines)
+        .into_iter()
+        .filter(|l| l.contains("default/t: reconcile failed"))
+        .collect();
+    assert!(!failed.is_empty(), "no failure told: {lines:#?}");
+    for line in failed {
+        assert!(line.contains("creating Number default/t-1"), "{line}");
+        assert!(
+            line.contains("writing the status of Tuple default/t"),
+            "{line}"
+        );
+    }
+}

@@ -21,7 +21,7 @@
 //!
 //! What the reconciles remember (expectations, statuses, refusals, ...) is not here but beside
 //! them, in [`crate::reconcile::memory`], and the Events they write are theirs too
-//! ([`crate::reconcile::announce`]); the scheduler every reconcile waits in is
+//! ([`crate::reconcile::events`]); the scheduler every reconcile waits in is
 //! [`crate::scheduler`].
 
 pub mod backoff;

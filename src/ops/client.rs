@@ -29,7 +29,7 @@ use tower::{BoxError, Layer, Service};
 
 use crate::metrics::Metrics;
 use crate::ops::token_file::{TokenFile, TokenFileError};
-use crate::scheduler::slots::wait_without_slot;
+use crate::scheduler::request_slots::wait_without_slot;
 
 /// How long a request may wait for its next byte from the API server.
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -130,7 +130,7 @@ struct ManagerRetry {
 
 impl<Res> Policy<Request<Body>, Response<Res>, BoxError> for ManagerRetry {
     /// A retry's wait, during which a write lends its slot to others
-    /// ([`crate::scheduler::slots::wait_without_slot`]).
+    /// ([`crate::scheduler::request_slots::wait_without_slot`]).
     type Future = Pin<Box<dyn Future<Output = ()> + Send>>;
 
     fn retry(
@@ -406,7 +406,7 @@ mod tests {
             metrics: Metrics::new(),
         };
         let client = RetryLayer::new(policy).layer(server);
-        let slots = std::sync::Arc::new(crate::scheduler::slots::Slots::new(1));
+        let slots = std::sync::Arc::new(crate::scheduler::request_slots::RequestSlots::new(1));
         let send = |path: &'static str| {
             let (client, slots) = (client.clone(), slots.clone());
             async move {

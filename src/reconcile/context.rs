@@ -17,13 +17,13 @@ use crate::cluster::undecodable::Undecoded;
 use crate::cluster::watches::Witness;
 use crate::kind::Kind;
 use crate::metrics::Metrics;
-use crate::reconcile::announce::{self, Publisher, Reporter};
+use crate::reconcile::events::{self, Publisher, Reporter};
 use crate::reconcile::memory::expectations::{Expectations, IN_FLIGHT_TIMEOUT, WrittenStatuses};
 use crate::reconcile::memory::failures::Failures;
 use crate::reconcile::memory::pace::PaceKeeper;
 use crate::reconcile::memory::refusals::Refusals;
 use crate::reconcile::memory::replans::Replans;
-use crate::scheduler::slots::Slots;
+use crate::scheduler::request_slots::RequestSlots;
 
 /// The name Events are reported under (`kubectl describe` shows it as "From").
 pub const REPORTER: &str = "math-controller";
@@ -59,7 +59,7 @@ pub struct Context {
     /// Consecutive failures per object, for the error policy's exponential backoff.
     pub failures: Failures,
     /// Slots for the write and Event requests the reconciles have open at once: each is sent
-    /// with [`Slots::run`], which holds a slot until its answer is read and waits while every
+    /// with [`RequestSlots::run`], which holds a slot until its answer is read and waits while every
     /// slot is taken. kube-rs speaks HTTP/1.1, so each request open at once is a TLS
     /// connection of its own (client-go multiplexes its requests over one HTTP/2
     /// connection): without a bound, 64 reconciles and their create fan-out opened 176
@@ -67,8 +67,8 @@ pub struct Context {
     /// both sides, and could pass kube-apiserver's `--max-mutating-requests-inflight` (200) on
     /// their own. Watches, the lease and the liveness checks of an outage take no slot. A
     /// request the client waits to send again (a 429) lends its slot for the wait
-    /// ([`crate::scheduler::slots`]).
-    pub requests: Slots,
+    /// ([`crate::scheduler::request_slots`]).
+    pub requests: RequestSlots,
 }
 
 impl Context {
@@ -90,7 +90,7 @@ impl Context {
             outage,
             client,
             caches,
-            requests: Slots::new(0),
+            requests: RequestSlots::new(0),
             metrics,
         }
     }
@@ -104,9 +104,9 @@ impl Context {
 
     /// At most `limit` write and Event requests open at once (0: no limit), each flow
     /// (namespace) holding at most its share of them while others write too if `shares`
-    /// ([`crate::scheduler::permits::FairSlots::shared`]).
+    /// ([`crate::scheduler::permits::FairPermits::shared`]).
     pub fn with_requests_in_flight(mut self, limit: u16, shares: bool) -> Self {
-        self.requests = Slots::observed(limit.into(), shares, &self.metrics);
+        self.requests = RequestSlots::observed(limit.into(), shares, &self.metrics);
         self
     }
 
@@ -161,7 +161,7 @@ impl Witness for Context {
     fn undecodable<K: Kind>(self: &Arc<Self>, object: &Undecoded) {
         // Not awaited by the watch, which must not wait for an Event.
         let (ctx, object) = (self.clone(), object.clone());
-        tokio::spawn(async move { announce::undecodable::<K>(&ctx, &object).await });
+        tokio::spawn(async move { events::undecodable::<K>(&ctx, &object).await });
     }
 
     fn undecodable_count<K: Kind>(&self, count: usize) {

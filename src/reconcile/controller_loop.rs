@@ -33,9 +33,9 @@ use crate::reconcile::Outcome;
 use crate::reconcile::context::Context;
 use crate::reconcile::retry_policy::{error_policy, panic_policy, with_retry_policy};
 use crate::scheduler::panics;
-use crate::scheduler::permits::FairSlots;
+use crate::scheduler::permits::FairPermits;
+use crate::scheduler::request_slots::in_flow;
 use crate::scheduler::runner::{Runner, Scheduler};
-use crate::scheduler::slots::in_flow;
 use crate::scheduler::{Flow, Priority, TIMELINE, ms};
 
 /// Whose an object's reconcile is: its namespace.
@@ -107,8 +107,8 @@ impl ControllerLoop {
         // would keep a small object's reconcile waiting for one of them to end.
         let waits = Some(metrics.fair_queue_waits(controller));
         let permits = match shares {
-            true => FairSlots::shared(concurrency.into(), waits),
-            false => FairSlots::new(concurrency.into(), waits),
+            true => FairPermits::shared(concurrency.into(), waits),
+            false => FairPermits::new(concurrency.into(), waits),
         };
         metrics.show_fair_queue(controller, permits.reader());
         let queue = metrics.queue(controller, concurrency.into());

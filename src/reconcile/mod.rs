@@ -8,7 +8,7 @@
 //!   waiting parents, progress reports), and the merge patch that carries it: the whole
 //!   status, every field named. Pure.
 //! - `writes.rs`: the creates, corrections, adoptions and deletions that carry a plan out,
-//!   and the status patch; `announce.rs`: the log lines and Events that tell of them, and how
+//!   and the status patch; `events.rs`: the log lines and Events that tell of them, and how
 //!   an Event is written within kube-apiserver's limits. The only place a reconcile writes to
 //!   the API server.
 //! - `context.rs`: what every reconcile shares (the client, every kind's cache found by type,
@@ -25,9 +25,9 @@
 //! Below this folder are the kube glue ([`crate::cluster`]: watches, caches, outages),
 //! which tells the memories what it sees through its `Witness` trait, and the scheduler.
 
-pub mod announce;
 pub mod context;
 pub mod controller_loop;
+pub mod events;
 pub mod memory;
 pub mod plan;
 pub mod retry_policy;
@@ -106,7 +106,8 @@ impl Outcome {
 /// Event, and is tried again after a backoff of its own ([`crate::reconcile::memory::refusals`]),
 /// not on every reconcile. Another failure (a 409 on a correction, a 5xx) does not throw
 /// that away: the refusals are recorded and the status written first, then the error goes
-/// to the retry policy. In a namespace that is being deleted nothing is created and
+/// to the retry policy, with the status write's beside it if that failed too
+/// ([`Error::AndStatus`]). In a namespace that is being deleted nothing is created and
 /// nothing is retried: the parent goes with it.
 pub async fn parent<P: Parent, S: ParentStatus>(
     ctx: &Context,
@@ -136,14 +137,17 @@ pub async fn parent<P: Parent, S: ParentStatus>(
     let written =
         writes::write_status(ctx, parent, known, desired_status, decided.standing()).await;
     if let Some(retry_in) = learned.retry_in {
-        announce::report_refusals(ctx, parent, &plan.refused, retry_in).await;
+        events::report_refusals(ctx, parent, &plan.refused, retry_in).await;
     }
-    // Now the error, for the retry policy; a held step still waits for its own time.
-    if let Some(error) = learned.error {
-        return Err(error);
-    }
+    // Now the errors, for the retry policy: a child write's, and the status write's beside it
+    // (neither hides the other); a held step still waits for its own time.
+    let requeue_after = match (learned.error, written) {
+        (Some(child), Err(status)) => return Err(Error::and_status(child, status)),
+        (Some(child), Ok(_)) => return Err(child),
+        (None, written) => written?,
+    };
     let outcome = Outcome {
-        requeue_after: written?,
+        requeue_after,
         progress: decided.progress,
         planned_in,
     };

@@ -37,50 +37,106 @@ fn progress_step(desired: usize) -> usize {
     PROGRESS_STEP.min(desired.div_ceil(10)).max(1)
 }
 
+/// When a progress report of a status that is not the answer is due, if nothing else happens
+/// ([`Pace::progress_report`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Report {
+    /// No report: the status shows every ready child, or a parent without a status yet has
+    /// fewer than [`PROGRESS_STEP`] more (its one status will be its answer, or its stall's).
+    Never,
+    /// A report is due now.
+    Now,
+    /// A report will be due after this long (never zero).
+    After(Duration),
+}
+
 impl Pace {
     /// How long the children have gone without progress, as far as this parent can tell.
     fn idle(&self) -> Duration {
         self.age.min(self.children_quiet)
     }
 
-    fn stalled(&self) -> bool {
-        self.idle() >= STALL_AFTER
+    /// How long until the children count as stalled ([`STALL_AFTER`]); zero once they are.
+    fn until_stall(&self) -> Duration {
+        STALL_AFTER.saturating_sub(self.idle())
     }
 
-    /// How long until a progress report is due if nothing else happens (`None`: the status
-    /// shows the count, nothing to report). A report needs [`PROGRESS_EVERY`] since the last
-    /// one, and either enough news ([`progress_step`]) or children that have come to rest
-    /// (quiet for [`PROGRESS_EVERY`]): then the exact count is shown, once, so that a parent
-    /// left waiting or blocked never shows counts from long ago. A parent that has no status
-    /// yet (`first`) only reports [`PROGRESS_STEP`] children: a Tuple whose Numbers are
-    /// slow but coming gives one status, its answer.
-    fn report_in(&self, first: bool) -> Option<Duration> {
+    /// When a progress report is due (`first`: the parent has no status yet). `since` is the
+    /// time since the last report (or since the parent was made); `news`, that the status
+    /// shows at least a step fewer ready children than there are ([`PROGRESS_STEP`] for a
+    /// first status, [`progress_step`] after it); `at rest`, that no child settled for
+    /// [`PROGRESS_EVERY`]:
+    ///
+    /// | ready children shown | first | news | a report is due                                   |
+    /// |----------------------|-------|------|---------------------------------------------------|
+    /// | all of them          | –     | –    | never: nothing to report                          |
+    /// | fewer                | yes   | no   | never: the status will be the answer, or a stall's |
+    /// | fewer                | –     | yes  | once `since` reaches [`PROGRESS_EVERY`]            |
+    /// | fewer                | no    | no   | once `since` reaches it and the children are at rest |
+    ///
+    /// So a report is at most every [`PROGRESS_EVERY`], and a parent left waiting or blocked
+    /// shows its exact count once its children rest, never counts from long ago.
+    fn progress_report(&self, first: bool) -> Report {
         if self.ready == self.shown {
-            return None;
+            return Report::Never;
         }
         let since = self.since_report.unwrap_or(self.age).min(self.age);
         let step = match first {
             true => PROGRESS_STEP,
             false => progress_step(self.desired),
         };
-        let rest = match (self.ready >= self.shown + step, first) {
-            (true, _) => Duration::ZERO,
-            (false, true) => return None,
-            (false, false) => PROGRESS_EVERY.saturating_sub(self.children_quiet),
+        let news = self.ready >= self.shown + step;
+        let wait = PROGRESS_EVERY.saturating_sub(since);
+        let wait = match (news, first) {
+            (true, _) => wait,
+            (false, true) => return Report::Never,
+            (false, false) => wait.max(PROGRESS_EVERY.saturating_sub(self.children_quiet)),
         };
-        Some(PROGRESS_EVERY.saturating_sub(since).max(rest))
-    }
-
-    fn report_due(&self, first: bool) -> bool {
-        self.report_in(first) == Some(Duration::ZERO)
-    }
-
-    /// Not yet due, but a report will be by itself: what nothing else would wake the parent for.
-    fn recheck(&self) -> StatusWrite {
-        match self.report_in(false) {
-            Some(after) if !after.is_zero() => StatusWrite::Hold(after.max(MIN_RECHECK)),
-            _ => StatusWrite::Unchanged,
+        match wait.is_zero() {
+            true => Report::Now,
+            false => Report::After(wait),
         }
+    }
+}
+
+/// What a status that is not the answer would replace, for [`when_written`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Replaces {
+    /// No status: the parent is brand-new (or its status was never seen).
+    Nothing,
+    /// The same wait: not Ready for the same reason at the same generation (and, for a
+    /// blocked parent, with the same message): only counts moved.
+    SameWait,
+    /// Anything else: an answer, another reason, another generation, another block.
+    Other,
+}
+
+/// When a status that is not the answer is written: the decision of [`decide`] for a
+/// waiting or blocked parent, from what it would replace, when a progress report is due
+/// ([`Pace::progress_report`]) and how long until its children count as stalled.
+///
+/// | replaces    | standing | progress report | written                                   |
+/// |-------------|----------|-----------------|-------------------------------------------|
+/// | another     | –        | –               | now                                       |
+/// | nothing     | blocked  | –               | now                                       |
+/// | nothing     | waiting  | now             | now                                       |
+/// | nothing     | waiting  | –, stalled      | now                                       |
+/// | nothing     | waiting  | –               | held until the stall                      |
+/// | the same    | –        | now             | now                                       |
+/// | the same    | –        | after `t`       | held for `t` (at least [`MIN_RECHECK`])    |
+/// | the same    | –        | never           | unchanged                                 |
+fn when_written(
+    replaces: Replaces,
+    blocked: bool,
+    report: Report,
+    until_stall: Duration,
+) -> StatusWrite {
+    match (replaces, report) {
+        (Replaces::Other, _) | (_, Report::Now) => StatusWrite::Due,
+        (Replaces::Nothing, _) if blocked || until_stall.is_zero() => StatusWrite::Due,
+        (Replaces::Nothing, _) => StatusWrite::Hold(until_stall.max(MIN_RECHECK)),
+        (Replaces::SameWait, Report::After(t)) => StatusWrite::Hold(t.max(MIN_RECHECK)),
+        (Replaces::SameWait, Report::Never) => StatusWrite::Unchanged,
     }
 }
 
@@ -183,6 +239,9 @@ pub enum Standing<'a> {
 /// messages carry no counts for that reason); its counts only as progress reports.
 ///
 /// So a tree that converges writes one status per object, whatever the API server's speed.
+/// Each case is a row of two tables: when a progress report is due
+/// ([`Pace::progress_report`]), and when a waiting or blocked status is written
+/// ([`when_written`]).
 ///
 /// `current` only decides whether a write is due: it may be older than the server's (a write
 /// answered, its echo not seen yet, the spec changed meanwhile), so the write never depends
@@ -200,26 +259,19 @@ pub fn decide<S: Serialize + PartialEq>(
         None => Value::Null,
     };
     let new = serde_json::to_value(desired)?;
-    match standing {
-        Standing::Answer => {}
-        Standing::Blocked(pace) => {
-            let same = ready_field(&old, "message") == ready_field(&new, "message");
-            if same && same_wait(&old, &new) && !pace.report_due(false) {
-                return Ok(pace.recheck());
-            }
-        }
-        Standing::Waiting(pace) => {
-            let news = pace.report_due(current.is_none());
-            if current.is_none() && !news && !pace.stalled() {
-                let recheck = STALL_AFTER.saturating_sub(pace.idle());
-                return Ok(StatusWrite::Hold(recheck.max(MIN_RECHECK)));
-            }
-            if current.is_some() && same_wait(&old, &new) && !news {
-                return Ok(pace.recheck());
-            }
-        }
-    }
-    Ok(StatusWrite::Due)
+    let (pace, blocked) = match standing {
+        Standing::Answer => return Ok(StatusWrite::Due),
+        Standing::Blocked(pace) => (pace, true),
+        Standing::Waiting(pace) => (pace, false),
+    };
+    let same_message = ready_field(&old, "message") == ready_field(&new, "message");
+    let replaces = match current {
+        None => Replaces::Nothing,
+        Some(_) if same_wait(&old, &new) && (same_message || !blocked) => Replaces::SameWait,
+        Some(_) => Replaces::Other,
+    };
+    let report = pace.progress_report(replaces == Replaces::Nothing);
+    Ok(when_written(replaces, blocked, report, pace.until_stall()))
 }
 
 /// The shortest recheck of a held status: a child's news usually comes first anyway.

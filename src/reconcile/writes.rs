@@ -1,6 +1,6 @@
 //! The writes that close the gap between the children a parent wants and the ones it has:
 //! the creates, corrections, adoptions and deletions that carry a [`Plan`] out, and the status
-//! patch ([`write_status`]); the Events that tell of them are in [`super::announce`]. These two
+//! patch ([`write_status`]); the Events that tell of them are in [`super::events`]. These two
 //! files are the only place a reconcile writes to the API server.
 //!
 //! This layer sits above [`crate::reconcile::plan`], which decides *what* to do without knowing the
@@ -24,8 +24,8 @@ use tracing::info;
 use crate::error::{Error, Result, is_unreachable};
 use crate::kind::{Child, Kind};
 use crate::metrics::WriteKind;
-use crate::reconcile::announce;
 use crate::reconcile::context::Context;
+use crate::reconcile::events;
 use crate::reconcile::memory::refusals::{Refusal, Step};
 use crate::reconcile::plan::Plan;
 use crate::reconcile::status::{self, Standing, StatusWrite, WholeStatus};
@@ -126,7 +126,7 @@ fn classify(error: kube::Error) -> Failed {
 /// Carry out a plan's writes against the API server: create, correct, adopt, delete, each
 /// step whatever the others got, except the steps in `held` (refused recently: their retry
 /// waits for its backoff). Each kind of action becomes one log line and one Event on the
-/// parent (not the first children of a controller's object: [`announce::announces_created`]).
+/// parent (not the first children of a controller's object: [`events::announces_created`]).
 /// What went wrong is in the answer with what went right ([`Applied`]), never instead of it.
 /// An object that vanished meanwhile (404) or a create that lost a race (409) is not an error
 /// worth reporting: the watch brings the news and the next reconcile starts from it.
@@ -157,7 +157,7 @@ pub async fn apply<P: Kind, C: Child>(
     if due(&writer, Step::Delete) {
         done.deleted = delete(&mut writer, plan).await;
     }
-    announce::announce(ctx, parent, plan, done).await;
+    events::announce(ctx, parent, plan, done).await;
     writer.applied
 }
 

@@ -14,7 +14,7 @@
 //!   carry controller-runtime's workqueue series.
 //! - `panics.rs`: a run that panics ends with what it said instead of unwinding through the
 //!   task that runs every other one; the panic hook keeps it quiet, so it is told once.
-//! - `slots.rs`: the request slots that writes and Events take (`--requests-in-flight`),
+//! - `request_slots.rs`: the request slots that writes and Events take (`--requests-in-flight`),
 //!   handed out in each run's flow's turn by the same permits, lent by a request while the
 //!   client waits to send it again (a 429).
 //!
@@ -28,8 +28,8 @@ pub mod book;
 pub mod panics;
 pub mod permits;
 pub mod queue;
+pub mod request_slots;
 pub mod runner;
-pub mod slots;
 
 use std::time::Duration;
 

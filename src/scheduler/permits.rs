@@ -1,5 +1,5 @@
 //! Permits handed out in [`FairQueue`] order: the request slots, and the turns of a
-//! scheduler's concurrency ([`super::runner`]). With shares ([`FairSlots::shared`]) a flow
+//! scheduler's concurrency ([`super::runner`]). With shares ([`FairPermits::shared`]) a flow
 //! holds at most its [`share`] of the permits while other flows are active (see
 //! [`super::queue`]).
 
@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 use super::queue::{ACTIVE, AGING, FairQueue, Flow, Priority, share};
 use crate::metrics::QueueNow;
 
-/// What a [`FairSlots`] shows the metrics: waiters, flows waiting, the longest wait now.
+/// What a [`FairPermits`] shows the metrics: waiters, flows waiting, the longest wait now.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct QueueStats {
     pub waiting: usize,
@@ -23,13 +23,13 @@ pub struct QueueStats {
 /// Called with each grant's wait (for the wait-time histogram).
 pub type OnGrant = Arc<dyn Fn(Duration) + Send + Sync>;
 
-/// What takes a permit when its turn comes: [`FairSlots::offer`]'s callback. It runs outside
+/// What takes a permit when its turn comes: [`FairPermits::offer`]'s callback. It runs outside
 /// the slots' lock (it may look at them, or take a permit itself), and gives the permit back
 /// (`Err`) when it no longer wants it.
 pub type Grant = Box<dyn FnOnce(Permit) -> Result<(), Permit> + Send>;
 
-/// Who waits for a permit: a caller that awaits it ([`FairSlots::acquire`]), or a callback
-/// ([`FairSlots::offer`]).
+/// Who waits for a permit: a caller that awaits it ([`FairPermits::acquire`]), or a callback
+/// ([`FairPermits::offer`]).
 enum Waiter {
     Caller(oneshot::Sender<Permit>),
     Callback(Grant),
@@ -45,18 +45,80 @@ impl Waiter {
 }
 
 struct State {
-    free: usize,
+    ledger: Ledger,
     closed: bool,
     queue: FairQueue<Waiter>,
-    /// With shares ([`FairSlots::shared`]): the permits each flow holds, and when each flow
-    /// last asked for one.
+    /// With shares ([`FairPermits::shared`]): when each flow last asked for a permit.
     shares: Option<Shares>,
 }
 
-/// Who holds the permits of shared slots, and who asked lately.
+/// Every permit, free or granted to a flow: `free + granted = limit` is kept here and
+/// nowhere else. A grant takes one ([`Ledger::grant`]), and one comes back
+/// ([`Ledger::give_back`]) when its [`Permit`] is dropped or its waiter gave up.
+#[derive(Debug)]
+struct Ledger {
+    /// `usize::MAX` for no limit.
+    limit: usize,
+    free: usize,
+    /// The permits each flow holds (flows that hold none are not kept).
+    held: HashMap<Flow, usize>,
+}
+
+impl Ledger {
+    /// `limit` permits (0: as many as asked for), all free.
+    fn new(limit: usize) -> Ledger {
+        let limit = if limit == 0 { usize::MAX } else { limit };
+        Ledger {
+            limit,
+            free: limit,
+            held: HashMap::new(),
+        }
+    }
+
+    /// A free permit granted to `flow`; `false` if none is free.
+    fn grant(&mut self, flow: &Flow) -> bool {
+        if self.free == 0 {
+            return false;
+        }
+        self.free -= 1;
+        *self.held.entry(flow.clone()).or_insert(0) += 1;
+        debug_assert!(self.balanced(), "{self:?}");
+        true
+    }
+
+    /// A permit of `flow` came back.
+    fn give_back(&mut self, flow: &Flow) {
+        let Some(held) = self.held.get_mut(flow) else {
+            return;
+        };
+        *held -= 1;
+        if *held == 0 {
+            self.held.remove(flow);
+        }
+        self.free += 1;
+        debug_assert!(self.balanced(), "{self:?}");
+    }
+
+    /// The permits `flow` holds.
+    fn held_by(&self, flow: &Flow) -> usize {
+        self.held.get(flow).copied().unwrap_or(0)
+    }
+
+    /// The permits granted and not given back.
+    fn granted(&self) -> usize {
+        self.held.values().sum()
+    }
+
+    /// The invariant: `free + granted = limit` (checked after each change in debug builds).
+    fn balanced(&self) -> bool {
+        self.free.checked_add(self.granted()) == Some(self.limit)
+    }
+}
+
+/// Who asked for a permit of shared slots lately: each flow holds at most its share while
+/// others are active.
 struct Shares {
     limit: usize,
-    held: HashMap<Flow, usize>,
     asked: HashMap<Flow, Instant>,
 }
 
@@ -67,39 +129,51 @@ impl Shares {
             .retain(|_, at| now.saturating_duration_since(*at) < ACTIVE);
     }
 
-    /// Whether `flow` may take one more permit at `now`: under its share of the flows that
-    /// asked within [`ACTIVE`] or hold a permit.
-    fn may_take(&self, flow: &Flow, now: Instant) -> bool {
+    /// Whether `flow` may take one more permit at `now`, holding what `ledger` says: under
+    /// its share of the flows that asked within [`ACTIVE`] or hold a permit.
+    fn may_take(&self, ledger: &Ledger, flow: &Flow, now: Instant) -> bool {
         let is_recent = |at: &Instant| now.saturating_duration_since(*at) < ACTIVE;
         let recent = (self.asked.iter())
             .filter(|(_, at)| is_recent(at))
             .map(|(f, _)| f);
         // A flow that holds a permit is active whenever it last asked: counted here unless
         // it counts as recent already (a stale ask of a holder left it out of both).
-        let holding = (self.held.keys()).filter(|f| !self.asked.get(*f).is_some_and(is_recent));
+        let holding = (ledger.held.keys()).filter(|f| !self.asked.get(*f).is_some_and(is_recent));
         let active = recent.chain(holding).count().max(1);
-        self.held.get(flow).copied().unwrap_or(0) < share(self.limit, active)
-    }
-
-    fn took(&mut self, flow: &Flow) {
-        *self.held.entry(flow.clone()).or_insert(0) += 1;
-    }
-
-    fn gave_back(&mut self, flow: &Flow) {
-        if let Some(held) = self.held.get_mut(flow) {
-            *held = held.saturating_sub(1);
-            if *held == 0 {
-                self.held.remove(flow);
-            }
-        }
+        ledger.held_by(flow) < share(self.limit, active)
     }
 }
 
 impl State {
+    /// Whether `flow` may be granted a permit now: one is free, and it is under its share.
     fn may_take(&self, flow: &Flow, now: Instant) -> bool {
-        self.shares
-            .as_ref()
-            .is_none_or(|shares| shares.may_take(flow, now))
+        self.ledger.free > 0
+            && (self.shares.as_ref()).is_none_or(|shares| shares.may_take(&self.ledger, flow, now))
+    }
+
+    /// The next grants: the free permits taken, for the waiters next in the queue's order
+    /// among the flows under their share; what no such flow waits for stays free. Each
+    /// grant is the ledger's until its waiter takes it or gives it back
+    /// ([`Shared::dispatch`]).
+    fn grants(&mut self, now: Instant) -> Vec<(Flow, Waiter, Duration)> {
+        let mut grants = Vec::new();
+        while self.ledger.free > 0 {
+            let State {
+                queue,
+                shares,
+                ledger,
+                ..
+            } = &mut *self;
+            let popped = queue.pop_where(now, |flow| {
+                (shares.as_ref()).is_none_or(|s| s.may_take(ledger, flow, now))
+            });
+            let Some((flow, waiter, waited)) = popped else {
+                break;
+            };
+            ledger.grant(&flow);
+            grants.push((flow, waiter, waited));
+        }
+        grants
     }
 }
 
@@ -119,67 +193,48 @@ impl Shared {
     /// A permit of `flow` came back.
     fn release(self: &Arc<Self>, flow: &Flow) {
         let mut state = self.lock();
-        state.free = state.free.saturating_add(1);
-        if let Some(shares) = &mut state.shares {
-            shares.gave_back(flow);
-        }
+        state.ledger.give_back(flow);
         self.dispatch(state);
     }
 
-    /// The free permits go to the next live waiters, in the queue's order, among the flows
-    /// under their share; what no such flow waits for stays free. The permits are taken under
-    /// the lock and handed out after it (a waiter's callback may look at the slots, or drop a
-    /// permit); those a waiter gave back are put back under the lock again, in a loop rather
-    /// than through [`Permit`]'s drop, so a run of waiters that gave up costs no stack.
+    /// The free permits go to the next live waiters ([`State::grants`]), handed out after the
+    /// lock (a waiter's callback may look at the slots, or drop a permit); those a waiter gave
+    /// back go back to the ledger under the lock again, in a loop rather than through
+    /// [`Permit`]'s drop, so a run of waiters that gave up costs no stack.
     fn dispatch<'a>(self: &'a Arc<Self>, mut state: MutexGuard<'a, State>) {
         loop {
-            let mut grants = Vec::new();
-            while state.free > 0 {
-                let now = Instant::now();
-                let popped = {
-                    let State { queue, shares, .. } = &mut *state;
-                    let shares = &*shares;
-                    queue.pop_where(now, |flow| {
-                        shares.as_ref().is_none_or(|s| s.may_take(flow, now))
-                    })
-                };
-                let Some((flow, waiter, waited)) = popped else {
-                    break;
-                };
-                state.free -= 1;
-                if let Some(shares) = &mut state.shares {
-                    shares.took(&flow);
-                }
-                grants.push((flow, waiter, waited));
-            }
+            let grants = state.grants(Instant::now());
             drop(state);
-            let mut returned = Vec::new();
-            for (flow, waiter, waited) in grants {
-                match waiter.grant(self.permit(flow)) {
-                    Ok(()) => {
-                        if let Some(on_grant) = &self.on_grant {
-                            on_grant(waited);
-                        }
-                    }
-                    // The waiter gave up (its reconcile was dropped, or it wants no permit
-                    // any more): the permit goes to the next one.
-                    Err(mut unsent) => {
-                        unsent.shared = None;
-                        returned.push(unsent.flow.clone());
-                    }
-                }
-            }
+            let returned = self.hand_out(grants);
             if returned.is_empty() {
                 return;
             }
             state = self.lock();
             for flow in &returned {
-                state.free = state.free.saturating_add(1);
-                if let Some(shares) = &mut state.shares {
-                    shares.gave_back(flow);
+                state.ledger.give_back(flow);
+            }
+        }
+    }
+
+    /// Each grant to its waiter; answers the flows of those a waiter gave back.
+    fn hand_out(self: &Arc<Self>, grants: Vec<(Flow, Waiter, Duration)>) -> Vec<Flow> {
+        let mut returned = Vec::new();
+        for (flow, waiter, waited) in grants {
+            match waiter.grant(self.permit(flow)) {
+                Ok(()) => {
+                    if let Some(on_grant) = &self.on_grant {
+                        on_grant(waited);
+                    }
+                }
+                // The waiter gave up (its reconcile was dropped, or it wants no permit any
+                // more): the permit goes to the next one.
+                Err(mut unsent) => {
+                    unsent.shared = None;
+                    returned.push(unsent.flow.clone());
                 }
             }
         }
+        returned
     }
 
     fn permit(self: &Arc<Self>, flow: Flow) -> Permit {
@@ -192,11 +247,11 @@ impl Shared {
 
 /// A number of permits, handed out in [`FairQueue`] order when there are not enough.
 #[derive(Clone)]
-pub struct FairSlots {
+pub struct FairPermits {
     shared: Arc<Shared>,
 }
 
-/// One permit of a [`FairSlots`], given back when dropped.
+/// One permit of a [`FairPermits`], given back when dropped.
 pub struct Permit {
     shared: Option<Arc<Shared>>,
     flow: Flow,
@@ -210,14 +265,13 @@ impl Drop for Permit {
     }
 }
 
-impl FairSlots {
+impl FairPermits {
     /// `limit` permits (0: as many as asked for).
     pub fn new(limit: usize, on_grant: Option<OnGrant>) -> Self {
-        let free = if limit == 0 { usize::MAX } else { limit };
-        FairSlots {
+        FairPermits {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
-                    free,
+                    ledger: Ledger::new(limit),
                     closed: false,
                     queue: FairQueue::new(AGING),
                     shares: None,
@@ -231,7 +285,7 @@ impl FairSlots {
     /// are active, each holds at most its [`share`] of the `limit` permits, and the rest stay
     /// free (see the module's documentation). No limit, no shares.
     pub fn shared(limit: usize, on_grant: Option<OnGrant>) -> Self {
-        FairSlots::new(limit, on_grant).with_shares(limit)
+        FairPermits::new(limit, on_grant).with_shares(limit)
     }
 
     /// Shares of `limit` for the active flows (none for no limit).
@@ -239,7 +293,6 @@ impl FairSlots {
         if limit > 0 {
             self.shared.lock().shares = Some(Shares {
                 limit,
-                held: HashMap::new(),
                 asked: HashMap::new(),
             });
         }
@@ -257,11 +310,8 @@ impl FairSlots {
             if let Some(shares) = &mut state.shares {
                 shares.asked(&flow, now);
             }
-            if state.free > 0 && state.queue.is_empty() && state.may_take(&flow, now) {
-                state.free -= 1;
-                if let Some(shares) = &mut state.shares {
-                    shares.took(&flow);
-                }
+            if state.queue.is_empty() && state.may_take(&flow, now) {
+                state.ledger.grant(&flow);
                 if let Some(on_grant) = &self.shared.on_grant {
                     on_grant(Duration::ZERO);
                 }
@@ -305,7 +355,7 @@ impl FairSlots {
 
     /// Permits free now.
     pub fn free(&self) -> usize {
-        self.shared.lock().free
+        self.shared.lock().ledger.free
     }
 
     /// The queue as the metrics show it ([`crate::metrics::Metrics::show_fair_queue`]).
@@ -342,7 +392,7 @@ mod tests {
     /// skipped without losing the permit.
     #[tokio::test]
     async fn permits_are_handed_out_in_turn() {
-        let slots = FairSlots::new(1, None);
+        let slots = FairPermits::new(1, None);
         let held = slots.acquire(flow("big"), Priority::Urgent).await;
         let order = Arc::new(Mutex::new(Vec::new()));
         let mut waiters = Vec::new();
@@ -372,6 +422,67 @@ mod tests {
         assert!(slots.acquire(flow("x"), Priority::Later).await.is_some());
     }
 
+    /// The ledger alone keeps `free + granted = limit`: a grant takes a free permit (none
+    /// when none is free), a permit given back frees one, and one given back by a flow that
+    /// holds none (twice, or never granted) frees nothing.
+    #[test]
+    fn the_ledger_keeps_every_permit_free_or_granted() {
+        let mut ledger = Ledger::new(2);
+        let kept = |l: &Ledger| l.balanced() && l.free + l.granted() == 2;
+        assert!(ledger.grant(&flow("a")) && ledger.grant(&flow("b")));
+        assert!(!ledger.grant(&flow("a")), "none free");
+        assert!(kept(&ledger));
+        assert_eq!(
+            (ledger.held_by(&flow("a")), ledger.held_by(&flow("b"))),
+            (1, 1)
+        );
+        ledger.give_back(&flow("a"));
+        ledger.give_back(&flow("a"));
+        ledger.give_back(&flow("never"));
+        assert!(kept(&ledger));
+        assert_eq!((ledger.free, ledger.held_by(&flow("a"))), (1, 0));
+        let unlimited = Ledger::new(0);
+        assert_eq!(unlimited.free, usize::MAX);
+    }
+
+    /// Through the permits' whole life (granted at once, granted in turn, passed over by a
+    /// waiter that gave up and by a callback that gives its permit back, dropped), every
+    /// permit is free or granted, and the granted ones are the [`Permit`]s alive.
+    #[tokio::test]
+    async fn every_permit_is_free_or_held_by_a_live_permit() {
+        let slots = FairPermits::new(3, None);
+        let ledger = |live: usize| {
+            let state = slots.shared.lock();
+            let (free, granted) = (state.ledger.free, state.ledger.granted());
+            assert_eq!((free + granted, granted), (3, live), "free {free}");
+        };
+        let a = slots.acquire(flow("a"), Priority::Urgent).await;
+        let b = slots.acquire(flow("b"), Priority::Urgent).await;
+        let a2 = slots.acquire(flow("a"), Priority::Urgent).await;
+        ledger(3);
+        let waiting = {
+            let slots = slots.clone();
+            tokio::spawn(async move { slots.acquire(flow("c"), Priority::Urgent).await })
+        };
+        tokio::task::yield_now().await;
+        let gave_up = {
+            let slots = slots.clone();
+            tokio::spawn(async move { slots.acquire(flow("d"), Priority::Urgent).await })
+        };
+        tokio::task::yield_now().await;
+        gave_up.abort();
+        slots.offer(flow("e"), Priority::Urgent, Box::new(Err));
+        drop(a);
+        let c = waiting.await.expect("no panic");
+        assert!(c.is_some(), "c waited first");
+        ledger(3);
+        drop(b);
+        ledger(2);
+        drop((a2, c));
+        ledger(0);
+        assert_eq!(slots.stats(), QueueStats::default());
+    }
+
     /// Alone a flow may hold every slot; beside others an equal share, never none.
     #[test]
     fn a_flow_holds_its_share_of_the_slots_while_others_are_active() {
@@ -388,7 +499,7 @@ mod tests {
     /// granted at once.
     #[tokio::test]
     async fn a_heavy_flow_gives_back_down_to_its_share_while_a_light_one_is_active() {
-        let slots = FairSlots::shared(4, None);
+        let slots = FairPermits::shared(4, None);
         let mut heavy = Vec::new();
         for _ in 0..4 {
             heavy.push(slots.acquire(flow("big"), Priority::Urgent).await);
@@ -437,22 +548,22 @@ mod tests {
         let start = Instant::now();
         let mut shares = Shares {
             limit: 4,
-            held: HashMap::new(),
             asked: HashMap::new(),
         };
+        let mut ledger = Ledger::new(4);
         shares.asked(&flow("big"), start);
-        shares.took(&flow("big"));
-        shares.took(&flow("big"));
+        ledger.grant(&flow("big"));
+        ledger.grant(&flow("big"));
         let small_asked = start + ACTIVE / 2;
         shares.asked(&flow("small"), small_asked);
-        shares.took(&flow("small"));
-        shares.took(&flow("small"));
+        ledger.grant(&flow("small"));
+        ledger.grant(&flow("small"));
         let now = start + ACTIVE + ACTIVE / 4;
         assert!(
-            !shares.may_take(&flow("small"), now),
+            !shares.may_take(&ledger, &flow("small"), now),
             "2 of 4 beside a holder"
         );
-        assert!(!shares.may_take(&flow("big"), now));
+        assert!(!shares.may_take(&ledger, &flow("big"), now));
     }
 
     /// A callback handed a permit may look at the slots (it ran under their lock, and this
@@ -461,7 +572,7 @@ mod tests {
     fn a_grant_runs_outside_the_lock() {
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let slots = FairSlots::new(1, None);
+            let slots = FairPermits::new(1, None);
             let looked = slots.clone();
             let seen = Arc::new(Mutex::new(None));
             let seen_by_grant = seen.clone();
@@ -489,7 +600,7 @@ mod tests {
     /// every free slot whoever else asked.
     #[tokio::test]
     async fn unshared_slots_go_to_whoever_waits() {
-        let slots = FairSlots::new(2, None);
+        let slots = FairPermits::new(2, None);
         let _light = slots.acquire(flow("small"), Priority::Urgent).await;
         let heavy = slots.acquire(flow("big"), Priority::Urgent).await;
         assert!(heavy.is_some());
@@ -499,7 +610,7 @@ mod tests {
     /// A closed gate turns its waiters away.
     #[tokio::test]
     async fn closing_turns_every_waiter_away() {
-        let slots = FairSlots::new(1, None);
+        let slots = FairPermits::new(1, None);
         let _held = slots.acquire(flow("a"), Priority::Urgent).await;
         let waiter = {
             let slots = slots.clone();

@@ -18,13 +18,13 @@
 //! kubernetes-sigs/controller-runtime#3496).
 //!
 //! Request slots add what APF calls a flow's share of the server's concurrency
-//! ([`FairSlots::shared`]): the server answers what it was sent in arrival order, so a light
+//! ([`FairPermits::shared`]): the server answers what it was sent in arrival order, so a light
 //! flow's request, once sent, still waits behind every request a heavy flow already has open
 //! there. While more than one flow has asked within [`ACTIVE`], each may hold at most its
 //! share of the slots ([`share`]), and the slots a heavy flow may not take stay free: fewer of
 //! its requests are queued at the server ahead of the light flow's. Alone, a flow takes them all.
 //!
-//! [`FairQueue`] decides who is next (pure: no clock, no locks); [`super::permits::FairSlots`]
+//! [`FairQueue`] decides who is next (pure: no clock, no locks); [`super::permits::FairPermits`]
 //! hands out its permits in that order.
 
 use std::collections::{HashMap, VecDeque};

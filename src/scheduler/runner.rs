@@ -16,7 +16,7 @@ use futures::{FutureExt, StreamExt};
 use tokio_util::time::DelayQueue;
 
 use super::book::{AfterRun, Book};
-use super::permits::{FairSlots, Permit, QueueStats};
+use super::permits::{FairPermits, Permit, QueueStats};
 use super::queue::{Flow, Priority};
 use crate::metrics::QueueMetrics;
 
@@ -90,7 +90,7 @@ type LetIn<K> = (K, Permit, Instant);
 
 struct Shared<K> {
     book: Mutex<Book<K>>,
-    permits: FairSlots,
+    permits: FairPermits,
     let_in: mpsc::UnboundedSender<LetIn<K>>,
     hooks: Arc<dyn Hooks>,
 }
@@ -120,7 +120,7 @@ where
 {
     /// A scheduler whose runs take `permits` (its concurrency, fairly across flows). The
     /// channel to the runner is unbounded but holds at most one key per permit.
-    pub fn new(permits: FairSlots, hooks: Arc<dyn Hooks>) -> (Scheduler<K>, Runner<K>) {
+    pub fn new(permits: FairPermits, hooks: Arc<dyn Hooks>) -> (Scheduler<K>, Runner<K>) {
         let (let_in, to_runner) = mpsc::unbounded();
         let shared = Arc::new(Shared {
             book: Mutex::new(Book::default()),
@@ -308,7 +308,7 @@ mod tests {
     #[tokio::test]
     async fn an_object_recreated_while_its_turn_ends_runs_again() {
         let (scheduler, runner) =
-            Scheduler::<&'static str>::new(FairSlots::new(1, None), Arc::new(NoHooks));
+            Scheduler::<&'static str>::new(FairPermits::new(1, None), Arc::new(NoHooks));
         // The cache: the uid of the object named "x", 0 when there is none.
         let cached = Arc::new(AtomicU64::new(1));
         scheduler.news("x", flow(), Priority::Urgent);
@@ -350,7 +350,7 @@ mod tests {
     #[tokio::test]
     async fn a_requeue_runs_the_key_again_after_its_delay() {
         let (scheduler, runner) =
-            Scheduler::<&'static str>::new(FairSlots::new(2, None), Arc::new(NoHooks));
+            Scheduler::<&'static str>::new(FairPermits::new(2, None), Arc::new(NoHooks));
         let (seen_tx, mut seen) = tokio_mpsc::unbounded_channel();
         let mut runs = 0;
         let run = move |key| {
@@ -390,7 +390,7 @@ mod tests {
     async fn urgent_news_of_a_key_its_timer_queued_as_urgent_adds_nothing() {
         let adds = Arc::new(Adds::default());
         let (scheduler, runner) =
-            Scheduler::<&'static str>::new(FairSlots::new(1, None), adds.clone());
+            Scheduler::<&'static str>::new(FairPermits::new(1, None), adds.clone());
         let (release_tx, release) = oneshot::channel::<()>();
         let mut release = Some(release);
         let (seen_tx, mut seen) = tokio_mpsc::unbounded_channel();
@@ -429,7 +429,8 @@ mod tests {
     /// still gets its run with one permit.
     #[tokio::test]
     async fn news_during_a_run_waits_for_its_end() {
-        let (scheduler, runner) = Scheduler::<u32>::new(FairSlots::new(1, None), Arc::new(NoHooks));
+        let (scheduler, runner) =
+            Scheduler::<u32>::new(FairPermits::new(1, None), Arc::new(NoHooks));
         let (seen_tx, mut seen) = tokio_mpsc::unbounded_channel();
         let busy = Arc::new(AtomicU64::new(0));
         let run = {

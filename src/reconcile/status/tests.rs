@@ -92,6 +92,76 @@ fn pace(age: u64, quiet: u64, since_report: Option<u64>, ready: usize, shown: us
     }
 }
 
+/// Issue 48 item 6: when a progress report is due, row by row as
+/// [`Pace::progress_report`]'s table says (5000 children: a step of 100 after the first
+/// status, [`PROGRESS_EVERY`] 5 s).
+#[test]
+fn a_progress_report_is_due_as_its_table_says() {
+    let secs = Duration::from_secs;
+    // (age, children quiet, since the last report, ready, shown, first) and the report.
+    let cases = [
+        // Every ready child shown: nothing to report.
+        ((60, 60, None, 100, 100, false), Report::Never),
+        // No status yet, fewer than a step more: its status will be the answer, or a stall's.
+        ((60, 60, None, 99, 0, true), Report::Never),
+        // News: once 5 s have passed since the last report (or since the parent was made).
+        ((60, 0, None, 200, 100, false), Report::Now),
+        ((60, 0, Some(2), 200, 100, false), Report::After(secs(3))),
+        ((3, 0, None, 100, 0, true), Report::After(secs(2))),
+        ((5, 0, None, 100, 0, true), Report::Now),
+        // Less than a step, after the first status: once 5 s have passed and the children
+        // have rested 5 s.
+        ((60, 5, None, 150, 100, false), Report::Now),
+        ((60, 2, None, 150, 100, false), Report::After(secs(3))),
+        ((60, 5, Some(1), 150, 100, false), Report::After(secs(4))),
+    ];
+    for (case, report) in cases {
+        let (age, quiet, since, ready, shown, first) = case;
+        let pace = pace(age, quiet, since, ready, shown);
+        assert_eq!(pace.progress_report(first), report, "{case:?}");
+    }
+}
+
+/// Issue 48 item 6: when a waiting or blocked status is written, row by row as
+/// [`when_written`]'s table says.
+#[test]
+fn a_status_that_is_not_the_answer_is_written_as_its_table_says() {
+    use Replaces::{Nothing, Other, SameWait};
+    let (secs, ms, zero) = (Duration::from_secs, Duration::from_millis, Duration::ZERO);
+    let soon = Report::After(secs(3));
+    // (replaces, blocked, progress report, until the stall) and the decision.
+    let cases = [
+        ((Other, false, Report::Never, secs(5)), StatusWrite::Due),
+        ((Other, true, soon, secs(5)), StatusWrite::Due),
+        ((Nothing, true, Report::Never, secs(5)), StatusWrite::Due),
+        ((Nothing, false, Report::Now, secs(5)), StatusWrite::Due),
+        ((Nothing, false, soon, zero), StatusWrite::Due),
+        ((Nothing, false, soon, secs(2)), StatusWrite::Hold(secs(2))),
+        (
+            (Nothing, false, Report::Never, ms(100)),
+            StatusWrite::Hold(MIN_RECHECK),
+        ),
+        ((SameWait, true, Report::Now, secs(5)), StatusWrite::Due),
+        ((SameWait, false, soon, secs(5)), StatusWrite::Hold(secs(3))),
+        (
+            (SameWait, false, Report::After(ms(100)), zero),
+            StatusWrite::Hold(MIN_RECHECK),
+        ),
+        (
+            (SameWait, true, Report::Never, zero),
+            StatusWrite::Unchanged,
+        ),
+    ];
+    for (case, written) in cases {
+        let (replaces, blocked, report, until_stall) = case;
+        assert_eq!(
+            when_written(replaces, blocked, report, until_stall),
+            written,
+            "{case:?}"
+        );
+    }
+}
+
 #[test]
 fn a_small_parent_reports_its_progress_too() {
     let status = |n: i64| json!({"observedGeneration": 1, "n": n, "conditions": [{"type": "Ready", "reason": "Waiting"}]});

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use tracing::debug;
 
-use super::permits::{FairSlots, Permit};
+use super::permits::{FairPermits, Permit};
 use super::queue::{Flow, Priority};
 use super::{TIMELINE, ms};
 use crate::metrics::Metrics;
@@ -30,12 +30,12 @@ tokio::task_local! {
 }
 
 struct Held {
-    slots: FairSlots,
+    slots: FairPermits,
     flow: Flow,
     permit: Mutex<Option<Permit>>,
 }
 
-/// `work` (a reconcile), with every request it sends through [`Slots`] queued in `flow`: the
+/// `work` (a reconcile), with every request it sends through [`RequestSlots`] queued in `flow`: the
 /// reconcile's caller says whose it is, and the writes inside (`reconcile/writes.rs`) need not
 /// know.
 pub fn in_flow<F: Future>(flow: Flow, work: F) -> impl Future<Output = F::Output> {
@@ -50,29 +50,29 @@ fn current_flow() -> Flow {
 
 /// At most so many requests open at once, all reconciles together, handed out fairly across
 /// flows (namespaces) when they are all taken ([`crate::scheduler`]).
-pub struct Slots {
-    fair: FairSlots,
+pub struct RequestSlots {
+    fair: FairPermits,
 }
 
-impl Slots {
+impl RequestSlots {
     /// `limit` slots; 0 for no limit.
-    pub fn new(limit: usize) -> Slots {
-        Slots {
-            fair: FairSlots::shared(limit, None),
+    pub fn new(limit: usize) -> RequestSlots {
+        RequestSlots {
+            fair: FairPermits::shared(limit, None),
         }
     }
 
     /// The same slots (shared by the active flows if `shares`), with their queue shown in
     /// `metrics` as `writes`.
-    pub fn observed(limit: usize, shares: bool, metrics: &Metrics) -> Slots {
+    pub fn observed(limit: usize, shares: bool, metrics: &Metrics) -> RequestSlots {
         let waits = Some(metrics.fair_queue_waits("writes"));
         let fair = if shares {
-            FairSlots::shared(limit, waits)
+            FairPermits::shared(limit, waits)
         } else {
-            FairSlots::new(limit, waits)
+            FairPermits::new(limit, waits)
         };
         metrics.show_fair_queue("writes", fair.reader());
-        Slots { fair }
+        RequestSlots { fair }
     }
 
     /// `request`, sent in a slot, waiting while every slot is taken, in its flow's turn.
@@ -135,7 +135,7 @@ mod tests {
     /// the wait, and takes it back before it goes on.
     #[tokio::test]
     async fn a_request_waiting_for_its_retry_lends_its_slot() {
-        let slots = Arc::new(Slots::new(1));
+        let slots = Arc::new(RequestSlots::new(1));
         let (waiting_tx, waiting_rx) = tokio::sync::oneshot::channel();
         let (resume_tx, resume_rx) = tokio::sync::oneshot::channel::<()>();
         let throttled = tokio::spawn({
@@ -168,7 +168,7 @@ mod tests {
     /// taken, another namespace's request goes after the first of a backlog, not after all.
     #[tokio::test]
     async fn requests_queue_in_the_flow_of_their_reconcile() {
-        let slots = Arc::new(Slots::new(1));
+        let slots = Arc::new(RequestSlots::new(1));
         let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
         let order = Arc::new(Mutex::new(Vec::new()));
         let holder = tokio::spawn({
@@ -198,7 +198,7 @@ mod tests {
     /// Outside a slot (a watch, the lease) the wait is only a wait.
     #[tokio::test]
     async fn a_wait_outside_a_slot_takes_none() {
-        let slots = Slots::new(1);
+        let slots = RequestSlots::new(1);
         wait_without_slot(async {}).await;
         assert_eq!(slots.free(), 1);
     }
