@@ -23,9 +23,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube::ResourceExt;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use tracing::debug;
 
+use crate::cluster::store::Store;
 use crate::cluster::watches::Cause;
 use crate::kind::Kind;
 use crate::metrics::Metrics;
@@ -223,7 +224,7 @@ where
 
 #[cfg(test)]
 mod tests {
-    use kube::runtime::reflector::store::Writer;
+    use crate::cluster::store::Writer;
     use kube::runtime::watcher::Event;
 
     use super::*;

@@ -30,13 +30,14 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::cluster::cache::Cache;
 use crate::cluster::expiring::{Expiring, key, object_key};
+use crate::cluster::store::Store;
 use crate::kind::{Child, Desired, controller_uid};
 use crate::metrics::Metrics;
 use crate::reconcile::memory::memory_key;
@@ -380,7 +381,7 @@ mod tests {
     #[test]
     fn a_write_is_awaited_until_the_watch_shows_the_child_moved_on() {
         let expectations = expectations();
-        let (store, mut writer) = reflector::store();
+        let (store, mut writer) = crate::cluster::store::store();
         let cache = Cache::new(store);
         let child = number("t-0", "1");
         writer.apply_watcher_event(&watcher::Event::Apply(child.clone()));
@@ -402,7 +403,7 @@ mod tests {
     #[test]
     fn a_relist_meets_only_the_answered_writes_of_its_kind() {
         let expectations = expectations();
-        let cache = Cache::new(reflector::store::<Number>().0);
+        let cache = Cache::new(crate::cluster::store::store::<Number>().0);
         expectations.expect::<Number>("default", "answered", None);
         expectations.sent::<Number>("default", "answered");
         expectations.expect::<Number>("default", "unanswered", None);
@@ -422,7 +423,7 @@ mod tests {
     #[test]
     fn a_relist_does_not_meet_a_write_answered_while_it_ran() {
         let expectations = expectations();
-        let cache = Cache::new(reflector::store::<Number>().0);
+        let cache = Cache::new(crate::cluster::store::store::<Number>().0);
         expectations.expect::<Number>("default", "t-0", None);
         let began = Instant::now();
         expectations.sent::<Number>("default", "t-0");
@@ -446,7 +447,7 @@ mod tests {
     /// cleared saw neither.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_created_child_is_cached_or_awaited_whenever_its_parent_looks() {
-        let (numbers, mut writer) = reflector::store();
+        let (numbers, mut writer) = crate::cluster::store::store();
         let cache = Cache::new(numbers);
         let expectations = Arc::new(expectations());
         let parent = tuple();
