@@ -373,7 +373,8 @@ mod tests {
             n.metadata.resource_version = Some(version.into());
             Arc::new(n)
         };
-        let before = versions(&[number("a", "1"), number("b", "2")]);
+        let held = [number("a", "1"), number("b", "2")];
+        let before = versions(&held);
         assert_eq!(
             cause_in_list(&before, number("a", "1").as_ref()),
             Cause::Recheck

@@ -340,7 +340,7 @@ impl WrittenStatuses {
 mod tests {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-    use kube::runtime::{reflector, watcher};
+    use kube::runtime::watcher;
 
     use super::*;
     use crate::api::{Number, NumberSpec, Tuple, TupleSpec};
