@@ -5,8 +5,9 @@
 //! - `watches.rs`: one watch per kind, its fan-out to the kind's own controller and to the
 //!   parents' (also after a relist: what vanished while the watch was down), the resync; what
 //!   it sees is told to the reconcile's memories through [`watches::Witness`].
-//! - `store.rs`: one kind's objects as its watch last saw them (kube-runtime's reflector
-//!   store, keyed by the objects themselves: a third less memory per object).
+//! - `store.rs`: one kind's objects as its watch last saw them, by name and by controller
+//!   UID (kube-runtime's reflector store and an owner index, without a key beside each
+//!   object: the memory a manager grows with).
 //! - `cache.rs`: one kind's cache (its store and its owner index, one type), and
 //!   every kind's caches found by type ([`cache::Caches`]).
 //! - `undecodable.rs`: objects the manager's types cannot decode: each object of a list or
