@@ -252,7 +252,8 @@ fn is_echo_of(
     generation: Option<i64>,
     status: Option<&serde_json::Value>,
 ) -> bool {
-    written.generation == generation && status.is_some_and(|s| s.to_string() == *written.status)
+    let text = status.and_then(|s| serde_json::to_string(s).ok());
+    written.generation == generation && text.as_deref() == Some(&*written.status)
 }
 
 /// The statuses written last, by object, until the cache shows the object past the
