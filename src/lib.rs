@@ -22,7 +22,7 @@
 //!                     (what the reconciles remember: expectations of children and
 //!                     statuses, refusals, waiting parents, retries)
 //! cluster/            the kube glue, for any kind: watches and their fan-out, each kind's
-//!                     cache (its store and owner index, one type) found by type,
+//!                     cache (its store, by name and by controller UID) found by type,
 //!                     outages, the one backoff, maps whose entries expire
 //! kind.rs scheduler/  each kind's facts, as traits every kind implements (in controller/), and
 //!                     an object's controller; beside it the one queue every reconcile waits

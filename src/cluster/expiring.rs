@@ -67,6 +67,16 @@ impl<V: Clone> Expiring<V> {
         self.metrics.set_remembered(self.label, entries.len());
     }
 
+    /// How many entries are remembered.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Remember `value` for `key` from now on, replacing what was remembered.
     pub fn insert(&self, key: String, value: V) {
         let mut entries = self.lock();

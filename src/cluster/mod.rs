@@ -1,11 +1,14 @@
 //! The kube glue: what the manager knows of the cluster and how it speaks to it, for any kind
-//! (it names none). kube-runtime brings the watcher and the reflector stores; this folder adds
+//! (it names none). kube-runtime brings the watcher; this folder adds
 //! what a manager that writes the minimum needs around them:
 //!
 //! - `watches.rs`: one watch per kind, its fan-out to the kind's own controller and to the
 //!   parents' (also after a relist: what vanished while the watch was down), the resync; what
 //!   it sees is told to the reconcile's memories through [`watches::Witness`].
-//! - `cache.rs`: one kind's cache (its reflector store and its owner index, one type), and
+//! - `store.rs`: one kind's objects as its watch last saw them, by name and by controller
+//!   UID (kube-runtime's reflector store and an owner index, without a key beside each
+//!   object: the memory a manager grows with).
+//! - `cache.rs`: one kind's cache (its store and its owner index, one type), and
 //!   every kind's caches found by type ([`cache::Caches`]).
 //! - `undecodable.rs`: objects the manager's types cannot decode: each object of a list or
 //!   watch decoded on its own (and lean: what no controller reads is never kept), one that
@@ -28,6 +31,7 @@ pub mod backoff;
 pub mod cache;
 pub mod expiring;
 pub mod outage;
+pub mod store;
 pub mod undecodable;
 pub mod watch_retry;
 pub mod watches;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use futures::{Stream, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
-use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use tracing::{debug, error};
@@ -17,6 +17,7 @@ use tracing::{debug, error};
 use crate::cluster::backoff::random;
 use crate::cluster::cache::Cache;
 use crate::cluster::outage::Outage;
+use crate::cluster::store::Writer;
 use crate::cluster::undecodable::{Decoded, Sorted, Undecoded, sort_out};
 use crate::cluster::watch_retry::{Watched, retried};
 use crate::kind::{Kind, Parent};
@@ -106,13 +107,12 @@ pub trait Witness: Send + Sync + 'static {
 ///    and lean (`cluster/undecodable.rs`), so that one that does not decode fails nothing else;
 /// 2. [`retried`]: a failure is classed, paused for and told once (`cluster/watch_retry.rs`);
 /// 3. [`sort_out`]: what does not decode is set aside and named; what does goes on as `K`;
-/// 4. [`cached`]: the owner index and the store take the change (the index first moves an
-///    object out of its old controller's filing, orphaned or re-parented);
+/// 4. [`cached`]: the store takes the change (and with it its owner index);
 /// 5. [`FanOut`]: the controllers and the memories hear of it.
 pub(crate) fn watch_and_fan_out<K: Kind, W: Witness>(
     api: Api<Decoded<K>>,
     config: watcher::Config,
-    writer: reflector::store::Writer<K>,
+    writer: Writer<K>,
     cache: Cache<K>,
     own: impl Fn(&K, Cause) + Send + 'static,
     tell_parents: impl Fn(&ObjectMeta, Cause) + Send + 'static,
@@ -128,27 +128,20 @@ pub(crate) fn watch_and_fan_out<K: Kind, W: Witness>(
         before_relist: Vec::new(),
         relist_began: Instant::now(),
     };
-    cached(sorted, writer, cache).map(move |cached| fan_out.tell(cached))
+    cached(sorted, writer).map(move |cached| fan_out.tell(cached))
 }
 
 /// What the cache took: the change the controllers hear of (stage 4's output; only
 /// [`cached`] makes one).
 pub(crate) struct Cached<K>(Sorted<K>);
 
-/// Stage 4: each change taken by the owner index and the store, in that order (the index
-/// reads what the store held before).
+/// Stage 4: each change taken by the store.
 fn cached<K: Kind>(
     sorted: impl Stream<Item = Sorted<K>> + Send,
-    mut writer: reflector::store::Writer<K>,
-    cache: Cache<K>,
+    mut writer: Writer<K>,
 ) -> impl Stream<Item = Cached<K>> + Send {
     sorted.map(move |sorted| {
         if let Some(Watched::Event(event)) = &sorted.watched {
-            if let watcher::Event::Apply(obj) = event
-                && let Some(previous) = cache.store.get(&ObjectRef::from_obj(obj))
-            {
-                cache.moved(previous.as_ref(), obj);
-            }
             writer.apply_watcher_event(event);
         }
         Cached(sorted)
@@ -210,7 +203,6 @@ impl<K: Kind, O: Fn(&K, Cause), P: Fn(&ObjectMeta, Cause), W: Witness> FanOut<K,
             watcher::Event::Apply(obj) => {
                 debug!(target: TIMELINE, kind = %K::kind(&()), ns = obj.namespace().unwrap_or_default(), name = %obj.name_any(), rv = obj.resource_version().unwrap_or_default(), "watch event");
                 self.witness.saw(obj);
-                self.cache.apply(obj);
                 (self.tell_parents)(obj.meta(), Cause::Change);
                 // The manager's own status write coming back is no news to its reconcile
                 // (its parent still hears of it, above).
@@ -220,7 +212,6 @@ impl<K: Kind, O: Fn(&K, Cause), P: Fn(&ObjectMeta, Cause), W: Witness> FanOut<K,
             }
             watcher::Event::Delete(obj) => {
                 self.witness.saw(obj);
-                self.cache.delete(obj);
                 (self.tell_parents)(obj.meta(), Cause::Change)
             }
             // The reflector fills a new cache on the side; until InitDone, the store still
@@ -243,7 +234,6 @@ impl<K: Kind, O: Fn(&K, Cause), P: Fn(&ObjectMeta, Cause), W: Witness> FanOut<K,
     fn relisted(&mut self) {
         self.witness.relisted::<K>(self.relist_began);
         let now = self.cache.store.state();
-        self.cache.rebuild(&now);
         let before = std::mem::take(&mut self.before_relist);
         for gone in vanished(&before, &now) {
             debug!(
@@ -263,17 +253,22 @@ impl<K: Kind, O: Fn(&K, Cause), P: Fn(&ObjectMeta, Cause), W: Witness> FanOut<K,
     }
 }
 
-/// An object's namespace and name, and its resourceVersion.
-type Versions = HashMap<(Option<String>, Option<String>), Option<String>>;
+/// Objects by namespace and name, with their resourceVersion, borrowed from the objects (a
+/// relist of thousands copies no name).
+type Versions<'a> = HashMap<(&'a str, &'a str), Option<&'a str>>;
+
+/// The namespace and name of `obj`, the key of [`Versions`].
+fn name_of<K: Resource>(obj: &K) -> (&str, &str) {
+    let meta = obj.meta();
+    let namespace = meta.namespace.as_deref().unwrap_or_default();
+    (namespace, meta.name.as_deref().unwrap_or_default())
+}
 
 /// The resourceVersion of each object the cache held before a relist.
-fn versions<K: Resource>(before: &[Arc<K>]) -> Versions {
-    let entry = |k: &Arc<K>| {
-        let meta = k.meta();
-        let key = (meta.namespace.clone(), meta.name.clone());
-        (key, meta.resource_version.clone())
-    };
-    before.iter().map(entry).collect()
+fn versions<K: Resource>(before: &[Arc<K>]) -> Versions<'_> {
+    (before.iter())
+        .map(|k| (name_of(k.as_ref()), k.meta().resource_version.as_deref()))
+        .collect()
 }
 
 /// What a list shows of `obj`, given what the cache held before it (nothing: the first list):
@@ -283,10 +278,8 @@ fn cause_in_list<K: Resource>(before: &Versions, obj: &K) -> Cause {
     if before.is_empty() {
         return Cause::Recheck;
     }
-    let meta = obj.meta();
-    let key = (meta.namespace.clone(), meta.name.clone());
-    match before.get(&key) {
-        Some(version) if *version == meta.resource_version => Cause::Recheck,
+    match before.get(&name_of(obj)) {
+        Some(version) if *version == obj.meta().resource_version.as_deref() => Cause::Recheck,
         _ => Cause::Change,
     }
 }
@@ -294,11 +287,9 @@ fn cause_in_list<K: Resource>(before: &Versions, obj: &K) -> Cause {
 /// The objects of `before` (the cache when a relist began) that `after` (the relisted cache)
 /// no longer holds: deleted during the gap.
 fn vanished<K: Resource>(before: &[Arc<K>], after: &[Arc<K>]) -> Vec<Arc<K>> {
-    let key = |k: &Arc<K>| (k.meta().namespace.clone(), k.meta().name.clone());
-    let present: HashSet<_> = after.iter().map(key).collect();
-    before
-        .iter()
-        .filter(|k| !present.contains(&key(k)))
+    let present: HashSet<_> = after.iter().map(|k| name_of(k.as_ref())).collect();
+    (before.iter())
+        .filter(|k| !present.contains(&name_of(k.as_ref())))
         .cloned()
         .collect()
 }
@@ -349,7 +340,7 @@ mod tests {
         let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a URL"));
         let client = kube::Client::try_from(config).expect("a client; no request is made");
         let told = std::sync::Mutex::new(Vec::new());
-        let (store, _writer) = reflector::store::<Number>();
+        let (store, _writer) = crate::cluster::store::store::<Number>();
         let mut fan_out = FanOut {
             cache: Cache::new(store),
             own: |n: &Number, _| {
@@ -382,7 +373,8 @@ mod tests {
             n.metadata.resource_version = Some(version.into());
             Arc::new(n)
         };
-        let before = versions(&[number("a", "1"), number("b", "2")]);
+        let held = [number("a", "1"), number("b", "2")];
+        let before = versions(&held);
         assert_eq!(
             cause_in_list(&before, number("a", "1").as_ref()),
             Cause::Recheck

@@ -3,7 +3,7 @@
 //! stops them, and `run_controllers` wires them (what kubebuilder's `SetupWithManager`
 //! does, for the three kinds at once).
 //!
-//! Each kind is watched exactly once. The watch feeds a shared reflector store (the cache the
+//! Each kind is watched exactly once. The watch feeds a shared store (the cache the
 //! reconcilers read) and fans its changes out to every controller that cares: Numbers to the
 //! Number controller and, as owned children, to the Tuple controller; Tuples to the Tuple
 //! controller and to the Fermat controller; Fermats to the Fermat controller.
@@ -32,7 +32,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
-use kube::runtime::reflector;
+
 use kube::runtime::watcher;
 use kube::{Client, Resource};
 use serving::HttpLimits;
@@ -44,6 +44,7 @@ use tracing::{debug, info, warn};
 
 use crate::api::{Fermat, Number, Tuple};
 use crate::cluster::cache::{Cache, Caches};
+use crate::cluster::store;
 use crate::cluster::watches::{Cause, no_parents, resync, tell_parents, watch_and_fan_out};
 use crate::controller::{fermat, number, tuple};
 use crate::kind::{Kind, Parent};
@@ -402,7 +403,7 @@ async fn once_synced(
 
 /// How many objects of kind `K` the cache holds.
 fn cached<K: Kind>(ctx: &Context) -> usize {
-    (ctx.caches.of::<K>()).map_or(0, |cache| cache.store.state().len())
+    (ctx.caches.of::<K>()).map_or(0, |cache| cache.store.len())
 }
 
 /// What the context remembers expires, so that its memory stays bounded.
@@ -426,8 +427,8 @@ struct Wired<K: Kind> {
 
 impl<K: Kind> Wired<K> {
     /// A cache (and the writer its watch fills it through) and a loop of `--concurrency`.
-    fn new(options: &Options, metrics: &Metrics) -> (Wired<K>, reflector::store::Writer<K>) {
-        let (store, writer) = reflector::store::<K>();
+    fn new(options: &Options, metrics: &Metrics) -> (Wired<K>, store::Writer<K>) {
+        let (store, writer) = store::store::<K>();
         let (control, runner) = ControllerLoop::new(
             K::CONTROLLER,
             options.concurrency,
@@ -528,7 +529,7 @@ impl<'a> Watch<'a> {
     /// own controller) and `parents` (the parents' controller) of each change.
     fn kind<K: Kind>(
         &self,
-        writer: reflector::store::Writer<K>,
+        writer: store::Writer<K>,
         cache: &Cache<K>,
         control: &ControllerLoop,
         parents: impl Fn(&ObjectMeta, Cause) + Send + 'static,

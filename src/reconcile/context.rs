@@ -36,7 +36,7 @@ pub const REPORTER: &str = "math-controller";
 /// policy around it asks `outage`, `replans` and `failures`.
 pub struct Context {
     pub client: Client,
-    /// Each kind's reflector store, and its objects by the UID of their controller (kept by
+    /// Each kind's store, and its objects by the UID of their controller (kept by
     /// the watches), found by type ([`Caches::of`]; a kind that is not wired in is a bug of
     /// the wiring, said as an error of the reconcile that asked).
     pub caches: Caches,

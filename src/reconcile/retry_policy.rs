@@ -17,7 +17,7 @@ use crate::cluster::outage;
 use crate::error::{Error, Result};
 use crate::metrics::{ReconcileResult, StatusProgress};
 use crate::reconcile::context::Context;
-use crate::reconcile::memory::failures::RETELL_PANIC;
+use crate::reconcile::memory::failures::{Ended, RETELL};
 use crate::reconcile::memory::memory_key;
 use crate::reconcile::{Outcome, Progress};
 use crate::scheduler::panics::Panic;
@@ -81,9 +81,15 @@ where
     }
     match result {
         Ok(outcome) => {
-            let panics = ctx.failures.success(&memory);
-            if panics > 0 {
-                info!("{key}: reconciled again after {panics} panics in a row");
+            match ctx.failures.success(&memory) {
+                Ended::Panics(panics) => {
+                    info!("{key}: reconciled again after {panics} panics in a row")
+                }
+                Ended::Failures(1) => info!("{key}: reconciled again after the failure"),
+                Ended::Failures(failures) => {
+                    info!("{key}: reconciled again after {failures} failures in a row")
+                }
+                Ended::Nothing => {}
             }
             ctx.outage.reconciled(&memory);
             if outcome.progress != Progress::Pending {
@@ -153,8 +159,10 @@ fn put_off(
     Some(Action::requeue(wait))
 }
 
-/// Back off exponentially per object, and say so in words; an unreachable API server is
-/// retried fast instead (see [`crate::cluster::outage`]).
+/// Back off exponentially per object, and say so in words: once when the failure starts,
+/// again with its count at most every [`RETELL`] while it lasts, and when the object
+/// reconciles again (a WARN per retry was a line per attempt for as long as a failure
+/// lasted); an unreachable API server is retried fast instead (see [`crate::cluster::outage`]).
 pub(crate) fn error_policy<K: Resource<DynamicType = ()>>(
     obj: Arc<K>,
     error: &Error,
@@ -171,16 +179,31 @@ pub(crate) fn error_policy<K: Resource<DynamicType = ()>>(
         debug!(%error, attempt, "{key}: API server unreachable; retrying in {delay:?}");
         return Action::requeue(delay);
     }
-    let attempt = ctx.failures.failure(&memory);
+    let (attempt, tell) = ctx.failures.failure_to_tell(&memory);
     let delay = backoff(attempt);
-    warn!(%error, attempt, "{key}: reconcile failed; retrying in {delay:?}");
+    let retell = RETELL.as_secs() / 60;
+    match (tell, attempt) {
+        (false, _) => {
+            debug!(%error, attempt, "{key}: reconcile failed again; retrying in {delay:?}")
+        }
+        (true, 1) => warn!(
+            %error,
+            attempt,
+            "{key}: reconcile failed; retrying in {delay:?} (said again at most every {retell} min while it keeps failing)"
+        ),
+        (true, _) => warn!(
+            %error,
+            attempt,
+            "{key}: reconcile failed ({attempt} failures in a row); retrying in {delay:?}"
+        ),
+    }
     Action::requeue(delay)
 }
 
 /// A reconcile that panicked: counted already (its metrics' timer was dropped while the
 /// panic unwound it: `controller_runtime_reconcile_panics_total` and an `error` result), backed
 /// off as any failure, and told once with the object and what the panic said; again, with its
-/// count, at most every [`RETELL_PANIC`] while it lasts; and when the object reconciles again.
+/// count, at most every [`RETELL`] while it lasts; and when the object reconciles again.
 pub(crate) fn panic_policy<K: Resource<DynamicType = ()>>(
     obj: &K,
     panic: &Panic,
@@ -195,7 +218,7 @@ pub(crate) fn panic_policy<K: Resource<DynamicType = ()>>(
         }
         (true, 1) => error!(
             "{key}: reconcile {panic}; retrying in {delay:?} (said again at most every {} min while it keeps panicking)",
-            RETELL_PANIC.as_secs() / 60
+            RETELL.as_secs() / 60
         ),
         (true, _) => {
             error!("{key}: reconcile {panic} ({panics} panics in a row); retrying in {delay:?}")
