@@ -81,16 +81,7 @@ where
     }
     match result {
         Ok(outcome) => {
-            match ctx.failures.success(&memory) {
-                Ended::Panics(panics) => {
-                    info!("{key}: reconciled again after {panics} panics in a row")
-                }
-                Ended::Failures(1) => info!("{key}: reconciled again after the failure"),
-                Ended::Failures(failures) => {
-                    info!("{key}: reconciled again after {failures} failures in a row")
-                }
-                Ended::Nothing => {}
-            }
+            recovered(&key, ctx.failures.success(&memory));
             ctx.outage.reconciled(&memory);
             if outcome.progress != Progress::Pending {
                 ctx.pace.settled(K::kind(&()));
@@ -157,6 +148,18 @@ fn put_off(
     let wait = ctx.replans.wait(key, generation)?;
     ctx.metrics.replan_put_off(controller);
     Some(Action::requeue(wait))
+}
+
+/// The line that says an object reconciles again after a streak that was told.
+fn recovered(key: &str, ended: Ended) {
+    match ended {
+        Ended::Panics(panics) => info!("{key}: reconciled again after {panics} panics in a row"),
+        Ended::Failures(1) => info!("{key}: reconciled again after the failure"),
+        Ended::Failures(failures) => {
+            info!("{key}: reconciled again after {failures} failures in a row")
+        }
+        Ended::Nothing => {}
+    }
 }
 
 /// Back off exponentially per object, and say so in words: once when the failure starts,

@@ -85,12 +85,7 @@ pub(super) async fn run(
         prepare_cluster(&connected, track, stage, namespace.as_deref(), participant).await?;
     }
     let beat = heartbeat_namespace(server.is_some(), &namespace, &connected.kubectls);
-    // The first heartbeat before the controllers write anything: a finished manager started
-    // a moment later must find it beside the statuses they write (the reference solutions
-    // answer the samples in less than the half second before the first tick).
-    if let Some(namespace) = beat.as_deref() {
-        beat_once(&connected.client, namespace, participant).await;
-    }
+    first_heartbeat(&connected.client, beat.as_deref(), participant).await;
     let ctx = runner::context(connected.client, namespace.clone(), track);
     let mut controllers = Controllers::start(track, stage, &ctx);
     let watching = match &namespace {
@@ -116,6 +111,15 @@ pub(super) async fn run(
         }
     }
     finish(controllers, server, others).await
+}
+
+/// The first heartbeat, before the controllers write anything: a finished manager started a
+/// moment later must find it beside the statuses they write (the reference solutions answer
+/// the samples in less than the half second before the first tick).
+async fn first_heartbeat(client: &kube::Client, beat: Option<&str>, participant: &str) {
+    if let Some(namespace) = beat {
+        beat_once(client, namespace, participant).await;
+    }
 }
 
 /// One heartbeat in `namespace`: the organiser's table (make workshop-room-status) and the
