@@ -16,6 +16,8 @@ use kube::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::cluster::packed::Packable;
+
 /// A kind this manager reconciles: Number, Tuple or Fermat.
 pub trait Kind:
     Resource<DynamicType = (), Scope = NamespaceResourceScope>
@@ -23,6 +25,7 @@ pub trait Kind:
     + Debug
     + Serialize
     + DeserializeOwned
+    + Packable
     + Send
     + Sync
     + 'static

@@ -17,6 +17,7 @@ use tracing::{debug, error};
 use crate::cluster::backoff::random;
 use crate::cluster::cache::Cache;
 use crate::cluster::outage::Outage;
+use crate::cluster::packed::{Packable, Packed};
 use crate::cluster::store::Writer;
 use crate::cluster::undecodable::{Decoded, Sorted, Undecoded, sort_out};
 use crate::cluster::watch_retry::{Watched, retried};
@@ -157,7 +158,7 @@ struct FanOut<K: Kind, O, P, W> {
     witness: Arc<W>,
     /// What the cache held when a (re)list began: the objects that are not in the new list
     /// were deleted while the watch was down, and no Delete event will ever say so.
-    before_relist: Vec<Arc<K>>,
+    before_relist: Vec<Arc<Packed<K>>>,
     /// When the list that the next InitDone completes began: the writes answered before then
     /// are in it.
     relist_began: Instant,
@@ -221,7 +222,7 @@ impl<K: Kind, O: Fn(&K, Cause), P: Fn(&ObjectMeta, Cause), W: Witness> FanOut<K,
                 self.relist_began = Instant::now();
                 self.witness.relist_started::<K>();
                 if self.before_relist.is_empty() {
-                    self.before_relist = self.cache.store.state();
+                    self.before_relist = self.cache.store.held();
                 }
             }
             watcher::Event::InitDone => self.relisted(),
@@ -233,9 +234,9 @@ impl<K: Kind, O: Fn(&K, Cause), P: Fn(&ObjectMeta, Cause), W: Witness> FanOut<K,
     /// everything that vanished while the watch was down.
     fn relisted(&mut self) {
         self.witness.relisted::<K>(self.relist_began);
-        let now = self.cache.store.state();
+        let now = self.cache.store.held();
         let before = std::mem::take(&mut self.before_relist);
-        for gone in vanished(&before, &now) {
+        for gone in vanished(&before, &now).iter().map(|gone| gone.unpack()) {
             debug!(
                 "{} {}/{} vanished while the watch was down",
                 K::kind(&()),
@@ -245,8 +246,8 @@ impl<K: Kind, O: Fn(&K, Cause), P: Fn(&ObjectMeta, Cause), W: Witness> FanOut<K,
             (self.tell_parents)(gone.meta(), Cause::Change);
         }
         let versions = versions(&before);
-        for obj in now {
-            let cause = cause_in_list(&versions, obj.as_ref());
+        for obj in now.iter().map(|held| held.unpack()) {
+            let cause = cause_in_list(&versions, &obj);
             (self.tell_parents)(obj.meta(), cause);
             (self.own)(&obj, cause);
         }
@@ -265,9 +266,9 @@ fn name_of<K: Resource>(obj: &K) -> (&str, &str) {
 }
 
 /// The resourceVersion of each object the cache held before a relist.
-fn versions<K: Resource>(before: &[Arc<K>]) -> Versions<'_> {
+fn versions<K: Packable>(before: &[Arc<Packed<K>>]) -> Versions<'_> {
     (before.iter())
-        .map(|k| (name_of(k.as_ref()), k.meta().resource_version.as_deref()))
+        .map(|k| (k.name(), k.resource_version()))
         .collect()
 }
 
@@ -286,10 +287,13 @@ fn cause_in_list<K: Resource>(before: &Versions, obj: &K) -> Cause {
 
 /// The objects of `before` (the cache when a relist began) that `after` (the relisted cache)
 /// no longer holds: deleted during the gap.
-fn vanished<K: Resource>(before: &[Arc<K>], after: &[Arc<K>]) -> Vec<Arc<K>> {
-    let present: HashSet<_> = after.iter().map(|k| name_of(k.as_ref())).collect();
+fn vanished<K: Packable>(
+    before: &[Arc<Packed<K>>],
+    after: &[Arc<Packed<K>>],
+) -> Vec<Arc<Packed<K>>> {
+    let present: HashSet<_> = after.iter().map(|k| k.name()).collect();
     (before.iter())
-        .filter(|k| !present.contains(&name_of(k.as_ref())))
+        .filter(|k| !present.contains(&k.name()))
         .cloned()
         .collect()
 }
@@ -371,37 +375,27 @@ mod tests {
         let number = |name: &str, version: &str| {
             let mut n = Number::new(name, crate::api::NumberSpec { value: 1 });
             n.metadata.resource_version = Some(version.into());
-            Arc::new(n)
+            n
         };
-        let held = [number("a", "1"), number("b", "2")];
+        let held = [number("a", "1"), number("b", "2")].map(|n| Arc::new(Packed::new(&n)));
         let before = versions(&held);
-        assert_eq!(
-            cause_in_list(&before, number("a", "1").as_ref()),
-            Cause::Recheck
-        );
-        assert_eq!(
-            cause_in_list(&before, number("b", "7").as_ref()),
-            Cause::Change
-        );
-        assert_eq!(
-            cause_in_list(&before, number("c", "8").as_ref()),
-            Cause::Change
-        );
+        assert_eq!(cause_in_list(&before, &number("a", "1")), Cause::Recheck);
+        assert_eq!(cause_in_list(&before, &number("b", "7")), Cause::Change);
+        assert_eq!(cause_in_list(&before, &number("c", "8")), Cause::Change);
         let first = versions::<Number>(&[]);
-        assert_eq!(
-            cause_in_list(&first, number("c", "8").as_ref()),
-            Cause::Recheck
-        );
+        assert_eq!(cause_in_list(&first, &number("c", "8")), Cause::Recheck);
     }
 
     #[test]
     fn vanished_objects_are_those_missing_from_the_relist() {
-        let number = |name: &str| Arc::new(Number::new(name, crate::api::NumberSpec { value: 1 }));
+        let number = |name: &str| {
+            let n = Number::new(name, crate::api::NumberSpec { value: 1 });
+            Arc::new(Packed::new(&n))
+        };
         let before = [number("a"), number("b"), number("c")];
         let after = [number("a"), number("c"), number("d")];
-        let gone: Vec<_> = vanished(&before, &after)
-            .iter()
-            .map(|n| n.name_any())
+        let gone: Vec<_> = (vanished(&before, &after).iter())
+            .map(|n| n.name().1.to_string())
             .collect();
         assert_eq!(gone, ["b"]);
         assert!(vanished(&[], &after).is_empty());
