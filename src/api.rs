@@ -6,12 +6,10 @@
 //! Field names follow the Kubernetes API conventions (camelCase), unlike the Go original's
 //! snake_case status fields.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, CustomResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-
-use crate::cluster::packed::Packable;
 
 /// API group of every kind in this crate.
 pub const GROUP: &str = "math.example.com";
@@ -176,29 +174,6 @@ pub struct FermatStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub desired_tuples: Option<i64>,
 }
-
-/// Each kind's body, for the caches ([`crate::cluster::packed`]): its spec and status.
-macro_rules! packable {
-    ($($kind:ident($spec:ty, $status:ty)),*) => {$(
-        impl Packable for $kind {
-            type Body = ($spec, Option<$status>);
-
-            fn body(&self) -> Self::Body {
-                (self.spec.clone(), self.status.clone())
-            }
-
-            fn join(metadata: ObjectMeta, (spec, status): &Self::Body) -> Self {
-                $kind { metadata, spec: spec.clone(), status: status.clone() }
-            }
-        }
-    )*};
-}
-
-packable!(
-    Number(NumberSpec, NumberStatus),
-    Tuple(TupleSpec, TupleStatus),
-    Fermat(FermatSpec, FermatStatus)
-);
 
 /// The three CRDs as one multi-document YAML stream, in the order `kubectl apply` wants none
 /// in particular: Number, Tuple, Fermat.

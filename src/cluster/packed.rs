@@ -21,18 +21,9 @@
 //! its 5000 Tuples); `make bench` shows the manager's CPU with it.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
-use kube::Resource;
 use uuid::Uuid;
 
-/// A kind a store can keep packed: its spec and status (the body), apart from its metadata.
-pub trait Packable: Resource + Sized {
-    /// Everything but the metadata: the spec and the status, as the controllers read them.
-    type Body: Send + Sync + 'static;
-    /// A copy of the body of `self`.
-    fn body(&self) -> Self::Body;
-    /// The object with `metadata` and a copy of `body`.
-    fn join(metadata: ObjectMeta, body: &Self::Body) -> Self;
-}
+pub use crate::kind::Packable;
 
 /// One object as a store keeps it.
 pub struct Packed<K: Packable> {
