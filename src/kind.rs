@@ -1,7 +1,8 @@
 //! Each kind's facts, in one trait implementation per kind, so that the compiler checks the
 //! tables a reader would otherwise keep in their head: what a kind is called, which controller
 //! counts its reconciles, when it counts as ready, which kind a parent owns, the names of the
-//! children it wants and how a child's name leads back to that parent.
+//! children it wants and how a child's name leads back to that parent, and which part of it a
+//! cache keeps beside the lean metadata ([`Packable`]).
 //!
 //! The implementations live with each kind's controller (`controller/number.rs` answers "when
 //! is a Number ready?"); the generic machinery (`reconcile/`, `cluster/`, `scheduler/`) and the plugin only
