@@ -23,7 +23,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use uuid::Uuid;
 
-pub use crate::kind::Packable;
+use crate::kind::Packable;
 
 /// One object as a store keeps it.
 pub struct Packed<K: Packable> {

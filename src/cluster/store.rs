@@ -40,7 +40,8 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use tokio::sync::watch;
 
-use crate::cluster::packed::{Packable, Packed, Uid};
+use crate::cluster::packed::{Packed, Uid};
+use crate::kind::Packable;
 
 /// A new, empty store of kind `K`, and the writer its watch fills it through.
 pub fn store<K: Packable>() -> (Store<K>, Writer<K>) {
