@@ -1,8 +1,7 @@
 //! Each kind's facts, in one trait implementation per kind, so that the compiler checks the
 //! tables a reader would otherwise keep in their head: what a kind is called, which controller
 //! counts its reconciles, when it counts as ready, which kind a parent owns, the names of the
-//! children it wants and how a child's name leads back to that parent, and which part of it a
-//! cache keeps beside the lean metadata ([`Packable`]).
+//! children it wants and how a child's name leads back to that parent.
 //!
 //! The implementations live with each kind's controller (`controller/number.rs` answers "when
 //! is a Number ready?"); the generic machinery (`reconcile/`, `cluster/`, `scheduler/`) and the plugin only
@@ -12,7 +11,7 @@
 use std::fmt::Debug;
 
 use k8s_openapi::NamespaceResourceScope;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -24,7 +23,6 @@ pub trait Kind:
     + Debug
     + Serialize
     + DeserializeOwned
-    + Packable
     + Send
     + Sync
     + 'static
@@ -40,43 +38,6 @@ pub trait Kind:
     /// are its first ones, after it they are a repair or a change.
     fn has_status(&self) -> bool;
 }
-
-/// A kind a store can keep packed ([`crate::cluster::packed`]): its spec and status (the
-/// body), apart from its metadata.
-pub trait Packable: Resource + Sized {
-    /// Everything but the metadata: the spec and the status, as the controllers read them.
-    type Body: Send + Sync + 'static;
-    /// A copy of the body of `self`.
-    fn body(&self) -> Self::Body;
-    /// The object with `metadata` and a copy of `body`.
-    fn join(metadata: ObjectMeta, body: &Self::Body) -> Self;
-}
-
-/// The [`Packable`] implementation of a kind with a `spec` and an optional `status`, the shape
-/// `#[derive(CustomResource)]` gives: `packable!(Number(NumberSpec, NumberStatus))`.
-macro_rules! packable {
-    ($kind:ident($spec:ty, $status:ty)) => {
-        impl $crate::kind::Packable for $kind {
-            type Body = ($spec, Option<$status>);
-
-            fn body(&self) -> Self::Body {
-                (self.spec.clone(), self.status.clone())
-            }
-
-            fn join(
-                metadata: ::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-                (spec, status): &Self::Body,
-            ) -> Self {
-                $kind {
-                    metadata,
-                    spec: spec.clone(),
-                    status: status.clone(),
-                }
-            }
-        }
-    };
-}
-pub(crate) use packable;
 
 /// A kind that a parent owns: what its desired spec is and how a new one is made.
 pub trait Child: Kind {

@@ -22,8 +22,8 @@
 //!                     (what the reconciles remember: expectations of children and
 //!                     statuses, refusals, waiting parents, retries)
 //! cluster/            the kube glue, for any kind: watches and their fan-out, each kind's
-//!                     cache (its store, by name and by controller UID, each object packed)
-//!                     found by type, outages, the one backoff, maps whose entries expire
+//!                     cache (its store, by name and by controller UID) found by type,
+//!                     outages, the one backoff, maps whose entries expire
 //! kind.rs scheduler/  each kind's facts, as traits every kind implements (in controller/), and
 //!                     an object's controller; beside it the one queue every reconcile waits
 //!                     in (domain-free: keys, flows, priorities): fair queue, permits, the

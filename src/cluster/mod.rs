@@ -8,8 +8,6 @@
 //! - `store.rs`: one kind's objects as its watch last saw them, by name and by controller
 //!   UID (kube-runtime's reflector store and an owner index, without a key beside each
 //!   object: the memory a manager grows with).
-//! - `packed.rs`: what a store keeps of each object (the fields the controllers read, in
-//!   as little room as they fit), made into the kind's type again when a reconcile reads it.
 //! - `cache.rs`: one kind's cache (its store and its owner index, one type), and
 //!   every kind's caches found by type ([`cache::Caches`]).
 //! - `undecodable.rs`: objects the manager's types cannot decode: each object of a list or
@@ -33,7 +31,6 @@ pub mod backoff;
 pub mod cache;
 pub mod expiring;
 pub mod outage;
-pub mod packed;
 pub mod store;
 pub mod undecodable;
 pub mod watch_retry;

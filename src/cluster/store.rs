@@ -40,22 +40,21 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use tokio::sync::watch;
 
-use crate::cluster::packed::{Packed, Uid};
-use crate::kind::Packable;
+use crate::kind::controller_uid;
 
 /// A new, empty store of kind `K`, and the writer its watch fills it through.
-pub fn store<K: Packable>() -> (Store<K>, Writer<K>) {
+pub fn store<K: Resource + Clone>() -> (Store<K>, Writer<K>) {
     let writer = Writer::default();
     (writer.as_reader(), writer)
 }
 
 /// The objects of one kind, as the watch last saw them (cheap to clone: every clone reads the
 /// same objects).
-pub struct Store<K: Packable> {
+pub struct Store<K> {
     shared: Arc<Shared<K>>,
 }
 
-impl<K: Packable> Clone for Store<K> {
+impl<K> Clone for Store<K> {
     fn clone(&self) -> Self {
         Store {
             shared: self.shared.clone(),
@@ -63,7 +62,7 @@ impl<K: Packable> Clone for Store<K> {
     }
 }
 
-struct Shared<K: Packable> {
+struct Shared<K> {
     tables: RwLock<Tables<K>>,
     hasher: RandomState,
     /// True once the first complete list is in.
@@ -72,12 +71,12 @@ struct Shared<K: Packable> {
 
 /// The same objects twice: by namespace and name, and (those that have a controller) by
 /// namespace and controller UID.
-struct Tables<K: Packable> {
-    by_name: HashTable<Arc<Packed<K>>>,
-    by_owner: HashTable<Arc<Packed<K>>>,
+struct Tables<K> {
+    by_name: HashTable<Arc<K>>,
+    by_owner: HashTable<Arc<K>>,
 }
 
-impl<K: Packable> Tables<K> {
+impl<K> Tables<K> {
     fn with_capacity(capacity: usize) -> Tables<K> {
         Tables {
             by_name: HashTable::with_capacity(capacity),
@@ -86,45 +85,32 @@ impl<K: Packable> Tables<K> {
     }
 }
 
-impl<K: Packable> Store<K> {
+impl<K: Resource> Store<K> {
     /// The object `key` names (its namespace and name), if the store holds it.
     pub fn get(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
-        let found = self.find(key.namespace.as_deref().unwrap_or_default(), &key.name);
-        found.map(|packed| Arc::new(packed.unpack()))
+        self.find(key.namespace.as_deref().unwrap_or_default(), &key.name)
     }
 
-    /// The object `name` in `namespace` (empty for a cluster-scoped object), as held.
-    fn find(&self, namespace: &str, name: &str) -> Option<Arc<Packed<K>>> {
+    /// The object `name` in `namespace` (empty for a cluster-scoped object), if held.
+    fn find(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
         let hash = self.shared.hash(namespace, name);
         let tables = self.shared.read();
-        let found = (tables.by_name).find(hash, |obj| obj.name() == (namespace, name));
+        let found = (tables.by_name).find(hash, |obj| name_of(obj.as_ref()) == (namespace, name));
         found.cloned()
     }
 
     /// The objects in `namespace` whose controller is `uid`.
     pub fn owned(&self, uid: &str, namespace: &str) -> Vec<Arc<K>> {
-        let uid = Uid::new(uid);
-        let hash = self.shared.hash(namespace, &uid);
-        let held: Vec<_> = (self.shared.read().by_owner.iter_hash(hash))
-            .filter(|obj| owner_of(obj) == Some((namespace, &uid)))
+        let hash = self.shared.hash(namespace, uid);
+        let tables = self.shared.read();
+        (tables.by_owner.iter_hash(hash))
+            .filter(|obj| owner_of(obj.as_ref()) == Some((namespace, uid)))
             .cloned()
-            .collect();
-        held.iter()
-            .map(|packed| Arc::new(packed.unpack()))
             .collect()
     }
 
     /// Every object the store holds, in no particular order.
     pub fn state(&self) -> Vec<Arc<K>> {
-        let held = self.held();
-        held.iter()
-            .map(|packed| Arc::new(packed.unpack()))
-            .collect()
-    }
-
-    /// Every object the store holds, as it holds them: what a relist is compared with (a
-    /// copy of each, as [`Store::state`] makes, would hold the whole cache twice meanwhile).
-    pub fn held(&self) -> Vec<Arc<Packed<K>>> {
         self.shared.read().by_name.iter().cloned().collect()
     }
 
@@ -146,7 +132,7 @@ impl<K: Packable> Store<K> {
     }
 }
 
-impl<K: Packable> Shared<K> {
+impl<K: Resource> Shared<K> {
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Tables<K>> {
         self.tables.read().unwrap_or_else(|e| e.into_inner())
     }
@@ -156,31 +142,31 @@ impl<K: Packable> Shared<K> {
     }
 
     /// The hash of a namespace and a name, or of a namespace and a controller's UID.
-    fn hash(&self, namespace: &str, id: impl std::hash::Hash) -> u64 {
-        self.hasher.hash_one((namespace, id))
+    fn hash(&self, namespace: &str, name: &str) -> u64 {
+        self.hasher.hash_one((namespace, name))
     }
 
-    fn by_name(&self, obj: &Packed<K>) -> u64 {
-        let (namespace, name) = obj.name();
+    fn by_name(&self, obj: &K) -> u64 {
+        let (namespace, name) = name_of(obj);
         self.hash(namespace, name)
     }
 
-    fn by_owner(&self, obj: &Packed<K>) -> Option<u64> {
+    fn by_owner(&self, obj: &K) -> Option<u64> {
         owner_of(obj).map(|(namespace, uid)| self.hash(namespace, uid))
     }
 
     /// `obj` filed in `tables`, in place of what they held under its name.
-    fn file(&self, tables: &mut Tables<K>, obj: Arc<Packed<K>>) {
-        if let Some(hash) = self.by_owner(&obj) {
+    fn file(&self, tables: &mut Tables<K>, obj: Arc<K>) {
+        if let Some(hash) = self.by_owner(obj.as_ref()) {
             (tables.by_owner).insert_unique(hash, obj.clone(), |held| {
-                self.by_owner(held).unwrap_or_default()
+                self.by_owner(held.as_ref()).unwrap_or_default()
             });
         }
-        let name = obj.name();
+        let (namespace, name) = name_of(obj.as_ref());
         let entry = tables.by_name.entry(
-            self.by_name(&obj),
-            |held| held.name() == name,
-            |held| self.by_name(held),
+            self.by_name(obj.as_ref()),
+            |held| name_of(held.as_ref()) == (namespace, name),
+            |held| self.by_name(held.as_ref()),
         );
         let replaced = match entry {
             Entry::Occupied(mut held) => Some(std::mem::replace(held.get_mut(), obj)),
@@ -196,17 +182,19 @@ impl<K: Packable> Shared<K> {
 
     /// The object named as `obj` is no longer in `tables`.
     fn remove(&self, tables: &mut Tables<K>, obj: &K) {
-        let name = name_of(obj);
-        let hash = self.hash(name.0, name.1);
-        if let Ok(entry) = (tables.by_name).find_entry(hash, |held| held.name() == name) {
+        let (namespace, name) = name_of(obj);
+        let found = (tables.by_name).find_entry(self.by_name(obj), |held| {
+            name_of(held.as_ref()) == (namespace, name)
+        });
+        if let Ok(entry) = found {
             let (held, _) = entry.remove();
             self.unfile_owner(tables, &held);
         }
     }
 
     /// `held`, just replaced or removed, leaves the owner index.
-    fn unfile_owner(&self, tables: &mut Tables<K>, held: &Arc<Packed<K>>) {
-        let Some(hash) = self.by_owner(held) else {
+    fn unfile_owner(&self, tables: &mut Tables<K>, held: &Arc<K>) {
+        let Some(hash) = self.by_owner(held.as_ref()) else {
             return;
         };
         if let Ok(entry) = tables.by_owner.find_entry(hash, |o| Arc::ptr_eq(o, held)) {
@@ -223,19 +211,28 @@ fn name_of<K: Resource>(obj: &K) -> (&str, &str) {
 }
 
 /// The namespace of `obj` and the UID of its controller, if it has one.
-fn owner_of<K: Packable>(obj: &Packed<K>) -> Option<(&str, &Uid)> {
-    obj.controller().map(|uid| (obj.name().0, uid))
+fn owner_of<K: Resource>(obj: &K) -> Option<(&str, &str)> {
+    let namespace = obj.meta().namespace.as_deref().unwrap_or_default();
+    controller_uid(obj).map(|uid| (namespace, uid))
+}
+
+/// Whether `held` is `obj` as it was: the same object (UID) at the same resourceVersion.
+fn unchanged<K: Resource>(held: &K, obj: &K) -> bool {
+    let (held, obj) = (held.meta(), obj.meta());
+    held.uid == obj.uid
+        && held.resource_version.is_some()
+        && held.resource_version == obj.resource_version
 }
 
 /// What a kind's watch fills its store through: each event of kube-runtime's watcher applied
 /// as kube-runtime's reflector applies it.
-pub struct Writer<K: Packable> {
+pub struct Writer<K> {
     store: Store<K>,
     /// The tables a relist in progress fills; swapped in once the list is complete.
     relist: Tables<K>,
 }
 
-impl<K: Packable> Default for Writer<K> {
+impl<K> Default for Writer<K> {
     fn default() -> Self {
         let shared = Shared {
             tables: RwLock::new(Tables::with_capacity(0)),
@@ -251,7 +248,7 @@ impl<K: Packable> Default for Writer<K> {
     }
 }
 
-impl<K: Packable> Writer<K> {
+impl<K: Resource + Clone> Writer<K> {
     /// The store this writer fills.
     pub fn as_reader(&self) -> Store<K> {
         self.store.clone()
@@ -261,9 +258,7 @@ impl<K: Packable> Writer<K> {
     pub fn apply_watcher_event(&mut self, event: &watcher::Event<K>) {
         let shared = &self.store.shared;
         match event {
-            watcher::Event::Apply(obj) => {
-                shared.file(&mut shared.write(), Arc::new(Packed::new(obj)))
-            }
+            watcher::Event::Apply(obj) => shared.file(&mut shared.write(), Arc::new(obj.clone())),
             watcher::Event::Delete(obj) => shared.remove(&mut shared.write(), obj),
             // A relist begins (again, for each attempt of a failing list): its tables start
             // empty, with room for what the store holds now.
@@ -271,8 +266,8 @@ impl<K: Packable> Writer<K> {
             watcher::Event::InitApply(obj) => {
                 let (namespace, name) = name_of(obj);
                 let held =
-                    (self.store.find(namespace, name)).filter(|held| held.is_unchanged(obj.meta()));
-                let obj = held.unwrap_or_else(|| Arc::new(Packed::new(obj)));
+                    (self.store.find(namespace, name)).filter(|held| unchanged(held.as_ref(), obj));
+                let obj = held.unwrap_or_else(|| Arc::new(obj.clone()));
                 shared.file(&mut self.relist, obj);
             }
             watcher::Event::InitDone => {
@@ -349,16 +344,24 @@ mod tests {
         let (store, mut writer) = store::<Number>();
         writer.apply_watcher_event(&Apply(number("a", "same", "1")));
         writer.apply_watcher_event(&Apply(number("a", "changed", "1")));
-        let held = |name| store.find("a", name).expect("held");
-        let (same, changed) = (held("same"), held("changed"));
+        let (same, changed) = (
+            store.get(&key("a", "same")),
+            store.get(&key("a", "changed")),
+        );
         writer.apply_watcher_event(&Init);
         writer.apply_watcher_event(&InitApply(number("a", "same", "1")));
         writer.apply_watcher_event(&InitApply(number("a", "changed", "2")));
         writer.apply_watcher_event(&InitDone);
-        assert!(Arc::ptr_eq(&held("same"), &same));
-        assert!(!Arc::ptr_eq(&held("changed"), &changed));
+        let now = |name| store.get(&key("a", name));
+        assert!(Arc::ptr_eq(
+            &now("same").expect("kept"),
+            &same.expect("held")
+        ));
+        assert!(!Arc::ptr_eq(
+            &now("changed").expect("relisted"),
+            &changed.expect("held")
+        ));
         assert_eq!(version(&store, "a", "changed").as_deref(), Some("2"));
-        assert_eq!(store.held().len(), 2);
     }
 
     fn controlled(ns: &str, name: &str, version: &str, controller: Option<&str>) -> Number {

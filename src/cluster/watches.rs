@@ -17,11 +17,9 @@ use tracing::{debug, error};
 use crate::cluster::backoff::random;
 use crate::cluster::cache::Cache;
 use crate::cluster::outage::Outage;
-use crate::cluster::packed::Packed;
 use crate::cluster::store::Writer;
 use crate::cluster::undecodable::{Decoded, Sorted, Undecoded, sort_out};
 use crate::cluster::watch_retry::{Watched, retried};
-use crate::kind::Packable;
 use crate::kind::{Kind, Parent};
 use crate::scheduler::TIMELINE;
 use crate::scheduler::panics::catch_now;
@@ -159,7 +157,7 @@ struct FanOut<K: Kind, O, P, W> {
     witness: Arc<W>,
     /// What the cache held when a (re)list began: the objects that are not in the new list
     /// were deleted while the watch was down, and no Delete event will ever say so.
-    before_relist: Vec<Arc<Packed<K>>>,
+    before_relist: Vec<Arc<K>>,
     /// When the list that the next InitDone completes began: the writes answered before then
     /// are in it.
     relist_began: Instant,
@@ -223,7 +221,7 @@ impl<K: Kind, O: Fn(&K, Cause), P: Fn(&ObjectMeta, Cause), W: Witness> FanOut<K,
                 self.relist_began = Instant::now();
                 self.witness.relist_started::<K>();
                 if self.before_relist.is_empty() {
-                    self.before_relist = self.cache.store.held();
+                    self.before_relist = self.cache.store.state();
                 }
             }
             watcher::Event::InitDone => self.relisted(),
@@ -235,9 +233,9 @@ impl<K: Kind, O: Fn(&K, Cause), P: Fn(&ObjectMeta, Cause), W: Witness> FanOut<K,
     /// everything that vanished while the watch was down.
     fn relisted(&mut self) {
         self.witness.relisted::<K>(self.relist_began);
-        let now = self.cache.store.held();
+        let now = self.cache.store.state();
         let before = std::mem::take(&mut self.before_relist);
-        for gone in vanished(&before, &now).iter().map(|gone| gone.unpack()) {
+        for gone in vanished(&before, &now) {
             debug!(
                 "{} {}/{} vanished while the watch was down",
                 K::kind(&()),
@@ -247,8 +245,8 @@ impl<K: Kind, O: Fn(&K, Cause), P: Fn(&ObjectMeta, Cause), W: Witness> FanOut<K,
             (self.tell_parents)(gone.meta(), Cause::Change);
         }
         let versions = versions(&before);
-        for obj in now.iter().map(|held| held.unpack()) {
-            let cause = cause_in_list(&versions, &obj);
+        for obj in now {
+            let cause = cause_in_list(&versions, obj.as_ref());
             (self.tell_parents)(obj.meta(), cause);
             (self.own)(&obj, cause);
         }
@@ -267,9 +265,9 @@ fn name_of<K: Resource>(obj: &K) -> (&str, &str) {
 }
 
 /// The resourceVersion of each object the cache held before a relist.
-fn versions<K: Packable>(before: &[Arc<Packed<K>>]) -> Versions<'_> {
+fn versions<K: Resource>(before: &[Arc<K>]) -> Versions<'_> {
     (before.iter())
-        .map(|k| (k.name(), k.resource_version()))
+        .map(|k| (name_of(k.as_ref()), k.meta().resource_version.as_deref()))
         .collect()
 }
 
@@ -288,13 +286,10 @@ fn cause_in_list<K: Resource>(before: &Versions, obj: &K) -> Cause {
 
 /// The objects of `before` (the cache when a relist began) that `after` (the relisted cache)
 /// no longer holds: deleted during the gap.
-fn vanished<K: Packable>(
-    before: &[Arc<Packed<K>>],
-    after: &[Arc<Packed<K>>],
-) -> Vec<Arc<Packed<K>>> {
-    let present: HashSet<_> = after.iter().map(|k| k.name()).collect();
+fn vanished<K: Resource>(before: &[Arc<K>], after: &[Arc<K>]) -> Vec<Arc<K>> {
+    let present: HashSet<_> = after.iter().map(|k| name_of(k.as_ref())).collect();
     (before.iter())
-        .filter(|k| !present.contains(&k.name()))
+        .filter(|k| !present.contains(&name_of(k.as_ref())))
         .cloned()
         .collect()
 }
@@ -376,27 +371,37 @@ mod tests {
         let number = |name: &str, version: &str| {
             let mut n = Number::new(name, crate::api::NumberSpec { value: 1 });
             n.metadata.resource_version = Some(version.into());
-            n
+            Arc::new(n)
         };
-        let held = [number("a", "1"), number("b", "2")].map(|n| Arc::new(Packed::new(&n)));
+        let held = [number("a", "1"), number("b", "2")];
         let before = versions(&held);
-        assert_eq!(cause_in_list(&before, &number("a", "1")), Cause::Recheck);
-        assert_eq!(cause_in_list(&before, &number("b", "7")), Cause::Change);
-        assert_eq!(cause_in_list(&before, &number("c", "8")), Cause::Change);
+        assert_eq!(
+            cause_in_list(&before, number("a", "1").as_ref()),
+            Cause::Recheck
+        );
+        assert_eq!(
+            cause_in_list(&before, number("b", "7").as_ref()),
+            Cause::Change
+        );
+        assert_eq!(
+            cause_in_list(&before, number("c", "8").as_ref()),
+            Cause::Change
+        );
         let first = versions::<Number>(&[]);
-        assert_eq!(cause_in_list(&first, &number("c", "8")), Cause::Recheck);
+        assert_eq!(
+            cause_in_list(&first, number("c", "8").as_ref()),
+            Cause::Recheck
+        );
     }
 
     #[test]
     fn vanished_objects_are_those_missing_from_the_relist() {
-        let number = |name: &str| {
-            let n = Number::new(name, crate::api::NumberSpec { value: 1 });
-            Arc::new(Packed::new(&n))
-        };
+        let number = |name: &str| Arc::new(Number::new(name, crate::api::NumberSpec { value: 1 }));
         let before = [number("a"), number("b"), number("c")];
         let after = [number("a"), number("c"), number("d")];
-        let gone: Vec<_> = (vanished(&before, &after).iter())
-            .map(|n| n.name().1.to_string())
+        let gone: Vec<_> = vanished(&before, &after)
+            .iter()
+            .map(|n| n.name_any())
             .collect();
         assert_eq!(gone, ["b"]);
         assert!(vanished(&[], &after).is_empty());

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Resource, ResourceExt};
 
-use crate::api::{Fermat, FermatSpec, FermatStatus, MAX_FERMAT_NUMBER, Tuple, TupleSpec};
+use crate::api::{Fermat, FermatStatus, MAX_FERMAT_NUMBER, Tuple, TupleSpec};
 use crate::error::Result;
-use crate::kind::{Desired, Kind, Parent, packable};
+use crate::kind::{Desired, Kind, Parent};
 use crate::math;
 use crate::reconcile;
 use crate::reconcile::context::Context;
@@ -132,8 +132,6 @@ pub async fn reconcile(fermat: Arc<Fermat>, ctx: Arc<Context>) -> Result<Outcome
     let current = fermat.status.as_ref();
     reconcile::parent(&ctx, fermat.as_ref(), current, status).await
 }
-
-packable!(Fermat(FermatSpec, FermatStatus));
 
 impl Kind for Fermat {
     const KIND: &'static str = "Fermat";

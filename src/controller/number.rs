@@ -8,7 +8,7 @@ use kube::Resource;
 
 use crate::api::{Number, NumberSpec, NumberStatus};
 use crate::error::Result;
-use crate::kind::{Child, Kind, packable};
+use crate::kind::{Child, Kind};
 use crate::math;
 use crate::reconcile::context::Context;
 use crate::reconcile::status::{self, Readiness, Standing};
@@ -84,8 +84,6 @@ impl status::WholeStatus for NumberStatus {
         "isPrime",
     ];
 }
-
-packable!(Number(NumberSpec, NumberStatus));
 
 impl Kind for Number {
     const KIND: &'static str = "Number";

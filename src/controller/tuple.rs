@@ -11,7 +11,7 @@ use kube::{Resource, ResourceExt};
 
 use crate::api::{MAX_TUPLE_LEN, Number, NumberSpec, Tuple, TupleSpec, TupleStatus};
 use crate::error::Result;
-use crate::kind::{Child, Desired, Kind, Parent, packable};
+use crate::kind::{Child, Desired, Kind, Parent};
 use crate::reconcile;
 use crate::reconcile::context::Context;
 use crate::reconcile::plan::{self, Plan};
@@ -108,8 +108,6 @@ pub async fn reconcile(tuple: Arc<Tuple>, ctx: Arc<Context>) -> Result<Outcome> 
     let current = tuple.status.as_ref();
     reconcile::parent(&ctx, tuple.as_ref(), current, status).await
 }
-
-packable!(Tuple(TupleSpec, TupleStatus));
 
 impl Kind for Tuple {
     const KIND: &'static str = "Tuple";
